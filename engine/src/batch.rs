@@ -1,0 +1,60 @@
+//! What crosses the scheduler ↔ runner seam: a plan goes down, logits come up.
+
+use crate::kv::BlockId;
+use crate::request::RequestId;
+
+/// One sequence's share of a step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduledSeq {
+    pub id: RequestId,
+    /// Tokens already in the KV cache; the new tokens sit at positions from here on.
+    pub num_computed_tokens: usize,
+    /// Token ids computed this step (a prefill chunk, or the one token of a decode).
+    pub new_token_ids: Vec<u32>,
+    pub block_table: Vec<BlockId>,
+    /// Whether this step reaches the end of the sequence, so a next token is sampled.
+    pub sample: bool,
+}
+
+impl ScheduledSeq {
+    /// Context length once this step is done.
+    pub fn num_tokens_after_step(&self) -> usize {
+        self.num_computed_tokens + self.new_token_ids.len()
+    }
+}
+
+/// One step's work.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BatchPlan {
+    pub seqs: Vec<ScheduledSeq>,
+    pub num_batched_tokens: usize,
+}
+
+impl BatchPlan {
+    pub fn is_empty(&self) -> bool {
+        self.seqs.is_empty()
+    }
+
+    /// Number of sequences that sample a token this step (one logits row each, in plan order).
+    pub fn num_sampled(&self) -> usize {
+        self.seqs.iter().filter(|s| s.sample).count()
+    }
+}
+
+/// The model's output for one step: one logits row per sampling sequence, in plan order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepLogits {
+    pub vocab_size: usize,
+    /// `num_sampled × vocab_size` values, row-major.
+    pub values: Vec<f32>,
+}
+
+impl StepLogits {
+    pub fn row(&self, index: usize) -> &[f32] {
+        &self.values[index * self.vocab_size..(index + 1) * self.vocab_size]
+    }
+
+    pub fn num_rows(&self) -> usize {
+        self.values.len().checked_div(self.vocab_size).unwrap_or(0)
+    }
+}

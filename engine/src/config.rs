@@ -1,0 +1,130 @@
+//! `EngineConfig`: the scheduler's and KV cache's limits, validated once.
+
+use crate::error::EngineError;
+use crate::models::WeightFormat;
+
+/// Default KV-cache budget on CPU: 1 GiB.
+pub const DEFAULT_KV_CACHE_MEMORY_BYTES: usize = 1 << 30;
+
+/// Limits that shape every step. Build with `Default` and override, then `validate`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineConfig {
+    /// Tokens per KV block.
+    pub block_size: usize,
+    /// Most sequences in one step's batch.
+    pub max_num_seqs: usize,
+    /// Most tokens (prefill + decode) computed in one step.
+    pub max_num_batched_tokens: usize,
+    /// Longest sequence (prompt + output) served; `None` = the model's context length.
+    pub max_model_len: Option<usize>,
+    /// Bytes the KV cache may use (on CPU: host memory).
+    pub kv_cache_memory_bytes: usize,
+    /// Split long prompts across steps, mixed with other requests' decodes.
+    pub enable_chunked_prefill: bool,
+    /// Seed for requests that bring none (their seeds are drawn from this).
+    pub seed: u64,
+    /// How weights are held on CPU (see `WeightFormat`).
+    pub weight_format: WeightFormat,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            block_size: 16,
+            max_num_seqs: 256,
+            max_num_batched_tokens: 2048,
+            max_model_len: None,
+            kv_cache_memory_bytes: DEFAULT_KV_CACHE_MEMORY_BYTES,
+            enable_chunked_prefill: true,
+            seed: 0,
+            weight_format: WeightFormat::default(),
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Checks the values that do not depend on the model.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let fail = |m: String| Err(EngineError::Config(m));
+        if self.block_size == 0 || !self.block_size.is_power_of_two() || self.block_size > 256 {
+            return fail(format!(
+                "block_size must be a power of two in 1..=256, got {}",
+                self.block_size
+            ));
+        }
+        if self.max_num_seqs == 0 {
+            return fail("max_num_seqs must be at least 1".into());
+        }
+        if self.max_num_batched_tokens == 0 {
+            return fail("max_num_batched_tokens must be at least 1".into());
+        }
+        if self.max_model_len == Some(0) {
+            return fail("max_model_len must be at least 1".into());
+        }
+        if self.kv_cache_memory_bytes == 0 {
+            return fail("kv_cache_memory must be more than 0 bytes".into());
+        }
+        Ok(())
+    }
+
+    /// Resolves `max_model_len` against the model's context length and checks the step budget:
+    /// without chunked prefill, one step must hold a whole prompt of `max_model_len` tokens.
+    pub fn resolve_max_model_len(&self, model_context_len: usize) -> Result<usize, EngineError> {
+        let max_model_len = self.max_model_len.unwrap_or(model_context_len);
+        if max_model_len > model_context_len {
+            return Err(EngineError::Config(format!(
+                "max_model_len {max_model_len} exceeds the model's context length {model_context_len}"
+            )));
+        }
+        if !self.enable_chunked_prefill && self.max_num_batched_tokens < max_model_len {
+            return Err(EngineError::Config(format!(
+                "without chunked prefill, max_num_batched_tokens ({}) must be at least max_model_len ({max_model_len})",
+                self.max_num_batched_tokens
+            )));
+        }
+        Ok(max_model_len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        assert_eq!(EngineConfig::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn rejects_bad_block_size() {
+        let config = EngineConfig {
+            block_size: 12,
+            ..EngineConfig::default()
+        };
+        assert!(
+            matches!(config.validate(), Err(EngineError::Config(m)) if m.contains("block_size"))
+        );
+    }
+
+    #[test]
+    fn max_model_len_defaults_to_model_and_is_capped() {
+        let config = EngineConfig::default();
+        assert_eq!(config.resolve_max_model_len(8192), Ok(8192));
+        let too_long = EngineConfig {
+            max_model_len: Some(9000),
+            ..EngineConfig::default()
+        };
+        assert!(too_long.resolve_max_model_len(8192).is_err());
+    }
+
+    #[test]
+    fn chunked_prefill_off_needs_a_budget_for_whole_prompts() {
+        let config = EngineConfig {
+            enable_chunked_prefill: false,
+            max_num_batched_tokens: 512,
+            ..EngineConfig::default()
+        };
+        assert!(config.resolve_max_model_len(2048).is_err());
+        assert_eq!(config.resolve_max_model_len(512), Ok(512));
+    }
+}

@@ -1,0 +1,308 @@
+//! The engine loop on its own OS thread: drain commands → schedule → execute → update → send
+//! events. The engine owns all its state; callers talk to it through `EngineHandle`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
+
+use candle_core::Device;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::attention::CpuKvCache;
+use crate::config::EngineConfig;
+use crate::error::{EngineError, Result};
+use crate::events::{FinishReason, TokenEvent};
+use crate::handle::{EngineCommand, EngineHandle, EngineInfo, EngineStats};
+use crate::kv::KvCacheManager;
+use crate::models::{load_model, CausalLm};
+use crate::request::{EngineRequest, RequestId};
+use crate::runner::ModelRunner;
+use crate::scheduler::{Scheduler, SchedulerLimits, StepUpdate};
+use crate::sequence::Sequence;
+use crate::validate::RequestLimits;
+
+/// Loads a model file and starts an engine on it (CPU).
+pub fn start_engine(config: EngineConfig, model_path: &Path) -> Result<EngineHandle> {
+    let model = load_model(model_path, &Device::Cpu, config.weight_format)?;
+    start_engine_with_model(config, model)
+}
+
+/// Starts an engine thread on an already loaded model.
+pub fn start_engine_with_model(
+    config: EngineConfig,
+    model: Box<dyn CausalLm>,
+) -> Result<EngineHandle> {
+    let (core, info, limits, stats, commands_tx) = EngineCore::build(config, model)?;
+    tracing::info!(
+        kv_capacity_tokens = info.kv_capacity_tokens,
+        num_kv_blocks = info.num_kv_blocks,
+        max_model_len = info.max_model_len,
+        "KV cache holds {} tokens: maximum concurrency at max_model_len {} is {:.2}",
+        info.kv_capacity_tokens,
+        info.max_model_len,
+        info.max_concurrency_at_max_model_len
+    );
+    let thread = std::thread::Builder::new()
+        .name("pagoda-engine".into())
+        .spawn(move || core.run())
+        .map_err(|e| EngineError::Config(format!("cannot spawn the engine thread: {e}")))?;
+    Ok(EngineHandle::new(commands_tx, stats, info, limits, thread))
+}
+
+type Built = (
+    EngineCore,
+    EngineInfo,
+    RequestLimits,
+    Arc<Mutex<EngineStats>>,
+    mpsc::Sender<EngineCommand>,
+);
+
+/// Sizes the KV cache from the memory budget: whole blocks of all layers' keys and values.
+fn num_kv_blocks(config: &EngineConfig, model: &dyn CausalLm) -> usize {
+    let cfg = model.config();
+    let bytes_per_block =
+        CpuKvCache::bytes_per_token(cfg.num_layers, cfg.attn_shape()) * config.block_size;
+    config.kv_cache_memory_bytes / bytes_per_block
+}
+
+struct EngineCore {
+    scheduler: Scheduler,
+    runner: ModelRunner,
+    commands: mpsc::Receiver<EngineCommand>,
+    streams: HashMap<RequestId, UnboundedSender<TokenEvent>>,
+    stats: Arc<Mutex<EngineStats>>,
+    totals: EngineStats,
+    seeds: ChaCha8Rng,
+}
+
+impl EngineCore {
+    fn build(config: EngineConfig, model: Box<dyn CausalLm>) -> Result<Built> {
+        config.validate()?;
+        let cfg = model.config().clone();
+        let max_model_len = config.resolve_max_model_len(cfg.context_length)?;
+        let num_blocks = num_kv_blocks(&config, model.as_ref());
+        let kv_capacity_tokens = num_blocks * config.block_size;
+        if kv_capacity_tokens < max_model_len {
+            return Err(EngineError::Config(format!(
+                "the KV cache ({} bytes) holds {kv_capacity_tokens} tokens, fewer than max_model_len {max_model_len}; \
+                 raise kv_cache_memory or lower max_model_len",
+                config.kv_cache_memory_bytes
+            )));
+        }
+        let kv_cache = CpuKvCache::new(
+            cfg.num_layers,
+            cfg.attn_shape(),
+            config.block_size,
+            num_blocks,
+        );
+        let limits = SchedulerLimits {
+            max_num_seqs: config.max_num_seqs,
+            max_num_batched_tokens: config.max_num_batched_tokens,
+            max_model_len,
+            enable_chunked_prefill: config.enable_chunked_prefill,
+        };
+        let scheduler = Scheduler::new(
+            limits,
+            KvCacheManager::new(num_blocks, config.block_size),
+            cfg.eos_token_ids.clone(),
+        );
+        let info = EngineInfo {
+            max_model_len,
+            block_size: config.block_size,
+            num_kv_blocks: num_blocks,
+            kv_capacity_tokens,
+            max_concurrency_at_max_model_len: kv_capacity_tokens as f64 / max_model_len as f64,
+            model: cfg.clone(),
+        };
+        let request_limits = RequestLimits {
+            vocab_size: cfg.vocab_size,
+            max_model_len,
+            kv_capacity_tokens,
+        };
+        let totals = EngineStats {
+            num_kv_blocks_total: num_blocks,
+            ..EngineStats::default()
+        };
+        let stats = Arc::new(Mutex::new(totals.clone()));
+        let (commands_tx, commands) = mpsc::channel();
+        let core = EngineCore {
+            scheduler,
+            runner: ModelRunner::new(model, Box::new(kv_cache), config.block_size),
+            commands,
+            streams: HashMap::new(),
+            stats: stats.clone(),
+            totals,
+            seeds: ChaCha8Rng::seed_from_u64(config.seed),
+        };
+        Ok((core, info, request_limits, stats, commands_tx))
+    }
+
+    fn run(mut self) {
+        loop {
+            if !self.scheduler.has_work() {
+                let Ok(command) = self.commands.recv() else {
+                    break;
+                };
+                if !self.handle(command) {
+                    break;
+                }
+            }
+            let mut keep_running = true;
+            while let Ok(command) = self.commands.try_recv() {
+                keep_running &= self.handle(command);
+            }
+            if !keep_running {
+                break;
+            }
+            self.abort_abandoned();
+            if self.scheduler.has_work() {
+                self.step();
+            }
+        }
+        self.finish_all();
+    }
+
+    /// Applies one command; returns false on shutdown.
+    fn handle(&mut self, command: EngineCommand) -> bool {
+        match command {
+            EngineCommand::Submit(request, max_output_tokens, events) => {
+                self.admit(request, max_output_tokens, events)
+            }
+            EngineCommand::Abort(id) => self.abort(id),
+            EngineCommand::Shutdown => return false,
+        }
+        true
+    }
+
+    fn admit(
+        &mut self,
+        request: EngineRequest,
+        max_output_tokens: usize,
+        events: UnboundedSender<TokenEvent>,
+    ) {
+        if self.streams.contains_key(&request.id) || self.scheduler.contains(request.id) {
+            let _ = events.send(TokenEvent::Error(EngineError::DuplicateRequest(
+                request.id.0,
+            )));
+            return;
+        }
+        let seed = self.seeds.random::<u64>();
+        self.streams.insert(request.id, events);
+        self.scheduler
+            .add(Sequence::new(request, max_output_tokens, seed));
+        self.publish_stats();
+    }
+
+    fn abort(&mut self, id: RequestId) {
+        if let Some(seq) = self.scheduler.abort(id) {
+            self.send_finished(&seq, Instant::now());
+        }
+    }
+
+    /// Aborts requests whose caller dropped its stream without telling us.
+    fn abort_abandoned(&mut self) {
+        let gone: Vec<RequestId> = self
+            .streams
+            .iter()
+            .filter(|(_, tx)| tx.is_closed())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            self.abort(id);
+            self.streams.remove(&id);
+        }
+    }
+
+    fn step(&mut self) {
+        let plan = self.scheduler.schedule();
+        if plan.is_empty() {
+            return;
+        }
+        let num_prompt_tokens: usize = plan
+            .seqs
+            .iter()
+            .filter(|s| !s.sample || s.new_token_ids.len() > 1)
+            .map(|s| s.new_token_ids.len())
+            .sum();
+        match self.runner.execute(&plan) {
+            Ok(logits) => {
+                let update = self.scheduler.update(&plan, &logits);
+                self.emit(update);
+            }
+            Err(error) => {
+                tracing::error!(%error, "step failed; ending its requests");
+                for (seq, error) in self.scheduler.fail_plan(&plan, &error) {
+                    self.send_error(seq.id, error);
+                }
+            }
+        }
+        self.totals.num_prompt_tokens_total += num_prompt_tokens as u64;
+        self.totals.num_steps_total += 1;
+        debug_assert_eq!(self.scheduler.check_invariants(), Ok(()));
+        self.publish_stats();
+    }
+
+    fn emit(&mut self, update: StepUpdate) {
+        self.totals.num_generation_tokens_total += update.tokens.len() as u64;
+        for (id, token) in update.tokens {
+            let delivered = self
+                .streams
+                .get(&id)
+                .is_some_and(|tx| tx.send(TokenEvent::Token(token)).is_ok());
+            if !delivered {
+                self.abort(id);
+                self.streams.remove(&id);
+            }
+        }
+        let now = Instant::now();
+        for seq in update.finished {
+            self.send_finished(&seq, now);
+        }
+        for (seq, error) in update.failed {
+            self.send_error(seq.id, error);
+        }
+    }
+
+    fn send_finished(&mut self, seq: &Sequence, at: Instant) {
+        let reason = match seq.status {
+            crate::sequence::SequenceStatus::Finished(reason) => reason,
+            _ => FinishReason::Abort,
+        };
+        if let Some(tx) = self.streams.remove(&seq.id) {
+            let _ = tx.send(TokenEvent::Finished {
+                reason,
+                usage: seq.usage(),
+                timings: seq.timings(at),
+            });
+        }
+    }
+
+    fn send_error(&mut self, id: RequestId, error: EngineError) {
+        if let Some(tx) = self.streams.remove(&id) {
+            let _ = tx.send(TokenEvent::Error(error));
+        }
+    }
+
+    fn finish_all(&mut self) {
+        let now = Instant::now();
+        for seq in self.scheduler.abort_all() {
+            self.send_finished(&seq, now);
+        }
+        self.streams.clear();
+        self.publish_stats();
+    }
+
+    fn publish_stats(&mut self) {
+        let kv = self.scheduler.kv();
+        self.totals.num_running = self.scheduler.num_running();
+        self.totals.num_waiting = self.scheduler.num_waiting();
+        self.totals.num_kv_blocks_used = kv.num_used_blocks();
+        self.totals.num_preemptions_total = self.scheduler.num_preemptions_total();
+        if let Ok(mut stats) = self.stats.lock() {
+            *stats = self.totals.clone();
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! What flows back to a caller: one event per generated token, then one final event.
+
+use std::time::Instant;
+
+use crate::error::EngineError;
+
+/// Why a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishReason {
+    /// An EOS token (`stop_token_id: None` when it was the model's EOS) or a stop token id.
+    Stop { stop_token_id: Option<u32> },
+    /// `max_tokens` or `max_model_len` reached.
+    Length,
+    /// Aborted by the caller (or its stream was dropped) or by shutdown.
+    Abort,
+}
+
+impl FinishReason {
+    /// The OpenAI spelling: "stop", "length" or "abort".
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            FinishReason::Stop { .. } => "stop",
+            FinishReason::Length => "length",
+            FinishReason::Abort => "abort",
+        }
+    }
+}
+
+/// Token counts of one request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+}
+
+/// Monotonic timestamps of one request's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestTimings {
+    pub queued: Instant,
+    pub first_scheduled: Option<Instant>,
+    pub first_token: Option<Instant>,
+    pub finished: Instant,
+    pub num_preemptions: u32,
+}
+
+/// One generated token with its log-probabilities (when asked for).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneratedToken {
+    pub token_id: u32,
+    pub logprob: Option<f32>,
+    /// The most likely alternatives, best first, when `logprobs` asked for some.
+    pub top_logprobs: Vec<(u32, f32)>,
+    pub at: Instant,
+}
+
+/// One event on a request's stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenEvent {
+    Token(GeneratedToken),
+    Finished {
+        reason: FinishReason,
+        usage: Usage,
+        timings: RequestTimings,
+    },
+    Error(EngineError),
+}

@@ -1,0 +1,185 @@
+//! `EngineHandle`: the `Clone` handle callers hold, and `RequestStream`, one request's events.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+use crate::error::EngineError;
+use crate::events::TokenEvent;
+use crate::models::ModelConfig;
+use crate::request::{EngineRequest, RequestId};
+use crate::validate::RequestLimits;
+
+/// What the engine thread is told.
+#[derive(Debug)]
+pub enum EngineCommand {
+    Submit(EngineRequest, usize, UnboundedSender<TokenEvent>),
+    Abort(RequestId),
+    Shutdown,
+}
+
+/// A snapshot of the engine's load, refreshed after every step.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EngineStats {
+    pub num_running: usize,
+    pub num_waiting: usize,
+    pub num_kv_blocks_used: usize,
+    pub num_kv_blocks_total: usize,
+    pub num_preemptions_total: u64,
+    pub num_prompt_tokens_total: u64,
+    pub num_generation_tokens_total: u64,
+    pub num_steps_total: u64,
+}
+
+impl EngineStats {
+    /// Fraction of KV blocks in use, in [0, 1].
+    pub fn kv_cache_usage(&self) -> f64 {
+        if self.num_kv_blocks_total == 0 {
+            return 0.0;
+        }
+        self.num_kv_blocks_used as f64 / self.num_kv_blocks_total as f64
+    }
+}
+
+/// Fixed facts about a started engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineInfo {
+    pub model: ModelConfig,
+    pub max_model_len: usize,
+    pub block_size: usize,
+    pub num_kv_blocks: usize,
+    pub kv_capacity_tokens: usize,
+    /// How many sequences of `max_model_len` tokens the cache holds at once.
+    pub max_concurrency_at_max_model_len: f64,
+}
+
+/// Talks to the engine thread. Cheap to clone; every clone drives the same engine.
+#[derive(Debug, Clone)]
+pub struct EngineHandle {
+    commands: mpsc::Sender<EngineCommand>,
+    stats: Arc<Mutex<EngineStats>>,
+    info: Arc<EngineInfo>,
+    limits: RequestLimits,
+    next_request_id: Arc<AtomicU64>,
+    thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl EngineHandle {
+    pub(crate) fn new(
+        commands: mpsc::Sender<EngineCommand>,
+        stats: Arc<Mutex<EngineStats>>,
+        info: EngineInfo,
+        limits: RequestLimits,
+        thread: JoinHandle<()>,
+    ) -> Self {
+        Self {
+            commands,
+            stats,
+            info: Arc::new(info),
+            limits,
+            next_request_id: Arc::new(AtomicU64::new(1)),
+            thread: Arc::new(Mutex::new(Some(thread))),
+        }
+    }
+
+    pub fn info(&self) -> &EngineInfo {
+        &self.info
+    }
+
+    /// A fresh id for the next request.
+    pub fn next_request_id(&self) -> RequestId {
+        RequestId(self.next_request_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Validates and queues a request. Errors come back here, before anything is queued.
+    pub fn submit(&self, request: EngineRequest) -> Result<RequestStream, EngineError> {
+        let max_output_tokens = self.limits.validate(&request)?;
+        let (events_tx, events_rx) = unbounded_channel();
+        let id = request.id;
+        self.commands
+            .send(EngineCommand::Submit(request, max_output_tokens, events_tx))
+            .map_err(|_| EngineError::ShutDown)?;
+        Ok(RequestStream {
+            id,
+            events: events_rx,
+            commands: self.commands.clone(),
+            finished: false,
+        })
+    }
+
+    /// Ends a request; its stream receives `Finished { reason: Abort }`.
+    pub fn abort(&self, id: RequestId) -> Result<(), EngineError> {
+        self.commands
+            .send(EngineCommand::Abort(id))
+            .map_err(|_| EngineError::ShutDown)
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        match self.stats.lock() {
+            Ok(stats) => stats.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Aborts every request, stops the engine thread and waits for it. Idempotent.
+    pub fn shutdown(&self) {
+        let _ = self.commands.send(EngineCommand::Shutdown);
+        let thread = match self.thread.lock() {
+            Ok(mut guard) => guard.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(thread) = thread {
+            if thread.join().is_err() {
+                tracing::error!("engine thread panicked");
+            }
+        }
+    }
+}
+
+/// One request's events. Dropping it before the end aborts the request and frees its blocks.
+#[derive(Debug)]
+pub struct RequestStream {
+    id: RequestId,
+    events: UnboundedReceiver<TokenEvent>,
+    commands: mpsc::Sender<EngineCommand>,
+    finished: bool,
+}
+
+impl RequestStream {
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+
+    /// The next event; `None` once the request has ended.
+    pub async fn next(&mut self) -> Option<TokenEvent> {
+        let event = self.events.recv().await;
+        self.observe(&event);
+        event
+    }
+
+    /// The next event, blocking this thread (not for use inside an async runtime).
+    pub fn blocking_next(&mut self) -> Option<TokenEvent> {
+        let event = self.events.blocking_recv();
+        self.observe(&event);
+        event
+    }
+
+    fn observe(&mut self, event: &Option<TokenEvent>) {
+        if matches!(
+            event,
+            None | Some(TokenEvent::Finished { .. }) | Some(TokenEvent::Error(_))
+        ) {
+            self.finished = true;
+        }
+    }
+}
+
+impl Drop for RequestStream {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.commands.send(EngineCommand::Abort(self.id));
+        }
+    }
+}

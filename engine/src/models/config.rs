@@ -1,0 +1,77 @@
+//! `ModelConfig`: the shape of a Llama-family model, whatever file it came from.
+
+use crate::attention::AttnShape;
+use crate::error::{EngineError, Result};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelConfig {
+    pub architecture: String,
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub num_layers: usize,
+    pub num_heads: usize,
+    pub num_kv_heads: usize,
+    pub head_dim: usize,
+    pub rms_norm_eps: f64,
+    pub rope_theta: f32,
+    /// GGUF Llama weights are permuted for rotation of adjacent pairs; Hugging Face ones rotate halves.
+    pub rope_interleaved: bool,
+    /// Longest context the model was trained for.
+    pub context_length: usize,
+    pub bos_token_id: Option<u32>,
+    /// Every token id that ends generation.
+    pub eos_token_ids: Vec<u32>,
+}
+
+impl ModelConfig {
+    pub fn attn_shape(&self) -> AttnShape {
+        AttnShape {
+            num_heads: self.num_heads,
+            num_kv_heads: self.num_kv_heads,
+            head_dim: self.head_dim,
+        }
+    }
+
+    /// Rejects shapes the layers cannot run, with the offending values named.
+    pub fn validate(&self) -> Result<()> {
+        let fail = |m: String| Err(EngineError::ModelLoad(m));
+        for (name, value) in [
+            ("vocab_size", self.vocab_size),
+            ("hidden_size", self.hidden_size),
+            ("intermediate_size", self.intermediate_size),
+            ("num_layers", self.num_layers),
+            ("num_heads", self.num_heads),
+            ("num_kv_heads", self.num_kv_heads),
+            ("head_dim", self.head_dim),
+            ("context_length", self.context_length),
+        ] {
+            if value == 0 {
+                return fail(format!("{name} must be positive"));
+            }
+        }
+        if self.num_heads % self.num_kv_heads != 0 {
+            return fail(format!(
+                "num_heads {} is not a multiple of num_kv_heads {}",
+                self.num_heads, self.num_kv_heads
+            ));
+        }
+        if self.head_dim % 2 != 0 {
+            return fail(format!("head_dim {} must be even for RoPE", self.head_dim));
+        }
+        if !(self.rope_theta.is_finite() && self.rope_theta > 0.0) {
+            return fail(format!("rope_theta {} must be positive", self.rope_theta));
+        }
+        if let Some(&bad) = self
+            .eos_token_ids
+            .iter()
+            .find(|&&id| id as usize >= self.vocab_size)
+        {
+            return fail(format!(
+                "eos token id {bad} is outside the vocabulary of {}",
+                self.vocab_size
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,221 @@
+//! Reading GGUF files: metadata → `ModelConfig`, tensors → `QTensor`s.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use candle_core::quantized::gguf_file::{Content, Value};
+use candle_core::quantized::QTensor;
+use candle_core::Device;
+
+use super::config::ModelConfig;
+use super::weights::WeightFormat;
+use crate::error::{EngineError, Result};
+
+/// An open GGUF file: its header is parsed, tensors are read on demand.
+#[derive(Debug)]
+pub struct GgufFile {
+    path: PathBuf,
+    content: Content,
+    reader: RefCell<BufReader<File>>,
+    device: Device,
+    weight_format: WeightFormat,
+}
+
+fn load_error(path: &Path, message: impl std::fmt::Display) -> EngineError {
+    EngineError::ModelLoad(format!("{}: {message}", path.display()))
+}
+
+impl GgufFile {
+    pub fn open(path: &Path, device: &Device, weight_format: WeightFormat) -> Result<Self> {
+        let file = File::open(path).map_err(|e| load_error(path, e))?;
+        let mut reader = BufReader::new(file);
+        // A corrupt header can make the parser ask for absurd allocations; turn a panic into an error.
+        let content =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Content::read(&mut reader)))
+                .map_err(|_| load_error(path, "corrupt GGUF header"))?
+                .map_err(|e| load_error(path, format!("not a valid GGUF file ({e})")))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            content,
+            reader: RefCell::new(reader),
+            device: device.clone(),
+            weight_format,
+        })
+    }
+
+    pub fn weight_format(&self) -> WeightFormat {
+        self.weight_format
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn metadata(&self) -> &HashMap<String, Value> {
+        &self.content.metadata
+    }
+
+    pub fn has_tensor(&self, name: &str) -> bool {
+        self.content.tensor_infos.contains_key(name)
+    }
+
+    /// Reads one tensor, checking its shape (in candle's order: rows first).
+    pub fn tensor(&self, name: &str, dims: &[usize]) -> Result<QTensor> {
+        let info = self
+            .content
+            .tensor_infos
+            .get(name)
+            .ok_or_else(|| load_error(&self.path, format!("tensor `{name}` is missing")))?;
+        if info.shape.dims() != dims {
+            return Err(load_error(
+                &self.path,
+                format!(
+                    "tensor `{name}` has shape {:?}, expected {dims:?}",
+                    info.shape.dims()
+                ),
+            ));
+        }
+        let mut reader = self.reader.borrow_mut();
+        self.content
+            .tensor(&mut *reader, name, &self.device)
+            .map_err(|e| load_error(&self.path, format!("cannot read tensor `{name}`: {e}")))
+    }
+
+    fn value(&self, key: &str) -> Option<&Value> {
+        self.content.metadata.get(key)
+    }
+
+    fn required_usize(&self, key: &str) -> Result<usize> {
+        let value = self
+            .value(key)
+            .ok_or_else(|| load_error(&self.path, format!("metadata `{key}` is missing")))?;
+        value_to_u64(value)
+            .map(|v| v as usize)
+            .ok_or_else(|| load_error(&self.path, format!("metadata `{key}` is not an integer")))
+    }
+
+    fn optional_f32(&self, key: &str) -> Result<Option<f32>> {
+        match self.value(key) {
+            None => Ok(None),
+            Some(v) => v
+                .to_f32()
+                .or_else(|_| v.to_f64().map(|x| x as f32))
+                .map(Some)
+                .map_err(|_| load_error(&self.path, format!("metadata `{key}` is not a float"))),
+        }
+    }
+
+    fn optional_token_id(&self, key: &str) -> Option<u32> {
+        self.value(key).and_then(value_to_u64).map(|v| v as u32)
+    }
+
+    /// The architecture's shape, from `general.architecture` and its `<arch>.*` keys.
+    pub fn model_config(&self) -> Result<ModelConfig> {
+        let arch = self
+            .value("general.architecture")
+            .and_then(|v| v.to_string().ok())
+            .ok_or_else(|| load_error(&self.path, "metadata `general.architecture` is missing"))?
+            .clone();
+        let key = |suffix: &str| format!("{arch}.{suffix}");
+        let hidden_size = self.required_usize(&key("embedding_length"))?;
+        let num_heads = self.required_usize(&key("attention.head_count"))?;
+        let head_dim = match self
+            .value(&key("rope.dimension_count"))
+            .and_then(value_to_u64)
+        {
+            Some(d) => d as usize,
+            None => hidden_size / num_heads.max(1),
+        };
+        let vocab_size = match self.value(&key("vocab_size")).and_then(value_to_u64) {
+            Some(v) => v as usize,
+            None => self.token_embedding_rows()?,
+        };
+        let config = ModelConfig {
+            architecture: arch.clone(),
+            vocab_size,
+            hidden_size,
+            intermediate_size: self.required_usize(&key("feed_forward_length"))?,
+            num_layers: self.required_usize(&key("block_count"))?,
+            num_heads,
+            num_kv_heads: self
+                .value(&key("attention.head_count_kv"))
+                .and_then(value_to_u64)
+                .map_or(num_heads, |v| v as usize),
+            head_dim,
+            rms_norm_eps: self
+                .optional_f32(&key("attention.layer_norm_rms_epsilon"))?
+                .unwrap_or(1e-5) as f64,
+            rope_theta: self
+                .optional_f32(&key("rope.freq_base"))?
+                .unwrap_or(10_000.0),
+            rope_interleaved: true,
+            context_length: self.required_usize(&key("context_length"))?,
+            bos_token_id: self.optional_token_id("tokenizer.ggml.bos_token_id"),
+            eos_token_ids: self.eos_token_ids(),
+        };
+        config.validate().map_err(|e| load_error(&self.path, e))?;
+        Ok(config)
+    }
+
+    fn token_embedding_rows(&self) -> Result<usize> {
+        let info = self
+            .content
+            .tensor_infos
+            .get("token_embd.weight")
+            .ok_or_else(|| load_error(&self.path, "tensor `token_embd.weight` is missing"))?;
+        Ok(info.shape.dims().first().copied().unwrap_or(0))
+    }
+
+    /// EOS, end-of-turn and end-of-message ids, plus any `generation_config.json` beside the file.
+    fn eos_token_ids(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = ["eos_token_id", "eot_token_id", "eom_token_id"]
+            .iter()
+            .filter_map(|k| self.optional_token_id(&format!("tokenizer.ggml.{k}")))
+            .collect();
+        if let Some(dir) = self.path.parent() {
+            ids.extend(generation_config_eos_ids(
+                &dir.join("generation_config.json"),
+            ));
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}
+
+fn value_to_u64(value: &Value) -> Option<u64> {
+    match value {
+        Value::U8(v) => Some(*v as u64),
+        Value::U16(v) => Some(*v as u64),
+        Value::U32(v) => Some(*v as u64),
+        Value::U64(v) => Some(*v),
+        Value::I8(v) => u64::try_from(*v).ok(),
+        Value::I16(v) => u64::try_from(*v).ok(),
+        Value::I32(v) => u64::try_from(*v).ok(),
+        Value::I64(v) => u64::try_from(*v).ok(),
+        _ => None,
+    }
+}
+
+/// `eos_token_id` (a number or a list) from a Hugging Face `generation_config.json`, if present.
+pub fn generation_config_eos_ids(path: &Path) -> Vec<u32> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+        tracing::warn!(path = %path.display(), "ignoring unparsable generation_config.json");
+        return Vec::new();
+    };
+    match &json["eos_token_id"] {
+        serde_json::Value::Number(n) => n.as_u64().map(|v| vec![v as u32]).unwrap_or_default(),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .filter_map(|v| v.as_u64())
+            .map(|v| v as u32)
+            .collect(),
+        _ => Vec::new(),
+    }
+}

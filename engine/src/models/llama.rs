@@ -1,0 +1,158 @@
+//! The Llama architecture (GQA, RoPE, optional tied embeddings) over a paged KV cache.
+
+use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::{Device, Module, Tensor};
+use std::sync::Arc;
+
+use super::config::ModelConfig;
+use super::layers::{GatedMlp, RmsNorm, RotaryEmbedding};
+use super::weights::WeightSource;
+use super::{CausalLm, ModelInput};
+use crate::attention::{AttnMetadata, PagedKvCache};
+use crate::error::{EngineError, Result};
+
+#[derive(Debug)]
+struct DecoderLayer {
+    attn_norm: RmsNorm,
+    q_proj: QMatMul,
+    k_proj: QMatMul,
+    v_proj: QMatMul,
+    o_proj: QMatMul,
+    mlp_norm: RmsNorm,
+    mlp: GatedMlp,
+}
+
+impl DecoderLayer {
+    fn load(weights: &dyn WeightSource, cfg: &ModelConfig, index: usize) -> Result<Self> {
+        let p = format!("blk.{index}");
+        let q_dim = cfg.num_heads * cfg.head_dim;
+        let kv_dim = cfg.num_kv_heads * cfg.head_dim;
+        let h = cfg.hidden_size;
+        Ok(Self {
+            attn_norm: RmsNorm::load(
+                weights,
+                &format!("{p}.attn_norm.weight"),
+                h,
+                cfg.rms_norm_eps,
+            )?,
+            q_proj: weights.linear(&format!("{p}.attn_q.weight"), q_dim, h)?,
+            k_proj: weights.linear(&format!("{p}.attn_k.weight"), kv_dim, h)?,
+            v_proj: weights.linear(&format!("{p}.attn_v.weight"), kv_dim, h)?,
+            o_proj: weights.linear(&format!("{p}.attn_output.weight"), h, q_dim)?,
+            mlp_norm: RmsNorm::load(
+                weights,
+                &format!("{p}.ffn_norm.weight"),
+                h,
+                cfg.rms_norm_eps,
+            )?,
+            mlp: GatedMlp::load(weights, &p, h, cfg.intermediate_size)?,
+        })
+    }
+}
+
+/// A Llama-family decoder. Holds weights only; the KV cache comes in with every call.
+#[derive(Debug)]
+pub struct Llama {
+    config: ModelConfig,
+    device: Device,
+    embedding: QMatMul,
+    layers: Vec<DecoderLayer>,
+    final_norm: RmsNorm,
+    lm_head: QMatMul,
+    rotary: RotaryEmbedding,
+}
+
+impl Llama {
+    pub fn load(config: ModelConfig, file: &dyn WeightSource, device: &Device) -> Result<Self> {
+        let device = device.clone();
+        let embedding = file.matrix("token_embd.weight", config.vocab_size, config.hidden_size)?;
+        let lm_head = if file.contains("output.weight") {
+            file.linear("output.weight", config.vocab_size, config.hidden_size)?
+        } else {
+            qmatmul(embedding.clone())?
+        };
+        let layers = (0..config.num_layers)
+            .map(|i| DecoderLayer::load(file, &config, i))
+            .collect::<Result<Vec<_>>>()?;
+        let final_norm = RmsNorm::load(
+            file,
+            "output_norm.weight",
+            config.hidden_size,
+            config.rms_norm_eps,
+        )?;
+        let rotary = RotaryEmbedding::new(
+            config.head_dim,
+            config.context_length,
+            config.rope_theta,
+            config.rope_interleaved,
+            &device,
+        )?;
+        Ok(Self {
+            embedding: qmatmul(embedding)?,
+            device,
+            layers,
+            final_norm,
+            lm_head,
+            rotary,
+            config,
+        })
+    }
+
+    fn attention(
+        &self,
+        layer: &DecoderLayer,
+        index: usize,
+        x: &Tensor,
+        positions: &Tensor,
+        meta: &AttnMetadata,
+        kv_cache: &mut dyn PagedKvCache,
+    ) -> Result<Tensor> {
+        let q = layer.q_proj.forward(x)?;
+        let k = layer.k_proj.forward(x)?;
+        let v = layer.v_proj.forward(x)?;
+        let q = self.rotary.apply(&q, positions, self.config.num_heads)?;
+        let k = self.rotary.apply(&k, positions, self.config.num_kv_heads)?;
+        let attended = kv_cache.attend(index, &q, &k, &v, meta)?;
+        Ok(layer.o_proj.forward(&attended)?)
+    }
+}
+
+fn qmatmul(tensor: Arc<QTensor>) -> Result<QMatMul> {
+    QMatMul::from_arc(tensor).map_err(|e| EngineError::ModelLoad(e.to_string()))
+}
+
+impl CausalLm for Llama {
+    fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn forward(
+        &self,
+        input: &ModelInput,
+        meta: &AttnMetadata,
+        kv_cache: &mut dyn PagedKvCache,
+    ) -> Result<Tensor> {
+        let mut x = self.embedding.embedding(&input.token_ids)?;
+        for (index, layer) in self.layers.iter().enumerate() {
+            let normed = layer.attn_norm.forward(&x)?;
+            let attn = self.attention(layer, index, &normed, &input.positions, meta, kv_cache)?;
+            x = (x + attn)?;
+            let mlp = layer.mlp.forward(&layer.mlp_norm.forward(&x)?)?;
+            x = (x + mlp)?;
+        }
+        if input.logits_indices.dim(0)? == 0 {
+            return Ok(Tensor::zeros(
+                (0, self.config.vocab_size),
+                candle_core::DType::F32,
+                &self.device,
+            )?);
+        }
+        let last = x.index_select(&input.logits_indices, 0)?;
+        let logits = self.lm_head.forward(&self.final_norm.forward(&last)?)?;
+        Ok(logits)
+    }
+}

@@ -1,0 +1,75 @@
+//! Model families and their loaders. Models take `&self`; the KV cache and attention metadata are
+//! arguments, so no paging logic lives in a model file.
+
+pub mod config;
+pub mod gguf;
+pub mod layers;
+pub mod llama;
+pub mod tokenizer_spec;
+pub mod weights;
+
+use std::path::Path;
+
+use candle_core::{Device, Tensor};
+
+pub use config::ModelConfig;
+pub use weights::WeightFormat;
+
+use crate::attention::{AttnMetadata, PagedKvCache};
+use crate::error::{EngineError, Result};
+
+/// One step's token-level inputs, as tensors on the model's device.
+#[derive(Debug)]
+pub struct ModelInput {
+    /// `[num_tokens]` u32.
+    pub token_ids: Tensor,
+    /// `[num_tokens]` u32 positions.
+    pub positions: Tensor,
+    /// `[num_sampled]` u32: which token rows produce logits.
+    pub logits_indices: Tensor,
+}
+
+/// A causal language model: token ids in, logits of the selected rows out.
+pub trait CausalLm: Send + std::fmt::Debug {
+    fn config(&self) -> &ModelConfig;
+    fn device(&self) -> &Device;
+    /// Runs one step; returns `[num_sampled, vocab_size]` f32 logits.
+    fn forward(
+        &self,
+        input: &ModelInput,
+        meta: &AttnMetadata,
+        kv_cache: &mut dyn PagedKvCache,
+    ) -> Result<Tensor>;
+}
+
+/// Loads any supported model file. Today: GGUF files of the Llama architecture.
+pub fn load_model(
+    path: &Path,
+    device: &Device,
+    weight_format: WeightFormat,
+) -> Result<Box<dyn CausalLm>> {
+    let is_gguf = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
+    if !path.exists() {
+        return Err(EngineError::ModelLoad(format!(
+            "{} does not exist",
+            path.display()
+        )));
+    }
+    if !is_gguf {
+        return Err(EngineError::ModelLoad(format!(
+            "{}: only .gguf model files are supported so far",
+            path.display()
+        )));
+    }
+    let file = gguf::GgufFile::open(path, device, weight_format)?;
+    let config = file.model_config()?;
+    match config.architecture.as_str() {
+        "llama" => Ok(Box::new(llama::Llama::load(config, &file, device)?)),
+        other => Err(EngineError::ModelLoad(format!(
+            "unsupported architecture `{other}` in {} (supported: llama)",
+            path.display()
+        ))),
+    }
+}

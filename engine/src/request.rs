@@ -1,0 +1,171 @@
+//! What a caller submits: token ids, sampling parameters and stop conditions. Token ids only.
+
+use std::time::Instant;
+
+use crate::error::EngineError;
+
+/// Identifies one request for its whole life in the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestId(pub u64);
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "req-{}", self.0)
+    }
+}
+
+/// The largest number of alternatives `top_logprobs` may ask for (as OpenAI).
+pub const MAX_TOP_LOGPROBS: usize = 20;
+
+/// How the next token is chosen. `temperature == 0` means greedy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingParams {
+    pub temperature: f32,
+    /// Nucleus sampling: keep the smallest set of tokens whose probability reaches `top_p` (1 = off).
+    pub top_p: f32,
+    /// Keep the `top_k` most likely tokens (0 = off).
+    pub top_k: usize,
+    /// Drop tokens whose probability is below `min_p` times the top probability (0 = off).
+    pub min_p: f32,
+    /// Divides positive logits (multiplies negative ones) of tokens already seen in prompt or output (1 = off).
+    pub repetition_penalty: f32,
+    /// Subtracted once from the logit of every token already generated (0 = off).
+    pub presence_penalty: f32,
+    /// Subtracted per occurrence from the logit of every token already generated (0 = off).
+    pub frequency_penalty: f32,
+    /// Makes the output reproducible whatever else is in the batch. `None` draws a seed.
+    pub seed: Option<u64>,
+    /// Return the log-probability of each sampled token, plus this many alternatives.
+    pub logprobs: Option<usize>,
+}
+
+impl Default for SamplingParams {
+    fn default() -> Self {
+        Self {
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: 0,
+            min_p: 0.0,
+            repetition_penalty: 1.0,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
+            seed: None,
+            logprobs: None,
+        }
+    }
+}
+
+impl SamplingParams {
+    /// Greedy decoding: always the most likely token.
+    pub fn greedy() -> Self {
+        Self {
+            temperature: 0.0,
+            ..Self::default()
+        }
+    }
+
+    pub fn is_greedy(&self) -> bool {
+        self.temperature == 0.0
+    }
+
+    /// Checks every value once, at the edge; the sampler then trusts them.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let invalid =
+            |field: &'static str, message: String| EngineError::InvalidRequest { field, message };
+        if !self.temperature.is_finite() || self.temperature < 0.0 {
+            return Err(invalid(
+                "temperature",
+                format!("must be a finite number >= 0, got {}", self.temperature),
+            ));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(invalid(
+                "top_p",
+                format!("must be in (0, 1], got {}", self.top_p),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.min_p) {
+            return Err(invalid(
+                "min_p",
+                format!("must be in [0, 1], got {}", self.min_p),
+            ));
+        }
+        if !self.repetition_penalty.is_finite() || self.repetition_penalty <= 0.0 {
+            return Err(invalid(
+                "repetition_penalty",
+                format!(
+                    "must be a finite number > 0, got {}",
+                    self.repetition_penalty
+                ),
+            ));
+        }
+        for (field, value) in [
+            ("presence_penalty", self.presence_penalty),
+            ("frequency_penalty", self.frequency_penalty),
+        ] {
+            if !(-2.0..=2.0).contains(&value) {
+                return Err(invalid(field, format!("must be in [-2, 2], got {value}")));
+            }
+        }
+        if let Some(n) = self.logprobs {
+            if n > MAX_TOP_LOGPROBS {
+                return Err(invalid(
+                    "top_logprobs",
+                    format!("must be at most {MAX_TOP_LOGPROBS}, got {n}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// When generation ends (stop *strings* are the detokenizer's job, in the server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopConditions {
+    /// Most tokens to generate; `None` = up to `max_model_len`.
+    pub max_tokens: Option<usize>,
+    /// EOS and stop token ids are ignored until this many tokens were generated.
+    pub min_tokens: usize,
+    /// Extra token ids that end generation (honoured even with `ignore_eos`).
+    pub stop_token_ids: Vec<u32>,
+    /// Keep generating past the model's EOS tokens.
+    pub ignore_eos: bool,
+}
+
+impl Default for StopConditions {
+    fn default() -> Self {
+        Self {
+            max_tokens: Some(16),
+            min_tokens: 0,
+            stop_token_ids: Vec::new(),
+            ignore_eos: false,
+        }
+    }
+}
+
+/// One generation request, in token ids.
+#[derive(Debug, Clone)]
+pub struct EngineRequest {
+    pub id: RequestId,
+    pub prompt: Vec<u32>,
+    pub sampling: SamplingParams,
+    pub stop: StopConditions,
+    pub arrival: Instant,
+}
+
+impl EngineRequest {
+    pub fn new(
+        id: RequestId,
+        prompt: Vec<u32>,
+        sampling: SamplingParams,
+        stop: StopConditions,
+    ) -> Self {
+        Self {
+            id,
+            prompt,
+            sampling,
+            stop,
+            arrival: Instant::now(),
+        }
+    }
+}

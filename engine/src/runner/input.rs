@@ -1,0 +1,36 @@
+//! Builds a step's model inputs (token ids, positions, logits rows) from a plan.
+
+use candle_core::{Device, Tensor};
+
+use crate::attention::AttnMetadata;
+use crate::batch::BatchPlan;
+use crate::error::Result;
+use crate::models::ModelInput;
+
+/// Token ids and positions of every scheduled token, and which rows produce logits (the last
+/// token of each sequence that samples).
+pub fn build_model_input(
+    plan: &BatchPlan,
+    meta: &AttnMetadata,
+    device: &Device,
+) -> Result<ModelInput> {
+    let token_ids: Vec<u32> = plan
+        .seqs
+        .iter()
+        .flat_map(|s| s.new_token_ids.iter().copied())
+        .collect();
+    let logits_indices: Vec<u32> = plan
+        .seqs
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.sample)
+        .map(|(i, _)| meta.query_start_loc[i + 1] - 1)
+        .collect();
+    let num_tokens = token_ids.len();
+    let num_sampled = logits_indices.len();
+    Ok(ModelInput {
+        token_ids: Tensor::from_vec(token_ids, num_tokens, device)?,
+        positions: Tensor::from_vec(meta.positions.clone(), num_tokens, device)?,
+        logits_indices: Tensor::from_vec(logits_indices, num_sampled, device)?,
+    })
+}

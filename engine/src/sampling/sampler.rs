@@ -1,0 +1,153 @@
+//! One sampler per sequence: it owns the sequence's RNG, so a seeded request draws the same
+//! tokens whatever else shares its batch.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::filters::{
+    argmax, draw, fill_candidates, keep_min_p, keep_top_k, keep_top_p, logits_to_weights, Candidate,
+};
+use super::logprobs::{log_softmax_into, top_n};
+use super::penalties::{
+    apply_presence_frequency_penalties, apply_repetition_penalty, ban_tokens, TokenCounter,
+};
+use crate::error::{EngineError, Result};
+use crate::request::SamplingParams;
+
+/// What the sampler needs to know about the sequence at this step.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SamplingContext<'a> {
+    pub prompt_tokens: &'a [u32],
+    pub output_tokens: &'a [u32],
+    /// Tokens that must not be drawn this step (e.g. EOS and stop ids before `min_tokens`).
+    pub banned_token_ids: &'a [u32],
+}
+
+/// The chosen token and, when the request asked for them, its log-probabilities.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampledToken {
+    pub token_id: u32,
+    /// `log_softmax` of the raw logits at `token_id`; `Some` iff `SamplingParams::logprobs` is.
+    pub logprob: Option<f32>,
+    /// The `n` most likely `(token_id, logprob)` from the raw logits, by descending logprob.
+    pub top_logprobs: Vec<(u32, f32)>,
+}
+
+/// Turns one row of logits per step into one token for one sequence.
+///
+/// Steps, as vLLM: banned ids → repetition penalty → presence/frequency penalties → greedy argmax,
+/// or temperature → softmax → top-k → top-p → min-p → draw. Log-probabilities are reported from
+/// the raw logits. Buffers are kept between steps, so a warm sampler allocates only the result.
+#[derive(Debug)]
+pub struct SequenceSampler {
+    params: SamplingParams,
+    rng: ChaCha8Rng,
+    processed_logits: Vec<f32>,
+    candidates: Vec<Candidate>,
+    raw_logprobs: Vec<f32>,
+    token_counter: TokenCounter,
+}
+
+impl SequenceSampler {
+    /// `params` must have passed `SamplingParams::validate`. The RNG is seeded with
+    /// `params.seed`, or with the engine's `fallback_seed` when the request gave none.
+    pub fn new(params: &SamplingParams, fallback_seed: u64) -> Self {
+        Self {
+            params: params.clone(),
+            rng: ChaCha8Rng::seed_from_u64(params.seed.unwrap_or(fallback_seed)),
+            processed_logits: Vec::new(),
+            candidates: Vec::new(),
+            raw_logprobs: Vec::new(),
+            token_counter: TokenCounter::default(),
+        }
+    }
+
+    pub fn params(&self) -> &SamplingParams {
+        &self.params
+    }
+
+    /// Picks the next token from one row of `logits` (one entry per vocabulary token).
+    ///
+    /// Never panics on degenerate rows: if banning and penalties leave no token with any
+    /// probability, the argmax of the raw logits is returned (token 0 if even those are all
+    /// `-inf`/NaN). Only an empty row is an error.
+    pub fn sample(&mut self, logits: &[f32], ctx: &SamplingContext<'_>) -> Result<SampledToken> {
+        if logits.is_empty() {
+            return Err(EngineError::Execution("empty logits".to_string()));
+        }
+        self.process_logits(logits, ctx);
+        let token_id = match self.choose_token() {
+            Some(token_id) => token_id,
+            None => {
+                tracing::debug!("no token left after banning and penalties; using raw argmax");
+                argmax(logits).map_or(0, |index| index as u32)
+            }
+        };
+        Ok(self.with_logprobs(logits, token_id))
+    }
+
+    /// Copies the raw row and applies banning and the enabled penalties to the copy.
+    fn process_logits(&mut self, raw_logits: &[f32], ctx: &SamplingContext<'_>) {
+        let logits = &mut self.processed_logits;
+        logits.clear();
+        logits.extend_from_slice(raw_logits);
+        ban_tokens(logits, ctx.banned_token_ids);
+        let params = &self.params;
+        if params.repetition_penalty != 1.0 {
+            apply_repetition_penalty(
+                logits,
+                params.repetition_penalty,
+                ctx.prompt_tokens,
+                ctx.output_tokens,
+                &mut self.token_counter,
+            );
+        }
+        if params.presence_penalty != 0.0 || params.frequency_penalty != 0.0 {
+            apply_presence_frequency_penalties(
+                logits,
+                params.presence_penalty,
+                params.frequency_penalty,
+                ctx.output_tokens,
+                &mut self.token_counter,
+            );
+        }
+    }
+
+    /// The token picked from the processed logits; `None` when none has any probability left.
+    fn choose_token(&mut self) -> Option<u32> {
+        let best_index = argmax(&self.processed_logits)?;
+        let max_logit = self.processed_logits[best_index];
+        // A `+inf` logit takes all the mass: nothing to draw.
+        if self.params.is_greedy() || max_logit == f32::INFINITY {
+            return Some(best_index as u32);
+        }
+        let params = &self.params;
+        let candidates = &mut self.candidates;
+        fill_candidates(&self.processed_logits, candidates);
+        keep_top_k(candidates, params.top_k);
+        logits_to_weights(candidates, max_logit, params.temperature);
+        keep_top_p(candidates, params.top_p);
+        keep_min_p(candidates, params.min_p);
+        draw(candidates, &mut self.rng)
+    }
+
+    fn with_logprobs(&mut self, raw_logits: &[f32], token_id: u32) -> SampledToken {
+        let Some(num_top_logprobs) = self.params.logprobs else {
+            return SampledToken {
+                token_id,
+                logprob: None,
+                top_logprobs: Vec::new(),
+            };
+        };
+        log_softmax_into(raw_logits, &mut self.raw_logprobs);
+        SampledToken {
+            token_id,
+            logprob: self.raw_logprobs.get(token_id as usize).copied(),
+            top_logprobs: top_n(&self.raw_logprobs, num_top_logprobs),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "sampler_tests.rs"]
+mod tests;

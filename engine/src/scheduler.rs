@@ -1,0 +1,319 @@
+//! Continuous batching: which sequences compute how many tokens in the next step.
+//!
+//! One counter model, as in vLLM v1: each sequence has `num_computed_tokens`, and the scheduler
+//! hands out tokens (capped by the step's token budget) until it catches up with the tokens the
+//! sequence holds. Prefill, chunked prefill and decode are the same arithmetic. When blocks run
+//! out, the running sequence that arrived last is preempted by recompute.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use crate::batch::{BatchPlan, ScheduledSeq, StepLogits};
+use crate::error::EngineError;
+use crate::events::{FinishReason, GeneratedToken};
+use crate::kv::KvCacheManager;
+use crate::request::RequestId;
+use crate::sampling::SamplingContext;
+use crate::sequence::{Sequence, SequenceStatus};
+
+/// The limits the scheduler enforces every step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerLimits {
+    pub max_num_seqs: usize,
+    pub max_num_batched_tokens: usize,
+    pub max_model_len: usize,
+    pub enable_chunked_prefill: bool,
+}
+
+/// What one step changed: tokens to report, sequences that ended.
+#[derive(Debug, Default)]
+pub struct StepUpdate {
+    pub tokens: Vec<(RequestId, GeneratedToken)>,
+    pub finished: Vec<Sequence>,
+    pub failed: Vec<(Sequence, EngineError)>,
+}
+
+#[derive(Debug)]
+pub struct Scheduler {
+    limits: SchedulerLimits,
+    kv: KvCacheManager,
+    waiting: VecDeque<Sequence>,
+    running: Vec<Sequence>,
+    eos_token_ids: Vec<u32>,
+    num_preemptions_total: u64,
+}
+
+impl Scheduler {
+    pub fn new(limits: SchedulerLimits, kv: KvCacheManager, eos_token_ids: Vec<u32>) -> Self {
+        Self {
+            limits,
+            kv,
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            eos_token_ids,
+            num_preemptions_total: 0,
+        }
+    }
+
+    pub fn kv(&self) -> &KvCacheManager {
+        &self.kv
+    }
+
+    pub fn limits(&self) -> SchedulerLimits {
+        self.limits
+    }
+
+    pub fn num_running(&self) -> usize {
+        self.running.len()
+    }
+
+    pub fn num_waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    pub fn num_preemptions_total(&self) -> u64 {
+        self.num_preemptions_total
+    }
+
+    pub fn has_work(&self) -> bool {
+        !self.running.is_empty() || !self.waiting.is_empty()
+    }
+
+    pub fn contains(&self, id: RequestId) -> bool {
+        self.running
+            .iter()
+            .chain(self.waiting.iter())
+            .any(|s| s.id == id)
+    }
+
+    /// Queues a validated sequence.
+    pub fn add(&mut self, seq: Sequence) {
+        self.waiting.push_back(seq);
+    }
+
+    /// Removes a sequence wherever it is and frees its blocks.
+    pub fn abort(&mut self, id: RequestId) -> Option<Sequence> {
+        let mut seq = if let Some(i) = self.running.iter().position(|s| s.id == id) {
+            self.running.remove(i)
+        } else {
+            let i = self.waiting.iter().position(|s| s.id == id)?;
+            self.waiting.remove(i)?
+        };
+        self.kv.free(&mut seq.block_table);
+        seq.status = SequenceStatus::Finished(FinishReason::Abort);
+        Some(seq)
+    }
+
+    /// Removes every sequence (at shutdown), freeing their blocks.
+    pub fn abort_all(&mut self) -> Vec<Sequence> {
+        let ids: Vec<RequestId> = self
+            .running
+            .iter()
+            .chain(self.waiting.iter())
+            .map(|s| s.id)
+            .collect();
+        ids.into_iter().filter_map(|id| self.abort(id)).collect()
+    }
+
+    /// Plans the next step: running sequences first (preempting the latest arrival when blocks
+    /// run out), then waiting ones in arrival order while budget, blocks and `max_num_seqs` allow.
+    pub fn schedule(&mut self) -> BatchPlan {
+        let mut plan = BatchPlan::default();
+        let mut budget = self.limits.max_num_batched_tokens;
+        let preempted = self.schedule_running(&mut plan, &mut budget);
+        if !preempted {
+            self.schedule_waiting(&mut plan, &mut budget);
+        }
+        plan
+    }
+
+    fn schedule_running(&mut self, plan: &mut BatchPlan, budget: &mut usize) -> bool {
+        let mut preempted = false;
+        let mut index = 0;
+        while index < self.running.len() && *budget > 0 {
+            let num_new = self.running[index].num_uncomputed_tokens().min(*budget);
+            let seq = &mut self.running[index];
+            if self
+                .kv
+                .allocate_slots(&mut seq.block_table, seq.num_computed_tokens, num_new)
+                .is_some()
+            {
+                push_scheduled(plan, seq, num_new);
+                *budget -= num_new;
+                index += 1;
+                continue;
+            }
+            preempted = true;
+            let victim = self.latest_arrival_from(index);
+            self.preempt(victim);
+            if victim == index {
+                break;
+            }
+        }
+        preempted
+    }
+
+    fn schedule_waiting(&mut self, plan: &mut BatchPlan, budget: &mut usize) {
+        while *budget > 0 && self.running.len() < self.limits.max_num_seqs {
+            let Some(seq) = self.waiting.front_mut() else {
+                break;
+            };
+            let num_uncomputed = seq.num_uncomputed_tokens();
+            let num_new = num_uncomputed.min(*budget);
+            if num_new < num_uncomputed && !self.limits.enable_chunked_prefill {
+                break;
+            }
+            if self
+                .kv
+                .allocate_slots(&mut seq.block_table, seq.num_computed_tokens, num_new)
+                .is_none()
+            {
+                break;
+            }
+            let Some(mut seq) = self.waiting.pop_front() else {
+                break;
+            };
+            seq.status = SequenceStatus::Running;
+            seq.first_scheduled.get_or_insert_with(Instant::now);
+            push_scheduled(plan, &seq, num_new);
+            *budget -= num_new;
+            self.running.push(seq);
+        }
+    }
+
+    /// Index of the running sequence (from `start` on) that arrived last.
+    fn latest_arrival_from(&self, start: usize) -> usize {
+        (start..self.running.len())
+            .max_by_key(|&i| (self.running[i].arrival, self.running[i].id))
+            .unwrap_or(start)
+    }
+
+    /// Preemption by recompute: drop the sequence's blocks and queue it first in line.
+    fn preempt(&mut self, index: usize) {
+        let mut seq = self.running.remove(index);
+        self.kv.free(&mut seq.block_table);
+        seq.num_computed_tokens = 0;
+        seq.status = SequenceStatus::Waiting;
+        seq.num_preemptions += 1;
+        self.num_preemptions_total += 1;
+        tracing::debug!(request = %seq.id, "preempted by recompute");
+        self.waiting.push_front(seq);
+    }
+
+    /// Applies a step's results: advances counters, samples, checks stops, frees finished blocks.
+    pub fn update(&mut self, plan: &BatchPlan, logits: &StepLogits) -> StepUpdate {
+        let mut update = StepUpdate::default();
+        let positions: HashMap<RequestId, usize> = self
+            .running
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id, i))
+            .collect();
+        let mut errors: Vec<(RequestId, EngineError)> = Vec::new();
+        let mut row = 0;
+        for scheduled in &plan.seqs {
+            let Some(&index) = positions.get(&scheduled.id) else {
+                continue;
+            };
+            let seq = &mut self.running[index];
+            seq.num_computed_tokens += scheduled.new_token_ids.len();
+            if !scheduled.sample {
+                continue;
+            }
+            let logits_row = logits.row(row);
+            row += 1;
+            match sample_next(seq, logits_row, &self.eos_token_ids) {
+                Ok(token) => update.tokens.push((seq.id, token)),
+                Err(e) => {
+                    seq.status = SequenceStatus::Finished(FinishReason::Abort);
+                    errors.push((seq.id, e));
+                    continue;
+                }
+            }
+            if let Some(reason) = seq.check_stop(&self.eos_token_ids, self.limits.max_model_len) {
+                seq.status = SequenceStatus::Finished(reason);
+            }
+        }
+        self.collect_finished(&mut update, errors);
+        update
+    }
+
+    fn collect_finished(
+        &mut self,
+        update: &mut StepUpdate,
+        mut errors: Vec<(RequestId, EngineError)>,
+    ) {
+        let mut index = 0;
+        while index < self.running.len() {
+            if !self.running[index].is_finished() {
+                index += 1;
+                continue;
+            }
+            let mut seq = self.running.remove(index);
+            self.kv.free(&mut seq.block_table);
+            match errors.iter().position(|(id, _)| *id == seq.id) {
+                Some(i) => update.failed.push((seq, errors.swap_remove(i).1)),
+                None => update.finished.push(seq),
+            }
+        }
+    }
+
+    /// Ends every sequence of a failed step with `error`, freeing their blocks.
+    pub fn fail_plan(
+        &mut self,
+        plan: &BatchPlan,
+        error: &EngineError,
+    ) -> Vec<(Sequence, EngineError)> {
+        plan.seqs
+            .iter()
+            .filter_map(|s| self.abort(s.id))
+            .map(|seq| (seq, error.clone()))
+            .collect()
+    }
+
+    /// Block accounting invariants over every live sequence.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let tables = self
+            .running
+            .iter()
+            .chain(self.waiting.iter())
+            .map(|s| s.block_table.as_slice());
+        self.kv.check_invariants(tables)
+    }
+}
+
+fn push_scheduled(plan: &mut BatchPlan, seq: &Sequence, num_new: usize) {
+    let start = seq.num_computed_tokens;
+    plan.seqs.push(ScheduledSeq {
+        id: seq.id,
+        num_computed_tokens: start,
+        new_token_ids: seq.token_ids[start..start + num_new].to_vec(),
+        block_table: seq.block_table.clone(),
+        sample: start + num_new == seq.num_tokens(),
+    });
+    plan.num_batched_tokens += num_new;
+}
+
+fn sample_next(
+    seq: &mut Sequence,
+    logits: &[f32],
+    eos_token_ids: &[u32],
+) -> Result<GeneratedToken, EngineError> {
+    let banned = seq.banned_token_ids(eos_token_ids);
+    let (prompt_tokens, output_tokens) = seq.token_ids.split_at(seq.num_prompt_tokens);
+    let ctx = SamplingContext {
+        prompt_tokens,
+        output_tokens,
+        banned_token_ids: &banned,
+    };
+    let sampled = seq.sampler.sample(logits, &ctx)?;
+    let at = Instant::now();
+    seq.token_ids.push(sampled.token_id);
+    seq.first_token.get_or_insert(at);
+    Ok(GeneratedToken {
+        token_id: sampled.token_id,
+        logprob: sampled.logprob,
+        top_logprobs: sampled.top_logprobs,
+        at,
+    })
+}

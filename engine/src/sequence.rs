@@ -1,0 +1,135 @@
+//! `Sequence`: one request's state inside the engine (token ids, progress, blocks, sampler).
+
+use std::time::Instant;
+
+use crate::events::{FinishReason, RequestTimings, Usage};
+use crate::kv::BlockId;
+use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
+use crate::sampling::SequenceSampler;
+
+/// Where a sequence is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SequenceStatus {
+    Waiting,
+    Running,
+    Finished(FinishReason),
+}
+
+/// A request being served. `token_ids` holds the prompt then the output; the scheduler hands out
+/// tokens until `num_computed_tokens` catches up with `token_ids.len()`.
+#[derive(Debug)]
+pub struct Sequence {
+    pub id: RequestId,
+    pub token_ids: Vec<u32>,
+    pub num_prompt_tokens: usize,
+    pub num_computed_tokens: usize,
+    pub status: SequenceStatus,
+    pub block_table: Vec<BlockId>,
+    pub sampling: SamplingParams,
+    pub stop: StopConditions,
+    /// Most output tokens, after resolving `max_tokens` against `max_model_len`.
+    pub max_output_tokens: usize,
+    pub sampler: SequenceSampler,
+    pub arrival: Instant,
+    pub first_scheduled: Option<Instant>,
+    pub first_token: Option<Instant>,
+    pub num_preemptions: u32,
+}
+
+impl Sequence {
+    pub fn new(request: EngineRequest, max_output_tokens: usize, fallback_seed: u64) -> Self {
+        let sampler = SequenceSampler::new(&request.sampling, fallback_seed);
+        Self {
+            id: request.id,
+            num_prompt_tokens: request.prompt.len(),
+            token_ids: request.prompt,
+            num_computed_tokens: 0,
+            status: SequenceStatus::Waiting,
+            block_table: Vec::new(),
+            sampling: request.sampling,
+            stop: request.stop,
+            max_output_tokens,
+            sampler,
+            arrival: request.arrival,
+            first_scheduled: None,
+            first_token: None,
+            num_preemptions: 0,
+        }
+    }
+
+    pub fn num_tokens(&self) -> usize {
+        self.token_ids.len()
+    }
+
+    pub fn num_output_tokens(&self) -> usize {
+        self.token_ids.len() - self.num_prompt_tokens
+    }
+
+    pub fn prompt_token_ids(&self) -> &[u32] {
+        &self.token_ids[..self.num_prompt_tokens]
+    }
+
+    pub fn output_token_ids(&self) -> &[u32] {
+        &self.token_ids[self.num_prompt_tokens..]
+    }
+
+    /// Tokens held but not yet run through the model.
+    pub fn num_uncomputed_tokens(&self) -> usize {
+        self.num_tokens() - self.num_computed_tokens
+    }
+
+    pub fn is_finished(&self) -> bool {
+        matches!(self.status, SequenceStatus::Finished(_))
+    }
+
+    pub fn usage(&self) -> Usage {
+        Usage {
+            prompt_tokens: self.num_prompt_tokens,
+            completion_tokens: self.num_output_tokens(),
+        }
+    }
+
+    pub fn timings(&self, finished: Instant) -> RequestTimings {
+        RequestTimings {
+            queued: self.arrival,
+            first_scheduled: self.first_scheduled,
+            first_token: self.first_token,
+            finished,
+            num_preemptions: self.num_preemptions,
+        }
+    }
+
+    /// Decides whether the token just appended ends the sequence.
+    pub fn check_stop(&self, eos_token_ids: &[u32], max_model_len: usize) -> Option<FinishReason> {
+        let last = *self.token_ids.last()?;
+        let num_output = self.num_output_tokens();
+        if num_output >= self.stop.min_tokens {
+            if self.stop.stop_token_ids.contains(&last) {
+                return Some(FinishReason::Stop {
+                    stop_token_id: Some(last),
+                });
+            }
+            if !self.stop.ignore_eos && eos_token_ids.contains(&last) {
+                return Some(FinishReason::Stop {
+                    stop_token_id: None,
+                });
+            }
+        }
+        if num_output >= self.max_output_tokens || self.num_tokens() >= max_model_len {
+            return Some(FinishReason::Length);
+        }
+        None
+    }
+
+    /// Tokens that must not be sampled now: EOS and stop ids while `min_tokens` is not reached.
+    pub fn banned_token_ids(&self, eos_token_ids: &[u32]) -> Vec<u32> {
+        if self.num_output_tokens() >= self.stop.min_tokens {
+            return Vec::new();
+        }
+        let mut banned = self.stop.stop_token_ids.clone();
+        if !self.stop.ignore_eos {
+            banned.extend_from_slice(eos_token_ids);
+        }
+        banned
+    }
+}

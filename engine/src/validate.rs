@@ -1,0 +1,163 @@
+//! Admission checks, run in the caller's thread so a bad request fails at `submit`, never
+//! reaching (or blocking) the queue.
+
+use crate::error::EngineError;
+use crate::request::EngineRequest;
+
+/// What a request is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimits {
+    pub vocab_size: usize,
+    pub max_model_len: usize,
+    /// Tokens the whole KV cache holds.
+    pub kv_capacity_tokens: usize,
+}
+
+impl RequestLimits {
+    /// Checks a request; returns its resolved most number of output tokens.
+    pub fn validate(&self, request: &EngineRequest) -> Result<usize, EngineError> {
+        let invalid =
+            |field: &'static str, message: String| EngineError::InvalidRequest { field, message };
+        let num_prompt = request.prompt.len();
+        if num_prompt == 0 {
+            return Err(invalid("prompt", "must contain at least one token".into()));
+        }
+        if let Some(&bad) = request
+            .prompt
+            .iter()
+            .find(|&&id| id as usize >= self.vocab_size)
+        {
+            return Err(invalid(
+                "prompt",
+                format!(
+                    "token id {bad} is outside the vocabulary (size {})",
+                    self.vocab_size
+                ),
+            ));
+        }
+        if let Some(&bad) = request
+            .stop
+            .stop_token_ids
+            .iter()
+            .find(|&&id| id as usize >= self.vocab_size)
+        {
+            return Err(invalid(
+                "stop_token_ids",
+                format!(
+                    "token id {bad} is outside the vocabulary (size {})",
+                    self.vocab_size
+                ),
+            ));
+        }
+        request.sampling.validate()?;
+        if request.stop.max_tokens == Some(0) {
+            return Err(invalid("max_tokens", "must be at least 1".into()));
+        }
+        if let Some(max_tokens) = request.stop.max_tokens {
+            if request.stop.min_tokens > max_tokens {
+                return Err(invalid(
+                    "min_tokens",
+                    format!(
+                        "({}) must not exceed max_tokens ({max_tokens})",
+                        request.stop.min_tokens
+                    ),
+                ));
+            }
+        }
+        self.check_length(num_prompt, request.stop.max_tokens)
+    }
+
+    fn check_length(
+        &self,
+        num_prompt: usize,
+        max_tokens: Option<usize>,
+    ) -> Result<usize, EngineError> {
+        let max_model_len = self.max_model_len;
+        if num_prompt >= max_model_len {
+            return Err(EngineError::RequestTooLarge(format!(
+                "the prompt has {num_prompt} tokens, but max_model_len is {max_model_len}, leaving no room to generate"
+            )));
+        }
+        let max_output = max_tokens.unwrap_or(max_model_len - num_prompt);
+        if num_prompt + max_output > max_model_len {
+            return Err(EngineError::RequestTooLarge(format!(
+                "prompt ({num_prompt} tokens) + max_tokens ({max_output}) = {} exceeds max_model_len {max_model_len}",
+                num_prompt + max_output
+            )));
+        }
+        if num_prompt + max_output > self.kv_capacity_tokens {
+            return Err(EngineError::RequestTooLarge(format!(
+                "prompt + max_tokens = {} tokens exceeds the whole KV cache ({} tokens)",
+                num_prompt + max_output,
+                self.kv_capacity_tokens
+            )));
+        }
+        Ok(max_output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::{RequestId, SamplingParams, StopConditions};
+
+    const LIMITS: RequestLimits = RequestLimits {
+        vocab_size: 100,
+        max_model_len: 64,
+        kv_capacity_tokens: 48,
+    };
+
+    fn request(prompt: Vec<u32>, max_tokens: Option<usize>) -> EngineRequest {
+        let stop = StopConditions {
+            max_tokens,
+            ..StopConditions::default()
+        };
+        EngineRequest::new(RequestId(1), prompt, SamplingParams::greedy(), stop)
+    }
+
+    #[test]
+    fn accepts_and_resolves_max_tokens() {
+        assert_eq!(LIMITS.validate(&request(vec![1, 2], Some(10))), Ok(10));
+        let unbounded = RequestLimits {
+            kv_capacity_tokens: 1000,
+            ..LIMITS
+        };
+        assert_eq!(unbounded.validate(&request(vec![1, 2], None)), Ok(62));
+    }
+
+    #[test]
+    fn rejects_bad_input_with_the_field_named() {
+        let field_of = |r: EngineRequest| match LIMITS.validate(&r) {
+            Err(EngineError::InvalidRequest { field, .. }) => field,
+            other => panic!("expected invalid request, got {other:?}"),
+        };
+        assert_eq!(field_of(request(vec![], Some(1))), "prompt");
+        assert_eq!(field_of(request(vec![100], Some(1))), "prompt");
+        assert_eq!(field_of(request(vec![1], Some(0))), "max_tokens");
+        let mut hot = request(vec![1], Some(1));
+        hot.sampling.temperature = -1.0;
+        assert_eq!(field_of(hot), "temperature");
+        let mut nan = request(vec![1], Some(1));
+        nan.sampling.top_p = f32::NAN;
+        assert_eq!(field_of(nan), "top_p");
+        let mut min = request(vec![1], Some(2));
+        min.stop.min_tokens = 3;
+        assert_eq!(field_of(min), "min_tokens");
+    }
+
+    #[test]
+    fn rejects_requests_that_can_never_fit() {
+        assert!(matches!(
+            LIMITS.validate(&request(vec![1; 64], Some(1))),
+            Err(EngineError::RequestTooLarge(_))
+        ));
+        assert!(matches!(
+            LIMITS.validate(&request(vec![1; 10], Some(60))),
+            Err(EngineError::RequestTooLarge(_))
+        ));
+        // Fits max_model_len (64) but not the cache (48 tokens).
+        assert!(
+            matches!(LIMITS.validate(&request(vec![1; 10], Some(50))), Err(EngineError::RequestTooLarge(m)) if m.contains("KV cache"))
+        );
+    }
+}
