@@ -160,6 +160,8 @@ impl EngineCore {
             self.abort_abandoned();
             if self.scheduler.has_work() {
                 self.step();
+            } else {
+                self.publish_stats();
             }
         }
         self.finish_all();

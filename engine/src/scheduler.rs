@@ -75,6 +75,11 @@ impl Scheduler {
         self.num_preemptions_total
     }
 
+    /// Ids of the waiting sequences, first in line first.
+    pub fn waiting_ids(&self) -> Vec<RequestId> {
+        self.waiting.iter().map(|s| s.id).collect()
+    }
+
     pub fn has_work(&self) -> bool {
         !self.running.is_empty() || !self.waiting.is_empty()
     }

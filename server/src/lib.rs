@@ -2,5 +2,6 @@
 //! tokenizer) and generated token ids back into streamed text (incremental detokenizer).
 
 pub mod detokenizer;
+pub mod generate;
 pub mod template;
 pub mod tokenizer;

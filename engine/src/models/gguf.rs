@@ -112,13 +112,17 @@ impl GgufFile {
         self.value(key).and_then(value_to_u64).map(|v| v as u32)
     }
 
+    /// `general.architecture`, e.g. "llama".
+    pub fn architecture(&self) -> Result<String> {
+        self.value("general.architecture")
+            .and_then(|v| v.to_string().ok())
+            .cloned()
+            .ok_or_else(|| load_error(&self.path, "metadata `general.architecture` is missing"))
+    }
+
     /// The architecture's shape, from `general.architecture` and its `<arch>.*` keys.
     pub fn model_config(&self) -> Result<ModelConfig> {
-        let arch = self
-            .value("general.architecture")
-            .and_then(|v| v.to_string().ok())
-            .ok_or_else(|| load_error(&self.path, "metadata `general.architecture` is missing"))?
-            .clone();
+        let arch = self.architecture()?;
         let key = |suffix: &str| format!("{arch}.{suffix}");
         let hidden_size = self.required_usize(&key("embedding_length"))?;
         let num_heads = self.required_usize(&key("attention.head_count"))?;

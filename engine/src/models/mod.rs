@@ -42,6 +42,9 @@ pub trait CausalLm: Send + std::fmt::Debug {
     ) -> Result<Tensor>;
 }
 
+/// `general.architecture` values of GGUF files we can run.
+pub const SUPPORTED_GGUF_ARCHITECTURES: &[&str] = &["llama"];
+
 /// Loads any supported model file. Today: GGUF files of the Llama architecture.
 pub fn load_model(
     path: &Path,
@@ -64,12 +67,17 @@ pub fn load_model(
         )));
     }
     let file = gguf::GgufFile::open(path, device, weight_format)?;
-    let config = file.model_config()?;
-    match config.architecture.as_str() {
-        "llama" => Ok(Box::new(llama::Llama::load(config, &file, device)?)),
-        other => Err(EngineError::ModelLoad(format!(
-            "unsupported architecture `{other}` in {} (supported: llama)",
-            path.display()
-        ))),
+    let architecture = file.architecture()?;
+    if !SUPPORTED_GGUF_ARCHITECTURES.contains(&architecture.as_str()) {
+        return Err(EngineError::ModelLoad(format!(
+            "unsupported architecture `{architecture}` in {} (supported: {})",
+            path.display(),
+            SUPPORTED_GGUF_ARCHITECTURES.join(", ")
+        )));
     }
+    Ok(Box::new(llama::Llama::load(
+        file.model_config()?,
+        &file,
+        device,
+    )?))
 }

@@ -1,0 +1,258 @@
+//! The engine handle end to end on a tiny model: stops, seeds, logprobs, aborts, bad input.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use pagoda_engine::testing::TinyLlamaSpec;
+use pagoda_engine::{
+    EngineConfig, EngineError, FinishReason, SamplingParams, StopConditions, TokenEvent,
+};
+
+fn engine() -> (TinyModel, pagoda_engine::EngineHandle) {
+    let model = tiny_model(&TinyLlamaSpec::default());
+    let handle = start(
+        &model,
+        EngineConfig {
+            max_model_len: Some(256),
+            ..EngineConfig::default()
+        },
+    );
+    (model, handle)
+}
+
+#[test]
+fn reports_capacity_and_concurrency() {
+    let (_model, handle) = engine();
+    let info = handle.info();
+    // 1 GiB / (2 layers × 2 (K,V) × 2 heads × 16 dims × 4 bytes × 16 tokens) blocks.
+    assert_eq!(info.num_kv_blocks, (1 << 30) / (512 * 16));
+    assert_eq!(info.kv_capacity_tokens, info.num_kv_blocks * 16);
+    assert!(
+        (info.max_concurrency_at_max_model_len - info.kv_capacity_tokens as f64 / 256.0).abs()
+            < 1e-9
+    );
+    handle.shutdown();
+}
+
+#[test]
+fn stop_token_ids_max_tokens_and_min_tokens() {
+    let (_model, handle) = engine();
+    let prompt = vec![3, 14, 15, 92, 65];
+    let reference = run_one(&handle, request(&handle, prompt.clone(), greedy(20)));
+    assert_eq!(reference.reason, FinishReason::Length);
+    let ids = reference.token_ids();
+
+    let stop_at = ids[5];
+    let first = ids.iter().position(|&t| t == stop_at).unwrap();
+    let mut params = greedy(20);
+    params.1.stop_token_ids = vec![stop_at];
+    let stopped = run_one(&handle, request(&handle, prompt.clone(), params.clone()));
+    assert_eq!(stopped.token_ids(), ids[..=first].to_vec());
+    assert_eq!(
+        stopped.reason,
+        FinishReason::Stop {
+            stop_token_id: Some(stop_at)
+        }
+    );
+
+    // min_tokens bans the stop token until enough tokens exist, so the output changes there.
+    params.1.min_tokens = first + 2;
+    let delayed = run_one(&handle, request(&handle, prompt.clone(), params));
+    assert!(delayed.token_ids().len() > first + 1);
+    assert!(
+        !delayed.token_ids()[..first + 2].contains(&stop_at),
+        "stop token sampled before min_tokens"
+    );
+    handle.shutdown();
+}
+
+#[test]
+fn eos_ends_generation_unless_ignored() {
+    let (_model, handle) = engine();
+    let prompt = vec![7, 7, 7];
+    let ids = run_one(&handle, request(&handle, prompt.clone(), greedy(12))).token_ids();
+    // A model whose EOS is the third greedy token stops there; with ignore_eos it does not.
+    let spec = TinyLlamaSpec {
+        eos_token_id: ids[2],
+        ..TinyLlamaSpec::default()
+    };
+    let eos_model = tiny_model(&spec);
+    let eos_handle = start(&eos_model, EngineConfig::default());
+    let mut params = greedy(12);
+    params.1.ignore_eos = false;
+    let stopped = run_one(&eos_handle, request(&eos_handle, prompt.clone(), params));
+    assert_eq!(
+        stopped.reason,
+        FinishReason::Stop {
+            stop_token_id: None
+        }
+    );
+    assert_eq!(stopped.token_ids().last(), Some(&ids[2]));
+    let ignored = run_one(&eos_handle, request(&eos_handle, prompt, greedy(12)));
+    assert_eq!(ignored.token_ids(), ids);
+    handle.shutdown();
+    eos_handle.shutdown();
+}
+
+#[test]
+fn seeded_sampling_is_reproducible_whatever_the_batch() {
+    let (_model, handle) = engine();
+    let sampled = |seed| {
+        let sampling = SamplingParams {
+            temperature: 1.0,
+            top_p: 0.95,
+            seed: Some(seed),
+            ..SamplingParams::default()
+        };
+        let stop = StopConditions {
+            max_tokens: Some(30),
+            ignore_eos: true,
+            ..StopConditions::default()
+        };
+        (sampling, stop)
+    };
+    let alone = run_one(&handle, request(&handle, vec![1, 2, 3], sampled(42))).token_ids();
+    let mut batch = vec![request(&handle, vec![1, 2, 3], sampled(42))];
+    batch.extend(
+        random_prompts(6, 40, 256, 9)
+            .into_iter()
+            .map(|p| request(&handle, p, sampled(7))),
+    );
+    let together = run_all(&handle, batch);
+    assert_eq!(together[0].token_ids(), alone);
+    let other_seed = run_one(&handle, request(&handle, vec![1, 2, 3], sampled(43))).token_ids();
+    assert_ne!(
+        other_seed, alone,
+        "a different seed should give a different sample"
+    );
+    handle.shutdown();
+}
+
+#[test]
+fn logprobs_come_with_each_token_when_asked() {
+    let (_model, handle) = engine();
+    let mut params = greedy(5);
+    params.0.logprobs = Some(3);
+    let outcome = run_one(&handle, request(&handle, vec![4, 5, 6], params));
+    for token in &outcome.tokens {
+        let logprob = token.logprob.expect("logprob");
+        assert!(logprob <= 0.0);
+        assert_eq!(token.top_logprobs.len(), 3);
+        // Greedy picks the most likely token, which therefore heads the alternatives.
+        assert_eq!(token.top_logprobs[0].0, token.token_id);
+        assert!(token.top_logprobs.windows(2).all(|w| w[0].1 >= w[1].1));
+    }
+    let plain = run_one(&handle, request(&handle, vec![4, 5, 6], greedy(5)));
+    assert!(plain
+        .tokens
+        .iter()
+        .all(|t| t.logprob.is_none() && t.top_logprobs.is_empty()));
+    handle.shutdown();
+}
+
+#[test]
+fn abort_and_dropped_streams_free_their_blocks() {
+    let (_model, handle) = engine();
+    let mut long = greedy(200);
+    long.1.max_tokens = Some(200);
+    let mut stream = handle
+        .submit(request(&handle, vec![9; 40], long.clone()))
+        .unwrap();
+    for _ in 0..3 {
+        assert!(matches!(stream.blocking_next(), Some(TokenEvent::Token(_))));
+    }
+    handle.abort(stream.id()).unwrap();
+    let last = std::iter::from_fn(|| stream.blocking_next()).last();
+    assert!(
+        matches!(
+            last,
+            Some(TokenEvent::Finished {
+                reason: FinishReason::Abort,
+                ..
+            })
+        ),
+        "got {last:?}"
+    );
+    wait_until_idle(&handle);
+
+    // Dropping a stream mid-way (client gone) aborts it too.
+    let mut dropped = handle
+        .submit(request(&handle, vec![9; 40], long.clone()))
+        .unwrap();
+    assert!(matches!(
+        dropped.blocking_next(),
+        Some(TokenEvent::Token(_))
+    ));
+    drop(dropped);
+    // A waiting request dropped before it ever ran is removed as well.
+    let queued: Vec<_> = (0..20)
+        .map(|_| {
+            handle
+                .submit(request(&handle, vec![9; 40], long.clone()))
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(20));
+    drop(queued);
+    wait_until_idle(&handle);
+    // The engine still serves afterwards.
+    assert_eq!(
+        run_one(&handle, request(&handle, vec![1], greedy(3)))
+            .tokens
+            .len(),
+        3
+    );
+    handle.shutdown();
+}
+
+#[test]
+fn bad_requests_are_rejected_at_submit_and_the_engine_keeps_serving() {
+    let (_model, handle) = engine();
+    let field = |prompt: Vec<u32>, params| match handle.submit(request(&handle, prompt, params)) {
+        Err(EngineError::InvalidRequest { field, .. }) => field.to_string(),
+        Err(other) => format!("other: {other}"),
+        Ok(_) => "accepted".into(),
+    };
+    assert_eq!(field(vec![], greedy(4)), "prompt");
+    assert_eq!(field(vec![256], greedy(4)), "prompt");
+    assert_eq!(field(vec![u32::MAX], greedy(4)), "prompt");
+    let mut hot = greedy(4);
+    hot.0.temperature = f32::NAN;
+    assert_eq!(field(vec![1], hot), "temperature");
+    let mut top_p = greedy(4);
+    top_p.0.top_p = 0.0;
+    assert_eq!(field(vec![1], top_p), "top_p");
+    let mut penalty = greedy(4);
+    penalty.0.repetition_penalty = 0.0;
+    assert_eq!(field(vec![1], penalty), "repetition_penalty");
+    let mut stop = greedy(4);
+    stop.1.stop_token_ids = vec![999];
+    assert_eq!(field(vec![1], stop), "stop_token_ids");
+    assert_eq!(field(vec![1], greedy(0)), "max_tokens");
+
+    let too_long = handle.submit(request(&handle, vec![1; 200], greedy(100)));
+    assert!(
+        matches!(too_long, Err(EngineError::RequestTooLarge(m)) if m.contains("max_model_len"))
+    );
+    let whole_context = handle.submit(request(&handle, vec![1; 256], greedy(1)));
+    assert!(matches!(
+        whole_context,
+        Err(EngineError::RequestTooLarge(_))
+    ));
+
+    assert_eq!(
+        run_one(&handle, request(&handle, vec![1, 2], greedy(4)))
+            .tokens
+            .len(),
+        4
+    );
+    assert_eq!(handle.stats().num_waiting, 0);
+    handle.shutdown();
+    assert!(matches!(
+        handle.submit(request(&handle, vec![1], greedy(1))),
+        Err(EngineError::ShutDown)
+    ));
+}

@@ -1,0 +1,144 @@
+//! Drives the scheduler and the model runner step by step (no engine thread) and checks the block
+//! accounting invariants after every step: free + used == total, reference counts equal the
+//! number of block tables holding each block, and every block is free once all requests end.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use candle_core::Device;
+use common::*;
+use pagoda_engine::attention::CpuKvCache;
+use pagoda_engine::kv::KvCacheManager;
+use pagoda_engine::models::{load_model, WeightFormat};
+use pagoda_engine::runner::ModelRunner;
+use pagoda_engine::scheduler::{Scheduler, SchedulerLimits};
+use pagoda_engine::sequence::Sequence;
+use pagoda_engine::testing::TinyLlamaSpec;
+use pagoda_engine::{EngineRequest, RequestId, SamplingParams, StopConditions};
+
+const BLOCK_SIZE: usize = 4;
+
+fn setup(num_blocks: usize, max_num_batched_tokens: usize) -> (TinyModel, Scheduler, ModelRunner) {
+    let spec = TinyLlamaSpec::default();
+    let model_file = tiny_model(&spec);
+    let model = load_model(&model_file.path, &Device::Cpu, WeightFormat::F32).unwrap();
+    let cfg = model.config().clone();
+    let cache = CpuKvCache::new(cfg.num_layers, cfg.attn_shape(), BLOCK_SIZE, num_blocks);
+    let limits = SchedulerLimits {
+        max_num_seqs: 8,
+        max_num_batched_tokens,
+        max_model_len: 100,
+        enable_chunked_prefill: true,
+    };
+    let scheduler = Scheduler::new(limits, KvCacheManager::new(num_blocks, BLOCK_SIZE), vec![]);
+    (
+        model_file,
+        scheduler,
+        ModelRunner::new(model, Box::new(cache), BLOCK_SIZE),
+    )
+}
+
+fn sequence(id: u64, prompt: Vec<u32>, max_tokens: usize) -> Sequence {
+    let stop = StopConditions {
+        max_tokens: Some(max_tokens),
+        ignore_eos: true,
+        ..StopConditions::default()
+    };
+    Sequence::new(
+        EngineRequest::new(RequestId(id), prompt, SamplingParams::greedy(), stop),
+        max_tokens,
+        id,
+    )
+}
+
+/// Runs steps until nothing is left (or `max_steps`), checking invariants after each; calls
+/// `between` before every step. Returns the number of finished sequences.
+fn run_steps(
+    scheduler: &mut Scheduler,
+    runner: &mut ModelRunner,
+    max_steps: usize,
+    mut between: impl FnMut(&mut Scheduler, usize),
+) -> usize {
+    let mut num_finished = 0;
+    for step in 0..max_steps {
+        between(scheduler, step);
+        if !scheduler.has_work() {
+            break;
+        }
+        let plan = scheduler.schedule();
+        assert!(plan.num_batched_tokens <= scheduler.limits().max_num_batched_tokens);
+        assert!(plan.seqs.len() <= scheduler.limits().max_num_seqs);
+        let logits = runner.execute(&plan).unwrap();
+        assert_eq!(logits.num_rows(), plan.num_sampled());
+        num_finished += scheduler.update(&plan, &logits).finished.len();
+        scheduler
+            .check_invariants()
+            .unwrap_or_else(|e| panic!("step {step}: {e}"));
+    }
+    num_finished
+}
+
+#[test]
+fn invariants_hold_after_every_step_through_chunking_and_preemption() {
+    // 30 blocks of 4 tokens; 10 requests of up to 60 + 20 tokens force preemptions.
+    let (_model, mut scheduler, mut runner) = setup(30, 16);
+    for (i, prompt) in random_prompts(10, 60, 256, 3).into_iter().enumerate() {
+        scheduler.add(sequence(i as u64, prompt, 20));
+    }
+    let num_finished = run_steps(&mut scheduler, &mut runner, 10_000, |_, _| {});
+    assert_eq!(num_finished, 10);
+    assert!(
+        scheduler.num_preemptions_total() > 0,
+        "expected preemptions with 30 blocks"
+    );
+    assert_eq!(
+        scheduler.kv().num_free_blocks(),
+        scheduler.kv().num_blocks()
+    );
+}
+
+#[test]
+fn aborting_mid_way_returns_every_block() {
+    let (_model, mut scheduler, mut runner) = setup(64, 8);
+    for (i, prompt) in random_prompts(6, 40, 256, 5).into_iter().enumerate() {
+        scheduler.add(sequence(i as u64, prompt, 30));
+    }
+    // Abort one request per step from step 3 on: mid-prefill, mid-decode and still waiting ones.
+    run_steps(&mut scheduler, &mut runner, 10_000, |scheduler, step| {
+        if (3..9).contains(&step) {
+            let aborted = scheduler.abort(RequestId((step - 3) as u64));
+            assert!(
+                aborted.is_some(),
+                "request {} should still be live at step {step}",
+                step - 3
+            );
+            scheduler.check_invariants().unwrap();
+        }
+    });
+    assert!(!scheduler.has_work());
+    assert_eq!(scheduler.kv().num_used_blocks(), 0);
+}
+
+#[test]
+fn latest_arrival_is_the_preemption_victim() {
+    // Two sequences that each fit alone but not together once they grow.
+    let (_model, mut scheduler, mut runner) = setup(6, 64);
+    scheduler.add(sequence(1, vec![5; 10], 12));
+    scheduler.add(sequence(2, vec![6; 10], 12));
+    let mut first_preempted = None;
+    run_steps(&mut scheduler, &mut runner, 1000, |scheduler, _| {
+        if first_preempted.is_none() && scheduler.num_preemptions_total() > 0 {
+            first_preempted = Some(scheduler.waiting_ids());
+        }
+    });
+    assert_eq!(
+        scheduler.num_preemptions_total(),
+        1,
+        "exactly one preemption expected"
+    );
+    assert_eq!(
+        first_preempted,
+        Some(vec![RequestId(2)]),
+        "the later arrival must be preempted"
+    );
+}

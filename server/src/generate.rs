@@ -1,0 +1,271 @@
+//! Prompt → text with one engine, blocking: the layer under `pagoda-generate` and the tests.
+//!
+//! [`TextGenerator::load`] builds everything a model file implies — the engine, the tokenizer and
+//! the chat template, all from the same GGUF — and [`TextGenerator::generate`] runs one request,
+//! streaming its text through a callback.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pagoda_engine::models::tokenizer_spec::{read_tokenizer_spec, TokenizerSpec};
+use pagoda_engine::{
+    start_engine, EngineConfig, EngineError, EngineHandle, EngineRequest, FinishReason,
+    RequestTimings, SamplingParams, StopConditions, TokenEvent, Usage,
+};
+
+use crate::detokenizer::IncrementalDetokenizer;
+use crate::template::{ChatMessage, ChatTemplate, TemplateError, CHATML_TEMPLATE};
+use crate::tokenizer::{TextTokenizer, TokenizerError};
+
+/// Everything that can go wrong between a prompt and its text.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    /// There is no file at the model path.
+    #[error("model file {} not found", .0.display())]
+    ModelNotFound(PathBuf),
+    /// The tokenizer could not be built, or failed to encode or decode.
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
+    /// The chat template does not compile or rejected the messages.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// The engine refused the request, failed while running it, or has stopped.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+pub type Result<T, E = GenerateError> = std::result::Result<T, E>;
+
+/// One finished generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    /// The generated text, special tokens left out.
+    pub text: String,
+    /// Every generated token id, a final EOS or stop token included.
+    pub token_ids: Vec<u32>,
+    pub finish_reason: FinishReason,
+    pub usage: Usage,
+    /// From submission to the first generated token; `None` when none was generated.
+    pub ttft: Option<Duration>,
+    /// From submission to the end of the request.
+    pub total: Duration,
+}
+
+impl Generation {
+    /// Generated tokens per second of the whole request (prefill included).
+    pub fn tokens_per_s(&self) -> f64 {
+        let seconds = self.total.as_secs_f64();
+        if seconds > 0.0 {
+            self.usage.completion_tokens as f64 / seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A started engine with the tokenizer and chat template of its model.
+#[derive(Debug)]
+pub struct TextGenerator {
+    handle: EngineHandle,
+    tokenizer: Arc<TextTokenizer>,
+    template: ChatTemplate,
+    /// The tokenizer's end-of-turn ids that the engine's model config does not already stop on.
+    extra_stop_token_ids: Vec<u32>,
+}
+
+impl TextGenerator {
+    /// Loads a model file and starts an engine on it. The tokenizer and chat template come from
+    /// the same file; a file without a chat template gets ChatML.
+    pub fn load(model_path: impl AsRef<Path>, config: EngineConfig) -> Result<Self> {
+        let model_path = model_path.as_ref();
+        if !model_path.is_file() {
+            return Err(GenerateError::ModelNotFound(model_path.to_path_buf()));
+        }
+        let spec = read_tokenizer_spec(model_path)?;
+        let tokenizer = Arc::new(TextTokenizer::from_spec(&spec)?);
+        let template = chat_template(&spec)?;
+        let handle = start_engine(config, model_path)?;
+        let extra_stop_token_ids = extra_stop_token_ids(
+            &tokenizer.eos_token_ids(),
+            &handle.info().model.eos_token_ids,
+        );
+        Ok(Self {
+            handle,
+            tokenizer,
+            template,
+            extra_stop_token_ids,
+        })
+    }
+
+    pub fn handle(&self) -> &EngineHandle {
+        &self.handle
+    }
+
+    pub fn tokenizer(&self) -> &Arc<TextTokenizer> {
+        &self.tokenizer
+    }
+
+    pub fn template(&self) -> &ChatTemplate {
+        &self.template
+    }
+
+    /// Prompt ids for a conversation: the chat template with the assistant's turn opened.
+    pub fn chat_prompt_ids(&self, messages: &[ChatMessage]) -> Result<Vec<u32>> {
+        let text = self.template.render(messages, true)?;
+        // The template writes any BOS itself, as transformers' `apply_chat_template` assumes.
+        Ok(self.tokenizer.encode(&text, false)?)
+    }
+
+    /// Prompt ids for text used as-is (no chat template), BOS added when the model wants one.
+    pub fn raw_prompt_ids(&self, text: &str) -> Result<Vec<u32>> {
+        Ok(self.tokenizer.encode(text, true)?)
+    }
+
+    /// Runs one request to its end, calling `on_text` with each piece of text as it is generated.
+    /// Unless `stop.ignore_eos`, the tokenizer's end-of-turn ids end generation too.
+    /// Engine errors (at submission or while running) are returned, never panicked on.
+    pub fn generate(
+        &self,
+        prompt_ids: Vec<u32>,
+        sampling: SamplingParams,
+        stop: StopConditions,
+        mut on_text: impl FnMut(&str),
+    ) -> Result<Generation> {
+        let stop = self.with_end_of_turn_ids(stop);
+        let request = EngineRequest::new(self.handle.next_request_id(), prompt_ids, sampling, stop);
+        let submitted = request.arrival;
+        let mut stream = self.handle.submit(request)?;
+        let mut detokenizer = IncrementalDetokenizer::new(Arc::clone(&self.tokenizer), true);
+        loop {
+            match stream.blocking_next() {
+                Some(TokenEvent::Token(token)) => {
+                    let delta = detokenizer.push(token.token_id)?;
+                    if !delta.is_empty() {
+                        on_text(&delta);
+                    }
+                }
+                Some(TokenEvent::Finished {
+                    reason,
+                    usage,
+                    timings,
+                }) => {
+                    let tail = detokenizer.finish()?;
+                    if !tail.is_empty() {
+                        on_text(&tail);
+                    }
+                    return Ok(finished(detokenizer, reason, usage, timings, submitted));
+                }
+                Some(TokenEvent::Error(error)) => return Err(error.into()),
+                None => return Err(EngineError::ShutDown.into()),
+            }
+        }
+    }
+
+    /// Stops the engine and waits for its thread (also done on drop).
+    pub fn shutdown(&self) {
+        self.handle.shutdown();
+    }
+
+    fn with_end_of_turn_ids(&self, mut stop: StopConditions) -> StopConditions {
+        if !stop.ignore_eos {
+            for &id in &self.extra_stop_token_ids {
+                if !stop.stop_token_ids.contains(&id) {
+                    stop.stop_token_ids.push(id);
+                }
+            }
+        }
+        stop
+    }
+}
+
+impl Drop for TextGenerator {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+    }
+}
+
+fn finished(
+    detokenizer: IncrementalDetokenizer,
+    reason: FinishReason,
+    usage: Usage,
+    timings: RequestTimings,
+    submitted: Instant,
+) -> Generation {
+    Generation {
+        text: detokenizer.text().to_string(),
+        token_ids: detokenizer.token_ids().to_vec(),
+        finish_reason: reason,
+        usage,
+        ttft: timings
+            .first_token
+            .map(|at| at.saturating_duration_since(submitted)),
+        total: timings.finished.saturating_duration_since(submitted),
+    }
+}
+
+/// The file's chat template (ChatML when it has none), with its BOS/EOS token texts.
+fn chat_template(spec: &TokenizerSpec) -> Result<ChatTemplate> {
+    let token_text = |id: Option<u32>| id.and_then(|id| spec.tokens.get(id as usize).cloned());
+    let source = spec.chat_template.as_deref().unwrap_or(CHATML_TEMPLATE);
+    Ok(ChatTemplate::new(
+        source,
+        token_text(spec.bos_token_id),
+        token_text(spec.eos_token_id),
+    )?)
+}
+
+/// The tokenizer's EOS/end-of-turn ids that the model's own EOS list lacks, in order.
+fn extra_stop_token_ids(tokenizer_eos: &[u32], model_eos: &[u32]) -> Vec<u32> {
+    let mut extra: Vec<u32> = Vec::new();
+    for &id in tokenizer_eos {
+        if !model_eos.contains(&id) && !extra.contains(&id) {
+            extra.push(id);
+        }
+    }
+    extra
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_stop_ids_are_those_the_model_lacks() {
+        assert_eq!(extra_stop_token_ids(&[2, 0], &[2]), [0]);
+        assert_eq!(extra_stop_token_ids(&[2, 0, 0], &[]), [2, 0]);
+        assert!(extra_stop_token_ids(&[2], &[2, 7]).is_empty());
+    }
+
+    #[test]
+    fn tokens_per_s_counts_completion_tokens_over_the_whole_request() {
+        let generation = Generation {
+            text: String::new(),
+            token_ids: vec![1; 10],
+            finish_reason: FinishReason::Length,
+            usage: Usage {
+                prompt_tokens: 5,
+                completion_tokens: 10,
+            },
+            ttft: Some(Duration::from_millis(100)),
+            total: Duration::from_millis(500),
+        };
+        assert!((generation.tokens_per_s() - 20.0).abs() < 1e-9);
+        let instant = Generation {
+            total: Duration::ZERO,
+            ..generation
+        };
+        assert_eq!(instant.tokens_per_s(), 0.0);
+    }
+
+    #[test]
+    fn missing_model_is_reported_by_path() {
+        let error = TextGenerator::load("/nonexistent/model.gguf", EngineConfig::default())
+            .expect_err("no such file");
+        assert!(matches!(error, GenerateError::ModelNotFound(_)));
+        assert_eq!(
+            error.to_string(),
+            "model file /nonexistent/model.gguf not found"
+        );
+    }
+}
