@@ -1,7 +1,7 @@
 //! Offline generation benchmark: closed-loop concurrency over random prompts, fixed lengths.
 //!
 //! `cargo run --release -p pagoda-engine --example offline_bench -- MODEL [--concurrency 1,8]
-//!  [--input-len 128] [--output-len 128] [--rounds 2] [--weight-format f32|q8_0|native]`
+//!  [--input-len 128] [--output-len 128] [--rounds 2] [--weight-format int8|f32|native]`
 //! Prints one JSON line per concurrency level.
 
 use std::path::PathBuf;
@@ -127,12 +127,12 @@ fn bench_level(handle: &EngineHandle, args: &Args, concurrency: usize) -> Result
             / samples.len() as f64
     };
     Ok(format!(
-        "{{\"concurrency\": {concurrency}, \"num_requests\": {}, \"input_len\": {}, \"output_len\": {}, \"weight_format\": \"{:?}\", \
+        "{{\"concurrency\": {concurrency}, \"num_requests\": {}, \"input_len\": {}, \"output_len\": {}, \"weight_format\": \"{}\", \
          \"duration_s\": {elapsed:.2}, \"output_tokens_per_s\": {:.1}, \"mean_ttft_ms\": {:.1}, \"mean_tpot_ms\": {:.2}}}",
         samples.len(),
         args.input_len,
         args.output_len,
-        args.weight_format,
+        args.weight_format.as_str(),
         num_output as f64 / elapsed,
         mean_ms(|s| s.0),
         mean_ms(|s| s.1),

@@ -47,9 +47,24 @@ pub fn start_engine_with_model(
     );
     let thread = std::thread::Builder::new()
         .name("pagoda-engine".into())
-        .spawn(move || core.run())
+        .spawn(move || run_in_thread_pool(core))
         .map_err(|e| EngineError::Config(format!("cannot spawn the engine thread: {e}")))?;
     Ok(EngineHandle::new(commands_tx, stats, info, limits, thread))
+}
+
+/// Runs the engine loop on a worker of its own rayon pool, so that the parallel kernels it calls
+/// start on the current thread instead of being handed to other threads and waited for.
+fn run_in_thread_pool(core: EngineCore) {
+    match rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("pagoda-worker-{i}"))
+        .build()
+    {
+        Ok(pool) => pool.install(move || core.run()),
+        Err(error) => {
+            tracing::warn!(%error, "no dedicated thread pool; using the global one");
+            core.run();
+        }
+    }
 }
 
 type Built = (

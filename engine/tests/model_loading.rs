@@ -73,10 +73,10 @@ fn every_tensor_type_tracks_the_f32_model() {
     ];
     for (dtype, min_cosine) in cases {
         let model = common::tiny_model(&kquant_spec(dtype));
-        for format in [WeightFormat::F32, WeightFormat::Q8_0, WeightFormat::Native] {
-            // Repacking to Q8_0 quantizes activations to 8 bits as well.
-            let min_cosine = if format == WeightFormat::Q8_0 {
-                min_cosine.min(0.999)
+        for format in [WeightFormat::F32, WeightFormat::Int8, WeightFormat::Native] {
+            // int8 repacking, and candle's block kernels (which quantize activations), add their error.
+            let min_cosine = if format != WeightFormat::F32 {
+                min_cosine.min(0.998)
             } else {
                 min_cosine
             };

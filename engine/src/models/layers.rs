@@ -1,7 +1,8 @@
 //! The layers every Llama-family model shares: RMS norm, rotary embeddings, the gated MLP.
 
-use candle_core::quantized::QMatMul;
-use candle_core::{DType, Device, Module, Tensor};
+use candle_core::{DType, Device, Tensor};
+
+use super::linear::Linear;
 
 use super::weights::WeightSource;
 use crate::error::Result;
@@ -83,9 +84,10 @@ impl RotaryEmbedding {
 /// The SwiGLU feed-forward block: `down(silu(gate(x)) * up(x))`.
 #[derive(Debug, Clone)]
 pub struct GatedMlp {
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
+    /// Gate and up projections fused: the first `intermediate` outputs are the gate.
+    gate_up: Linear,
+    down: Linear,
+    intermediate: usize,
 }
 
 impl GatedMlp {
@@ -95,16 +97,19 @@ impl GatedMlp {
         hidden: usize,
         intermediate: usize,
     ) -> Result<Self> {
+        let gate = weights.linear(&format!("{prefix}.ffn_gate.weight"), intermediate, hidden)?;
+        let up = weights.linear(&format!("{prefix}.ffn_up.weight"), intermediate, hidden)?;
         Ok(Self {
-            gate: weights.linear(&format!("{prefix}.ffn_gate.weight"), intermediate, hidden)?,
-            up: weights.linear(&format!("{prefix}.ffn_up.weight"), intermediate, hidden)?,
+            gate_up: Linear::fuse(vec![gate, up])?,
             down: weights.linear(&format!("{prefix}.ffn_down.weight"), hidden, intermediate)?,
+            intermediate,
         })
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let gate = candle_nn::ops::silu(&self.gate.forward(x)?)?;
-        let up = self.up.forward(x)?;
-        Ok(self.down.forward(&(gate * up)?)?)
+        let gate_up = self.gate_up.forward(x)?;
+        let gate = candle_nn::ops::silu(&gate_up.narrow(1, 0, self.intermediate)?)?;
+        let up = gate_up.narrow(1, self.intermediate, self.intermediate)?;
+        self.down.forward(&(gate * up)?)
     }
 }

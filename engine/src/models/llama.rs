@@ -1,11 +1,12 @@
 //! The Llama architecture (GQA, RoPE, optional tied embeddings) over a paged KV cache.
 
 use candle_core::quantized::{QMatMul, QTensor};
-use candle_core::{Device, Module, Tensor};
+use candle_core::{Device, Tensor};
 use std::sync::Arc;
 
 use super::config::ModelConfig;
 use super::layers::{GatedMlp, RmsNorm, RotaryEmbedding};
+use super::linear::Linear;
 use super::weights::WeightSource;
 use super::{CausalLm, ModelInput};
 use crate::attention::{AttnMetadata, PagedKvCache};
@@ -14,10 +15,9 @@ use crate::error::{EngineError, Result};
 #[derive(Debug)]
 struct DecoderLayer {
     attn_norm: RmsNorm,
-    q_proj: QMatMul,
-    k_proj: QMatMul,
-    v_proj: QMatMul,
-    o_proj: QMatMul,
+    /// q, k and v projections fused, in that order.
+    qkv_proj: Linear,
+    o_proj: Linear,
     mlp_norm: RmsNorm,
     mlp: GatedMlp,
 }
@@ -35,9 +35,11 @@ impl DecoderLayer {
                 h,
                 cfg.rms_norm_eps,
             )?,
-            q_proj: weights.linear(&format!("{p}.attn_q.weight"), q_dim, h)?,
-            k_proj: weights.linear(&format!("{p}.attn_k.weight"), kv_dim, h)?,
-            v_proj: weights.linear(&format!("{p}.attn_v.weight"), kv_dim, h)?,
+            qkv_proj: Linear::fuse(vec![
+                weights.linear(&format!("{p}.attn_q.weight"), q_dim, h)?,
+                weights.linear(&format!("{p}.attn_k.weight"), kv_dim, h)?,
+                weights.linear(&format!("{p}.attn_v.weight"), kv_dim, h)?,
+            ])?,
             o_proj: weights.linear(&format!("{p}.attn_output.weight"), h, q_dim)?,
             mlp_norm: RmsNorm::load(
                 weights,
@@ -58,7 +60,7 @@ pub struct Llama {
     embedding: QMatMul,
     layers: Vec<DecoderLayer>,
     final_norm: RmsNorm,
-    lm_head: QMatMul,
+    lm_head: Linear,
     rotary: RotaryEmbedding,
 }
 
@@ -69,7 +71,9 @@ impl Llama {
         let lm_head = if file.contains("output.weight") {
             file.linear("output.weight", config.vocab_size, config.hidden_size)?
         } else {
-            qmatmul(embedding.clone())?
+            file.weight_format()
+                .convert(embedding.clone())
+                .map_err(|e| EngineError::ModelLoad(format!("output head: {e}")))?
         };
         let layers = (0..config.num_layers)
             .map(|i| DecoderLayer::load(file, &config, i))
@@ -107,13 +111,16 @@ impl Llama {
         meta: &AttnMetadata,
         kv_cache: &mut dyn PagedKvCache,
     ) -> Result<Tensor> {
-        let q = layer.q_proj.forward(x)?;
-        let k = layer.k_proj.forward(x)?;
-        let v = layer.v_proj.forward(x)?;
+        let q_dim = self.config.num_heads * self.config.head_dim;
+        let kv_dim = self.config.num_kv_heads * self.config.head_dim;
+        let qkv = layer.qkv_proj.forward(x)?;
+        let q = qkv.narrow(1, 0, q_dim)?;
+        let k = qkv.narrow(1, q_dim, kv_dim)?;
+        let v = qkv.narrow(1, q_dim + kv_dim, kv_dim)?;
         let q = self.rotary.apply(&q, positions, self.config.num_heads)?;
         let k = self.rotary.apply(&k, positions, self.config.num_kv_heads)?;
         let attended = kv_cache.attend(index, &q, &k, &v, meta)?;
-        Ok(layer.o_proj.forward(&attended)?)
+        layer.o_proj.forward(&attended)
     }
 }
 

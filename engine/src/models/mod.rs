@@ -3,7 +3,9 @@
 
 pub mod config;
 pub mod gguf;
+pub mod int8;
 pub mod layers;
+pub mod linear;
 pub mod llama;
 pub mod tokenizer_spec;
 pub mod weights;

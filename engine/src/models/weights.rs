@@ -3,68 +3,85 @@
 
 use std::sync::Arc;
 
-use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::quantized::{QMatMul, QTensor};
+
+use super::int8::{Int8Matrix, GROUP_SIZE};
+use super::linear::Linear;
 use candle_core::Tensor;
 
 use super::gguf::GgufFile;
+use crate::error::{EngineError, Result};
 
-/// How projection weights are held in memory (CPU). Embeddings stay as the file has them.
+/// How projection weights are held in memory (CPU). Embedding lookups use the file's tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WeightFormat {
-    /// Dequantize to f32 at load: activations stay f32, so results match an f32 reference.
+    /// int8 with one f32 scale per 32 values; activations stay f32. Fast and close to f32.
     #[default]
+    Int8,
+    /// Dequantize to f32 at load: exact, four times the memory, slower decode.
     F32,
-    /// Repack to Q8_0 (SIMD kernels; activations are quantized to 8 bits in every matmul).
-    Q8_0,
-    /// Keep the file's own quantization (smallest; its kernels may be slow or scalar).
+    /// Keep the file's own blocks and candle's kernels, which quantize activations to 8 bits.
     Native,
 }
 
 impl WeightFormat {
     pub fn parse(text: &str) -> Option<Self> {
         match text {
+            "int8" => Some(Self::Int8),
             "f32" => Some(Self::F32),
-            "q8_0" => Some(Self::Q8_0),
             "native" => Some(Self::Native),
             _ => None,
         }
     }
 
-    /// Turns a weight into a matmul operand in this format.
-    pub fn convert(self, tensor: QTensor) -> candle_core::Result<QMatMul> {
-        let device = tensor.device();
+    pub fn as_str(&self) -> &'static str {
         match self {
-            Self::Native => QMatMul::from_arc(Arc::new(tensor)),
-            Self::F32 => Ok(QMatMul::Tensor(tensor.dequantize(&device)?)),
-            Self::Q8_0 if tensor.dtype() == GgmlDType::Q8_0 => QMatMul::from_arc(Arc::new(tensor)),
-            Self::Q8_0 => {
+            Self::Int8 => "int8",
+            Self::F32 => "f32",
+            Self::Native => "native",
+        }
+    }
+
+    /// Turns a `[rows, cols]` weight into a projection in this format.
+    pub fn convert(self, tensor: Arc<QTensor>) -> candle_core::Result<Linear> {
+        let device = tensor.device();
+        let cols = tensor.shape().dims().last().copied().unwrap_or(0);
+        match self {
+            Self::Native => Ok(Linear::Candle(QMatMul::from_arc(tensor)?)),
+            Self::Int8 if device.is_cpu() && cols % GROUP_SIZE == 0 => {
                 let dense = tensor.dequantize(&device)?;
-                QMatMul::from_qtensor(QTensor::quantize(&dense, GgmlDType::Q8_0)?)
+                let (rows, cols) = dense.dims2()?;
+                let values = dense.flatten_all()?.to_vec1::<f32>()?;
+                Int8Matrix::quantize(&values, rows, cols)
+                    .map(Linear::Int8)
+                    .map_err(candle_core::Error::Msg)
+            }
+            Self::F32 | Self::Int8 => {
+                Ok(Linear::Candle(QMatMul::Tensor(tensor.dequantize(&device)?)))
             }
         }
     }
 }
-use crate::error::{EngineError, Result};
 
 /// A source of named weights of known shapes.
 pub trait WeightSource {
     /// A `[out, in]` projection, kept quantized where the file is quantized.
-    fn linear(&self, name: &str, out_dim: usize, in_dim: usize) -> Result<QMatMul>;
+    fn linear(&self, name: &str, out_dim: usize, in_dim: usize) -> Result<Linear>;
     /// A 1-D f32 vector (norm weights).
     fn vector(&self, name: &str, len: usize) -> Result<Tensor>;
     /// A raw 2-D tensor (`[rows, cols]`), quantized or not: embeddings, tied output heads.
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Arc<QTensor>>;
     fn contains(&self, name: &str) -> bool;
+    /// The format projections are converted to.
+    fn weight_format(&self) -> WeightFormat;
 }
 
 impl WeightSource for GgufFile {
-    fn linear(&self, name: &str, out_dim: usize, in_dim: usize) -> Result<QMatMul> {
-        let tensor = self.tensor(name, &[out_dim, in_dim])?;
-        let tensor = self
-            .weight_format()
+    fn linear(&self, name: &str, out_dim: usize, in_dim: usize) -> Result<Linear> {
+        let tensor = Arc::new(self.tensor(name, &[out_dim, in_dim])?);
+        GgufFile::weight_format(self)
             .convert(tensor)
-            .map_err(|e| EngineError::ModelLoad(format!("`{name}`: {e}")))?;
-        Ok(tensor)
+            .map_err(|e| EngineError::ModelLoad(format!("`{name}`: {e}")))
     }
 
     fn vector(&self, name: &str, len: usize) -> Result<Tensor> {
@@ -80,5 +97,9 @@ impl WeightSource for GgufFile {
 
     fn contains(&self, name: &str) -> bool {
         self.has_tensor(name)
+    }
+
+    fn weight_format(&self) -> WeightFormat {
+        GgufFile::weight_format(self)
     }
 }

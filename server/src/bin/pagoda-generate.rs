@@ -2,13 +2,13 @@
 //! (for people and tests). Streams text to stdout and a one-line summary to stderr, or prints one
 //! JSON object with `--json`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use clap::{ArgGroup, Parser, ValueEnum};
+use clap::{ArgGroup, Parser};
 use pagoda_engine::models::WeightFormat;
 use pagoda_engine::{EngineConfig, EngineError, SamplingParams, StopConditions};
 use pagoda_server::generate::{Generation, TextGenerator};
@@ -100,9 +100,10 @@ struct Args {
     #[arg(long)]
     ignore_eos: bool,
 
-    /// How weights are held in memory: dequantized to f32, repacked to q8_0, or as in the file.
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = WeightFormatArg::F32)]
-    weight_format: WeightFormatArg,
+    /// How projection weights are held in memory: f32 (dequantized, exact), int8 (8-bit weights,
+    /// f32 activations) or native (the file's own quantization). [default: the engine's]
+    #[arg(long, value_name = "FORMAT", default_value = WeightFormat::default().as_str(), value_parser = parse_weight_format)]
+    weight_format: WeightFormat,
 
     /// KV-cache budget in bytes; KiB, MiB and GiB suffixes are accepted (e.g. 512MiB).
     #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = parse_bytes)]
@@ -120,27 +121,6 @@ struct Args {
     /// No engine logs and no summary line on stderr (errors are still printed).
     #[arg(long)]
     quiet: bool,
-}
-
-/// `--weight-format` values, spelled as `WeightFormat::parse` spells them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum WeightFormatArg {
-    #[value(name = "f32")]
-    F32,
-    #[value(name = "q8_0")]
-    Q8_0,
-    #[value(name = "native")]
-    Native,
-}
-
-impl From<WeightFormatArg> for WeightFormat {
-    fn from(arg: WeightFormatArg) -> Self {
-        match arg {
-            WeightFormatArg::F32 => WeightFormat::F32,
-            WeightFormatArg::Q8_0 => WeightFormat::Q8_0,
-            WeightFormatArg::Native => WeightFormat::Native,
-        }
-    }
 }
 
 /// What `--json` prints.
@@ -175,14 +155,14 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> anyhow::Result<()> {
     let sampling = sampling_params(args)?;
+    if args.max_tokens == 0 {
+        bail!("--max-tokens must be at least 1");
+    }
     let stop = StopConditions {
         max_tokens: Some(args.max_tokens),
         ignore_eos: args.ignore_eos,
         ..StopConditions::default()
     };
-    if args.max_tokens == 0 {
-        bail!("--max-tokens must be at least 1");
-    }
     check_model_exists(&args.model)?;
     let started = Instant::now();
     let generator = TextGenerator::load(&args.model, engine_config(args))
@@ -248,7 +228,7 @@ fn engine_config(args: &Args) -> EngineConfig {
     EngineConfig {
         max_model_len: args.max_model_len,
         kv_cache_memory_bytes: args.kv_cache_memory,
-        weight_format: args.weight_format.into(),
+        weight_format: args.weight_format,
         ..EngineConfig::default()
     }
 }
@@ -327,7 +307,20 @@ fn init_logging(quiet: bool) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
+}
+
+/// The `--weight-format` values, as `WeightFormat::parse` spells them.
+const WEIGHT_FORMATS: &[&str] = &["f32", "int8", "native"];
+
+fn parse_weight_format(text: &str) -> Result<WeightFormat, String> {
+    WeightFormat::parse(text).ok_or_else(|| {
+        format!(
+            "unknown weight format {text:?} (one of: {})",
+            WEIGHT_FORMATS.join(", ")
+        )
+    })
 }
 
 /// `1073741824`, `1024KiB`, `512MiB`, `1GiB` (also `K`/`M`/`G` and `KB`/`MB`/`GB`, all powers of 2).
@@ -368,6 +361,15 @@ mod tests {
         assert!(parse_bytes("0").is_err());
         assert!(parse_bytes("1TiB").is_err());
         assert!(parse_bytes("lots").is_err());
+    }
+
+    #[test]
+    fn every_documented_weight_format_parses() {
+        for name in WEIGHT_FORMATS {
+            assert!(parse_weight_format(name).is_ok(), "{name}");
+        }
+        assert!(WEIGHT_FORMATS.contains(&WeightFormat::default().as_str()));
+        assert!(parse_weight_format("q4").is_err_and(|e| e.contains("f32, int8, native")));
     }
 
     #[test]

@@ -1,0 +1,85 @@
+//! `Linear`: a projection `y = x · Wᵀ` in whichever weight format the model was loaded with.
+
+use candle_core::quantized::QMatMul;
+use candle_core::{Module, Tensor};
+
+use super::int8::Int8Matrix;
+use crate::error::{EngineError, Result};
+
+/// From this many rows on, unpacking int8 weights to f32 and calling the dense matmul beats the
+/// int8 kernel (measured on the default model, 2-core x86-64; see docs/PERFORMANCE.md).
+const MIN_TOKENS_FOR_DENSE_MATMUL: usize = 32;
+
+#[derive(Debug, Clone)]
+pub enum Linear {
+    /// candle's kernels: dense tensors, or GGUF blocks (which also quantize the activations).
+    Candle(QMatMul),
+    /// int8 weights with f32 activations (CPU).
+    Int8(Int8Matrix),
+    /// Projections of the same input that could not be merged into one matrix; their outputs
+    /// are concatenated.
+    Stacked(Vec<Linear>),
+}
+
+impl Linear {
+    /// Merges projections of the same input (q/k/v, gate/up) into one, so that one kernel call
+    /// reads all their weights. Output columns follow the order of `parts`.
+    pub fn fuse(parts: Vec<Linear>) -> Result<Linear> {
+        let int8: Vec<&Int8Matrix> = parts
+            .iter()
+            .filter_map(|p| match p {
+                Linear::Int8(m) => Some(m),
+                _ => None,
+            })
+            .collect();
+        if int8.len() == parts.len() {
+            return Int8Matrix::concat_rows(&int8)
+                .map(Linear::Int8)
+                .map_err(EngineError::ModelLoad);
+        }
+        let dense: Vec<&Tensor> = parts
+            .iter()
+            .filter_map(|p| match p {
+                Linear::Candle(QMatMul::Tensor(t)) => Some(t),
+                _ => None,
+            })
+            .collect();
+        if dense.len() == parts.len() {
+            return Ok(Linear::Candle(QMatMul::Tensor(Tensor::cat(&dense, 0)?)));
+        }
+        Ok(Linear::Stacked(parts))
+    }
+
+    /// `x` is `[num_tokens, in]`; returns `[num_tokens, out]`.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Linear::Candle(matmul) => Ok(matmul.forward(x)?),
+            Linear::Int8(matrix) => {
+                let (num_tokens, _) = x.dims2()?;
+                if num_tokens >= MIN_TOKENS_FOR_DENSE_MATMUL {
+                    // Many rows (prefill): unpack to f32 once and use the blocked dense matmul.
+                    let weights = Tensor::from_vec(
+                        matrix.dequantize(),
+                        (matrix.rows(), matrix.cols()),
+                        x.device(),
+                    )?;
+                    return Ok(x.matmul(&weights.t()?)?);
+                }
+                let input = x.flatten_all()?.to_vec1::<f32>()?;
+                let output = matrix.matmul(&input, num_tokens);
+                Ok(Tensor::from_vec(
+                    output,
+                    (num_tokens, matrix.rows()),
+                    x.device(),
+                )?)
+            }
+            Linear::Stacked(parts) => {
+                let outputs = parts
+                    .iter()
+                    .map(|p| p.forward(x))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Tensor::cat(&outputs, 1)?)
+            }
+        }
+    }
+}
