@@ -91,6 +91,7 @@ struct EngineCore {
     stats: Arc<Mutex<EngineStats>>,
     totals: EngineStats,
     seeds: ChaCha8Rng,
+    stop_requested: bool,
 }
 
 impl EngineCore {
@@ -151,6 +152,7 @@ impl EngineCore {
             stats: stats.clone(),
             totals,
             seeds: ChaCha8Rng::seed_from_u64(config.seed),
+            stop_requested: false,
         };
         Ok((core, info, request_limits, stats, commands_tx))
     }
@@ -169,7 +171,7 @@ impl EngineCore {
             while let Ok(command) = self.commands.try_recv() {
                 keep_running &= self.handle(command);
             }
-            if !keep_running {
+            if !keep_running || self.stop_requested {
                 break;
             }
             self.abort_abandoned();
@@ -236,14 +238,19 @@ impl EngineCore {
     fn step(&mut self) {
         let plan = self.scheduler.schedule();
         if plan.is_empty() {
+            // Nothing fits right now (cannot happen for validated requests); never spin.
+            tracing::warn!(
+                waiting = self.scheduler.num_waiting(),
+                "no request could be scheduled"
+            );
+            if let Ok(command) = self
+                .commands
+                .recv_timeout(std::time::Duration::from_millis(10))
+            {
+                self.stop_requested |= !self.handle(command);
+            }
             return;
         }
-        let num_prompt_tokens: usize = plan
-            .seqs
-            .iter()
-            .filter(|s| !s.sample || s.new_token_ids.len() > 1)
-            .map(|s| s.new_token_ids.len())
-            .sum();
         match self.runner.execute(&plan) {
             Ok(logits) => {
                 let update = self.scheduler.update(&plan, &logits);
@@ -256,7 +263,6 @@ impl EngineCore {
                 }
             }
         }
-        self.totals.num_prompt_tokens_total += num_prompt_tokens as u64;
         self.totals.num_steps_total += 1;
         debug_assert_eq!(self.scheduler.check_invariants(), Ok(()));
         self.publish_stats();
@@ -264,6 +270,7 @@ impl EngineCore {
 
     fn emit(&mut self, update: StepUpdate) {
         self.totals.num_generation_tokens_total += update.tokens.len() as u64;
+        self.totals.num_prompt_tokens_total += update.num_prompt_tokens as u64;
         for (id, token) in update.tokens {
             let delivered = self
                 .streams

@@ -29,6 +29,8 @@ pub struct SchedulerLimits {
 #[derive(Debug, Default)]
 pub struct StepUpdate {
     pub tokens: Vec<(RequestId, GeneratedToken)>,
+    /// Prompt tokens of the requests that produced their first token this step.
+    pub num_prompt_tokens: usize,
     pub finished: Vec<Sequence>,
     pub failed: Vec<(Sequence, EngineError)>,
 }
@@ -228,7 +230,12 @@ impl Scheduler {
             let logits_row = logits.row(row);
             row += 1;
             match sample_next(seq, logits_row, &self.eos_token_ids) {
-                Ok(token) => update.tokens.push((seq.id, token)),
+                Ok(token) => {
+                    if seq.num_output_tokens() == 1 {
+                        update.num_prompt_tokens += seq.num_prompt_tokens;
+                    }
+                    update.tokens.push((seq.id, token));
+                }
                 Err(e) => {
                     seq.status = SequenceStatus::Finished(FinishReason::Abort);
                     errors.push((seq.id, e));

@@ -256,3 +256,45 @@ fn bad_requests_are_rejected_at_submit_and_the_engine_keeps_serving() {
         Err(EngineError::ShutDown)
     ));
 }
+
+#[test]
+fn stats_count_tokens_and_steps() {
+    let (_model, handle) = engine();
+    let outcomes = run_all(
+        &handle,
+        vec![
+            request(&handle, vec![1; 10], greedy(5)),
+            request(&handle, vec![2; 7], greedy(3)),
+        ],
+    );
+    assert_eq!(outcomes.iter().map(|o| o.tokens.len()).sum::<usize>(), 8);
+    wait_until_idle(&handle);
+    let stats = handle.stats();
+    assert_eq!(stats.num_prompt_tokens_total, 17);
+    assert_eq!(stats.num_generation_tokens_total, 8);
+    assert!(stats.num_steps_total >= 5);
+    assert_eq!(stats.kv_cache_usage(), 0.0);
+    handle.shutdown();
+}
+
+#[test]
+fn a_generation_config_beside_the_gguf_adds_eos_ids() {
+    let model = tiny_model(&TinyLlamaSpec::default());
+    let handle = start(&model, EngineConfig::default());
+    let ids = run_one(&handle, request(&handle, vec![5, 6], greedy(8))).token_ids();
+    handle.shutdown();
+    let dir = model.path.parent().unwrap();
+    std::fs::write(
+        dir.join("generation_config.json"),
+        format!("{{\"eos_token_id\": [{}]}}", ids[3]),
+    )
+    .unwrap();
+    let handle = start(&model, EngineConfig::default());
+    assert!(handle.info().model.eos_token_ids.contains(&ids[3]));
+    let mut params = greedy(8);
+    params.1.ignore_eos = false;
+    let stopped = run_one(&handle, request(&handle, vec![5, 6], params));
+    let first = ids.iter().position(|&t| t == ids[3]).unwrap();
+    assert_eq!(stopped.token_ids(), ids[..=first].to_vec());
+    handle.shutdown();
+}

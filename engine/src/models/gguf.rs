@@ -223,3 +223,24 @@ pub fn generation_config_eos_ids(path: &Path) -> Vec<u32> {
         _ => Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_config_eos_ids_accept_a_number_or_a_list() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("generation_config.json");
+        assert!(
+            generation_config_eos_ids(&path).is_empty(),
+            "a missing file adds nothing"
+        );
+        std::fs::write(&path, r#"{"eos_token_id": [2, 7]}"#).expect("write");
+        assert_eq!(generation_config_eos_ids(&path), vec![2, 7]);
+        std::fs::write(&path, r#"{"eos_token_id": 5, "temperature": 0.2}"#).expect("write");
+        assert_eq!(generation_config_eos_ids(&path), vec![5]);
+        std::fs::write(&path, "not json").expect("write");
+        assert!(generation_config_eos_ids(&path).is_empty());
+    }
+}
