@@ -21,6 +21,8 @@ pub struct EngineConfig {
     pub kv_cache_memory_bytes: usize,
     /// Split long prompts across steps, mixed with other requests' decodes.
     pub enable_chunked_prefill: bool,
+    /// Reuse the KV blocks of previously computed prefixes.
+    pub enable_prefix_caching: bool,
     /// Seed for requests that bring none (their seeds are drawn from this).
     pub seed: u64,
     /// How weights are held on CPU (see `WeightFormat`).
@@ -36,6 +38,7 @@ impl Default for EngineConfig {
             max_model_len: None,
             kv_cache_memory_bytes: DEFAULT_KV_CACHE_MEMORY_BYTES,
             enable_chunked_prefill: true,
+            enable_prefix_caching: true,
             seed: 0,
             weight_format: WeightFormat::default(),
         }

@@ -122,7 +122,7 @@ impl EngineCore {
         };
         let scheduler = Scheduler::new(
             limits,
-            KvCacheManager::new(num_blocks, config.block_size),
+            KvCacheManager::new(num_blocks, config.block_size, config.enable_prefix_caching),
             cfg.eos_token_ids.clone(),
         );
         let info = EngineInfo {
@@ -191,6 +191,12 @@ impl EngineCore {
                 self.admit(request, max_output_tokens, events)
             }
             EngineCommand::Abort(id) => self.abort(id),
+            EngineCommand::ResetPrefixCache(reply) => {
+                let num_dropped = self.scheduler.reset_prefix_cache();
+                tracing::info!(num_dropped, "prefix cache reset");
+                self.publish_stats();
+                let _ = reply.send(num_dropped);
+            }
             EngineCommand::Shutdown => return false,
         }
         true
@@ -264,6 +270,7 @@ impl EngineCore {
             }
         }
         self.totals.num_steps_total += 1;
+        self.totals.num_computed_tokens_total += plan.num_batched_tokens as u64;
         debug_assert_eq!(self.scheduler.check_invariants(), Ok(()));
         self.publish_stats();
     }
@@ -325,6 +332,11 @@ impl EngineCore {
         self.totals.num_waiting = self.scheduler.num_waiting();
         self.totals.num_kv_blocks_used = kv.num_used_blocks();
         self.totals.num_preemptions_total = self.scheduler.num_preemptions_total();
+        self.totals.num_cached_kv_blocks = kv.num_cached_blocks();
+        self.totals.num_prefix_cache_evictions_total = kv.num_evictions();
+        let prefix = self.scheduler.prefix_cache_counters();
+        self.totals.prefix_cache_queries_tokens_total = prefix.num_queried_tokens;
+        self.totals.prefix_cache_hits_tokens_total = prefix.num_hit_tokens;
         if let Ok(mut stats) = self.stats.lock() {
             *stats = self.totals.clone();
         }

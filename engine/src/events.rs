@@ -31,6 +31,8 @@ impl FinishReason {
 pub struct Usage {
     pub prompt_tokens: usize,
     pub completion_tokens: usize,
+    /// Prompt tokens served from the prefix cache.
+    pub num_cached_tokens: usize,
 }
 
 /// Monotonic timestamps of one request's life.

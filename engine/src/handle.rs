@@ -17,6 +17,8 @@ use crate::validate::RequestLimits;
 pub enum EngineCommand {
     Submit(EngineRequest, usize, UnboundedSender<TokenEvent>),
     Abort(RequestId),
+    /// Drop every cached prefix; the reply is the number of blocks that left the cache.
+    ResetPrefixCache(tokio::sync::oneshot::Sender<usize>),
     Shutdown,
 }
 
@@ -28,8 +30,18 @@ pub struct EngineStats {
     pub num_kv_blocks_used: usize,
     pub num_kv_blocks_total: usize,
     pub num_preemptions_total: u64,
+    /// Free blocks that still hold a cached prefix (evictable).
+    pub num_cached_kv_blocks: usize,
+    /// Prompt tokens looked up in the prefix cache (at first admission).
+    pub prefix_cache_queries_tokens_total: u64,
+    /// Of those, tokens found in the cache.
+    pub prefix_cache_hits_tokens_total: u64,
+    /// Cached blocks dropped to make room.
+    pub num_prefix_cache_evictions_total: u64,
     pub num_prompt_tokens_total: u64,
     pub num_generation_tokens_total: u64,
+    /// Tokens run through the model (prefill chunks, decodes, recomputation after preemption).
+    pub num_computed_tokens_total: u64,
     pub num_steps_total: u64,
 }
 
@@ -114,6 +126,25 @@ impl EngineHandle {
         self.commands
             .send(EngineCommand::Abort(id))
             .map_err(|_| EngineError::ShutDown)
+    }
+
+    /// Drops every cached prefix (blocks in use stay, but are no longer shared with new requests).
+    /// Returns how many blocks left the cache.
+    pub async fn reset_prefix_cache(&self) -> Result<usize, EngineError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.commands
+            .send(EngineCommand::ResetPrefixCache(reply))
+            .map_err(|_| EngineError::ShutDown)?;
+        answer.await.map_err(|_| EngineError::ShutDown)
+    }
+
+    /// `reset_prefix_cache` for callers outside an async runtime.
+    pub fn blocking_reset_prefix_cache(&self) -> Result<usize, EngineError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.commands
+            .send(EngineCommand::ResetPrefixCache(reply))
+            .map_err(|_| EngineError::ShutDown)?;
+        answer.blocking_recv().map_err(|_| EngineError::ShutDown)
     }
 
     pub fn stats(&self) -> EngineStats {

@@ -151,6 +151,8 @@ pub struct EngineRequest {
     pub sampling: SamplingParams,
     pub stop: StopConditions,
     pub arrival: Instant,
+    /// Requests with different salts never share cached KV blocks (tenant isolation).
+    pub cache_salt: Option<String>,
 }
 
 impl EngineRequest {
@@ -166,6 +168,7 @@ impl EngineRequest {
             sampling,
             stop,
             arrival: Instant::now(),
+            cache_salt: None,
         }
     }
 }

@@ -43,6 +43,14 @@ pub struct Scheduler {
     running: Vec<Sequence>,
     eos_token_ids: Vec<u32>,
     num_preemptions_total: u64,
+    prefix_cache: PrefixCacheCounters,
+}
+
+/// Prefix-cache lookups at first admission, in tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PrefixCacheCounters {
+    pub num_queried_tokens: u64,
+    pub num_hit_tokens: u64,
 }
 
 impl Scheduler {
@@ -54,6 +62,7 @@ impl Scheduler {
             running: Vec::new(),
             eos_token_ids,
             num_preemptions_total: 0,
+            prefix_cache: PrefixCacheCounters::default(),
         }
     }
 
@@ -75,6 +84,15 @@ impl Scheduler {
 
     pub fn num_preemptions_total(&self) -> u64 {
         self.num_preemptions_total
+    }
+
+    pub fn prefix_cache_counters(&self) -> PrefixCacheCounters {
+        self.prefix_cache
+    }
+
+    /// Forgets every cached prefix; returns how many blocks left the cache.
+    pub fn reset_prefix_cache(&mut self) -> usize {
+        self.kv.reset_prefix_cache()
     }
 
     /// Ids of the waiting sequences, first in line first.
@@ -106,7 +124,7 @@ impl Scheduler {
             let i = self.waiting.iter().position(|s| s.id == id)?;
             self.waiting.remove(i)?
         };
-        self.kv.free(&mut seq.block_table);
+        self.kv.free(&mut seq);
         seq.status = SequenceStatus::Finished(FinishReason::Abort);
         Some(seq)
     }
@@ -142,7 +160,7 @@ impl Scheduler {
             let seq = &mut self.running[index];
             if self
                 .kv
-                .allocate_slots(&mut seq.block_table, seq.num_computed_tokens, num_new)
+                .allocate_slots(&mut seq.block_table, seq.num_computed_tokens, num_new, &[])
                 .is_some()
             {
                 push_scheduled(plan, seq, num_new);
@@ -165,14 +183,16 @@ impl Scheduler {
             let Some(seq) = self.waiting.front_mut() else {
                 break;
             };
-            let num_uncomputed = seq.num_uncomputed_tokens();
+            let computed = self.kv.get_computed_blocks(seq);
+            let num_uncomputed = seq.num_tokens() - computed.num_tokens;
             let num_new = num_uncomputed.min(*budget);
             if num_new < num_uncomputed && !self.limits.enable_chunked_prefill {
                 break;
             }
+            let table = &mut seq.block_table;
             if self
                 .kv
-                .allocate_slots(&mut seq.block_table, seq.num_computed_tokens, num_new)
+                .allocate_slots(table, computed.num_tokens, num_new, &computed.blocks)
                 .is_none()
             {
                 break;
@@ -180,8 +200,15 @@ impl Scheduler {
             let Some(mut seq) = self.waiting.pop_front() else {
                 break;
             };
+            seq.num_computed_tokens = computed.num_tokens;
+            seq.num_registered_blocks = computed.blocks.len();
+            if seq.first_scheduled.is_none() {
+                seq.num_cached_tokens = computed.num_tokens;
+                self.prefix_cache.num_queried_tokens += seq.num_prompt_tokens as u64;
+                self.prefix_cache.num_hit_tokens += computed.num_tokens as u64;
+                seq.first_scheduled = Some(Instant::now());
+            }
             seq.status = SequenceStatus::Running;
-            seq.first_scheduled.get_or_insert_with(Instant::now);
             push_scheduled(plan, &seq, num_new);
             *budget -= num_new;
             self.running.push(seq);
@@ -198,7 +225,7 @@ impl Scheduler {
     /// Preemption by recompute: drop the sequence's blocks and queue it first in line.
     fn preempt(&mut self, index: usize) {
         let mut seq = self.running.remove(index);
-        self.kv.free(&mut seq.block_table);
+        self.kv.free(&mut seq);
         seq.num_computed_tokens = 0;
         seq.status = SequenceStatus::Waiting;
         seq.num_preemptions += 1;
@@ -224,6 +251,7 @@ impl Scheduler {
             };
             let seq = &mut self.running[index];
             seq.num_computed_tokens += scheduled.new_token_ids.len();
+            self.kv.cache_full_blocks(seq);
             if !scheduled.sample {
                 continue;
             }
@@ -262,7 +290,7 @@ impl Scheduler {
                 continue;
             }
             let mut seq = self.running.remove(index);
-            self.kv.free(&mut seq.block_table);
+            self.kv.free(&mut seq);
             match errors.iter().position(|(id, _)| *id == seq.id) {
                 Some(i) => update.failed.push((seq, errors.swap_remove(i).1)),
                 None => update.finished.push(seq),

@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use crate::events::{FinishReason, RequestTimings, Usage};
+use crate::kv::hash::BlockHash;
 use crate::kv::BlockId;
 use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
 use crate::sampling::SequenceSampler;
@@ -25,6 +26,13 @@ pub struct Sequence {
     pub num_computed_tokens: usize,
     pub status: SequenceStatus,
     pub block_table: Vec<BlockId>,
+    /// Hashes of the full blocks computed so far (kept across preemption).
+    pub block_hashes: Vec<BlockHash>,
+    /// Leading blocks of `block_table` already registered in the prefix cache.
+    pub num_registered_blocks: usize,
+    pub cache_salt: Option<String>,
+    /// Prompt tokens found in the prefix cache at first admission.
+    pub num_cached_tokens: usize,
     pub sampling: SamplingParams,
     pub stop: StopConditions,
     /// Most output tokens, after resolving `max_tokens` against `max_model_len`.
@@ -46,6 +54,10 @@ impl Sequence {
             num_computed_tokens: 0,
             status: SequenceStatus::Waiting,
             block_table: Vec::new(),
+            block_hashes: Vec::new(),
+            num_registered_blocks: 0,
+            cache_salt: request.cache_salt,
+            num_cached_tokens: 0,
             sampling: request.sampling,
             stop: request.stop,
             max_output_tokens,
@@ -86,6 +98,7 @@ impl Sequence {
         Usage {
             prompt_tokens: self.num_prompt_tokens,
             completion_tokens: self.num_output_tokens(),
+            num_cached_tokens: self.num_cached_tokens,
         }
     }
 

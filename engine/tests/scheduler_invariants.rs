@@ -8,7 +8,7 @@ mod common;
 use candle_core::Device;
 use common::*;
 use pagoda_engine::attention::CpuKvCache;
-use pagoda_engine::kv::KvCacheManager;
+use pagoda_engine::kv::{BlockHash, KvCacheManager};
 use pagoda_engine::models::{load_model, WeightFormat};
 use pagoda_engine::runner::ModelRunner;
 use pagoda_engine::scheduler::{Scheduler, SchedulerLimits};
@@ -19,6 +19,17 @@ use pagoda_engine::{EngineRequest, RequestId, SamplingParams, StopConditions};
 const BLOCK_SIZE: usize = 4;
 
 fn setup(num_blocks: usize, max_num_batched_tokens: usize) -> (TinyModel, Scheduler, ModelRunner) {
+    setup_with(
+        KvCacheManager::new(num_blocks, BLOCK_SIZE, true),
+        max_num_batched_tokens,
+    )
+}
+
+fn setup_with(
+    kv: KvCacheManager,
+    max_num_batched_tokens: usize,
+) -> (TinyModel, Scheduler, ModelRunner) {
+    let num_blocks = kv.num_blocks();
     let spec = TinyLlamaSpec::default();
     let model_file = tiny_model(&spec);
     let model = load_model(&model_file.path, &Device::Cpu, WeightFormat::F32).unwrap();
@@ -30,7 +41,7 @@ fn setup(num_blocks: usize, max_num_batched_tokens: usize) -> (TinyModel, Schedu
         max_model_len: 100,
         enable_chunked_prefill: true,
     };
-    let scheduler = Scheduler::new(limits, KvCacheManager::new(num_blocks, BLOCK_SIZE), vec![]);
+    let scheduler = Scheduler::new(limits, kv, vec![]);
     (
         model_file,
         scheduler,
@@ -59,7 +70,17 @@ fn run_steps(
     max_steps: usize,
     mut between: impl FnMut(&mut Scheduler, usize),
 ) -> usize {
-    let mut num_finished = 0;
+    run_steps_collecting(scheduler, runner, max_steps, &mut between).len()
+}
+
+/// As `run_steps`, returning the finished sequences' output tokens by request id.
+fn run_steps_collecting(
+    scheduler: &mut Scheduler,
+    runner: &mut ModelRunner,
+    max_steps: usize,
+    mut between: impl FnMut(&mut Scheduler, usize),
+) -> std::collections::BTreeMap<u64, Vec<u32>> {
+    let mut finished = std::collections::BTreeMap::new();
     for step in 0..max_steps {
         between(scheduler, step);
         if !scheduler.has_work() {
@@ -70,12 +91,14 @@ fn run_steps(
         assert!(plan.seqs.len() <= scheduler.limits().max_num_seqs);
         let logits = runner.execute(&plan).unwrap();
         assert_eq!(logits.num_rows(), plan.num_sampled());
-        num_finished += scheduler.update(&plan, &logits).finished.len();
+        for seq in scheduler.update(&plan, &logits).finished {
+            finished.insert(seq.id.0, seq.output_token_ids().to_vec());
+        }
         scheduler
             .check_invariants()
             .unwrap_or_else(|e| panic!("step {step}: {e}"));
     }
-    num_finished
+    finished
 }
 
 #[test]
@@ -141,4 +164,54 @@ fn latest_arrival_is_the_preemption_victim() {
         Some(vec![RequestId(2)]),
         "the later arrival must be preempted"
     );
+}
+
+/// Prompts drawn from a few shared 24-token prefixes plus unique tails.
+fn shared_prefix_prompts() -> Vec<Vec<u32>> {
+    let prefixes = random_prompts(3, 24, 256, 21).into_iter().map(|mut p| {
+        p.resize(24, 7);
+        p
+    });
+    let prefixes: Vec<Vec<u32>> = prefixes.collect();
+    random_prompts(12, 20, 256, 22)
+        .into_iter()
+        .enumerate()
+        .map(|(i, tail)| [prefixes[i % 3].clone(), tail].concat())
+        .collect()
+}
+
+fn outputs_with(kv: KvCacheManager) -> (std::collections::BTreeMap<u64, Vec<u32>>, u64, u64) {
+    let (_model, mut scheduler, mut runner) = setup_with(kv, 16);
+    for (i, prompt) in shared_prefix_prompts().into_iter().enumerate() {
+        scheduler.add(sequence(i as u64, prompt, 10));
+    }
+    let outputs = run_steps_collecting(&mut scheduler, &mut runner, 10_000, |_, _| {});
+    assert_eq!(scheduler.kv().num_used_blocks(), 0);
+    (
+        outputs,
+        scheduler.prefix_cache_counters().num_hit_tokens,
+        scheduler.kv().num_evictions(),
+    )
+}
+
+#[test]
+fn prefix_sharing_with_eviction_keeps_invariants_and_outputs() {
+    let (expected, no_hits, _) = outputs_with(KvCacheManager::new(200, BLOCK_SIZE, false));
+    assert_eq!(no_hits, 0);
+    // 24 blocks: requests share prefix blocks, get preempted and evict cached blocks.
+    let (outputs, hits, evictions) = outputs_with(KvCacheManager::new(24, BLOCK_SIZE, true));
+    assert_eq!(outputs, expected);
+    assert!(hits > 0, "shared prefixes should hit");
+    assert!(evictions > 0, "24 blocks should force evictions");
+}
+
+#[test]
+fn a_colliding_hash_function_never_corrupts_outputs() {
+    fn constant(_: Option<BlockHash>, _: &[u32], _: Option<&str>) -> BlockHash {
+        BlockHash(1)
+    }
+    let (expected, _, _) = outputs_with(KvCacheManager::new(200, BLOCK_SIZE, false));
+    let (outputs, _, _) =
+        outputs_with(KvCacheManager::with_hasher(200, BLOCK_SIZE, true, constant));
+    assert_eq!(outputs, expected);
 }

@@ -246,6 +246,7 @@ mod tests {
             usage: Usage {
                 prompt_tokens: 5,
                 completion_tokens: 10,
+                num_cached_tokens: 0,
             },
             ttft: Some(Duration::from_millis(100)),
             total: Duration::from_millis(500),

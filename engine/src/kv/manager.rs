@@ -1,20 +1,44 @@
-//! `KvCacheManager`: hands blocks to sequences and takes them back. Its verbs follow vLLM's:
-//! `allocate_slots` returning `None` is how the scheduler learns it must preempt.
+//! `KvCacheManager`: hands blocks to sequences and takes them back, and finds cached prefixes.
+//! Its verbs follow vLLM's: `allocate_slots` returning `None` is how the scheduler learns it must
+//! preempt; `get_computed_blocks` is how a new request finds its cached prefix.
 
 use super::block_pool::{BlockId, BlockPool};
+use super::hash::{extend_block_hashes, hash_block, BlockHasher};
 use super::num_blocks_for;
+use crate::sequence::Sequence;
+
+/// Blocks of a cached prefix, found for a sequence before it is admitted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ComputedBlocks {
+    pub blocks: Vec<BlockId>,
+    pub num_tokens: usize,
+}
 
 #[derive(Debug, Clone)]
 pub struct KvCacheManager {
     pool: BlockPool,
     block_size: usize,
+    enable_prefix_caching: bool,
+    hasher: BlockHasher,
 }
 
 impl KvCacheManager {
-    pub fn new(num_blocks: usize, block_size: usize) -> Self {
+    pub fn new(num_blocks: usize, block_size: usize, enable_prefix_caching: bool) -> Self {
+        Self::with_hasher(num_blocks, block_size, enable_prefix_caching, hash_block)
+    }
+
+    /// As `new`, with another block hash function (tests force collisions with it).
+    pub fn with_hasher(
+        num_blocks: usize,
+        block_size: usize,
+        enable_prefix_caching: bool,
+        hasher: BlockHasher,
+    ) -> Self {
         Self {
             pool: BlockPool::new(num_blocks),
             block_size,
+            enable_prefix_caching,
+            hasher,
         }
     }
 
@@ -34,34 +58,115 @@ impl KvCacheManager {
         self.pool.num_used_blocks()
     }
 
+    pub fn num_cached_blocks(&self) -> usize {
+        self.pool.num_cached_blocks()
+    }
+
+    pub fn num_evictions(&self) -> u64 {
+        self.pool.num_evictions()
+    }
+
+    pub fn prefix_caching_enabled(&self) -> bool {
+        self.enable_prefix_caching
+    }
+
     /// Capacity in tokens.
     pub fn num_token_slots(&self) -> usize {
         self.num_blocks() * self.block_size
     }
 
-    /// Grows `block_table` so that it holds `num_computed_tokens + num_new_tokens` tokens.
-    /// Returns `None` (and changes nothing) when too few blocks are free.
+    /// The longest run of cached full blocks that starts the sequence. The last token is never
+    /// taken from the cache, so that a fully cached prompt still yields logits.
+    pub fn get_computed_blocks(&mut self, seq: &mut Sequence) -> ComputedBlocks {
+        if !self.enable_prefix_caching {
+            return ComputedBlocks::default();
+        }
+        let max_blocks = (seq.num_tokens() - 1) / self.block_size;
+        let salt = seq.cache_salt.as_deref();
+        extend_block_hashes(
+            &mut seq.block_hashes,
+            &seq.token_ids,
+            max_blocks,
+            self.block_size,
+            salt,
+            self.hasher,
+        );
+        let mut blocks = Vec::new();
+        for (index, &hash) in seq.block_hashes.iter().take(max_blocks).enumerate() {
+            let tokens = &seq.token_ids[index * self.block_size..(index + 1) * self.block_size];
+            match self.pool.lookup(hash, tokens) {
+                Some(block) => blocks.push(block),
+                None => break,
+            }
+        }
+        let num_tokens = blocks.len() * self.block_size;
+        ComputedBlocks { blocks, num_tokens }
+    }
+
+    /// Grows `block_table` so that it holds `num_computed_tokens + num_new_tokens` tokens, first
+    /// with `computed` (cached blocks taken over, counted in `num_computed_tokens`), then with
+    /// fresh blocks. Returns `None` (and changes nothing) when too few blocks are free.
     pub fn allocate_slots(
         &mut self,
         block_table: &mut Vec<BlockId>,
         num_computed_tokens: usize,
         num_new_tokens: usize,
+        computed: &[BlockId],
     ) -> Option<()> {
         let num_required = num_blocks_for(num_computed_tokens + num_new_tokens, self.block_size);
-        let num_missing = num_required.saturating_sub(block_table.len());
+        let num_missing = num_required.saturating_sub(block_table.len() + computed.len());
+        // Reviving a cached free block takes it out of the free list as well.
+        let num_revived = computed.iter().filter(|&&b| self.pool.is_free(b)).count();
+        if num_missing + num_revived > self.pool.num_free_blocks() {
+            return None;
+        }
+        self.pool.touch(computed);
+        block_table.extend_from_slice(computed);
         if num_missing > 0 {
             block_table.extend(self.pool.allocate(num_missing)?);
         }
         Some(())
     }
 
-    /// Releases every block of a sequence and empties its table.
-    pub fn free(&mut self, block_table: &mut Vec<BlockId>) {
-        self.pool.release(block_table);
-        block_table.clear();
+    /// Registers the sequence's newly completed blocks in the prefix cache.
+    pub fn cache_full_blocks(&mut self, seq: &mut Sequence) {
+        if !self.enable_prefix_caching {
+            return;
+        }
+        let num_full = (seq.num_computed_tokens / self.block_size).min(seq.block_table.len());
+        if num_full <= seq.num_registered_blocks {
+            return;
+        }
+        let salt = seq.cache_salt.as_deref();
+        extend_block_hashes(
+            &mut seq.block_hashes,
+            &seq.token_ids,
+            num_full,
+            self.block_size,
+            salt,
+            self.hasher,
+        );
+        for index in seq.num_registered_blocks..num_full {
+            let tokens = &seq.token_ids[index * self.block_size..(index + 1) * self.block_size];
+            self.pool
+                .register(seq.block_table[index], seq.block_hashes[index], tokens);
+        }
+        seq.num_registered_blocks = num_full;
     }
 
-    /// Fraction of blocks in use, in [0, 1].
+    /// Releases every block of a sequence and empties its table (cached blocks stay cached).
+    pub fn free(&mut self, seq: &mut Sequence) {
+        self.pool.release(&seq.block_table);
+        seq.block_table.clear();
+        seq.num_registered_blocks = 0;
+    }
+
+    /// Forgets all cached prefixes; returns how many blocks left the cache.
+    pub fn reset_prefix_cache(&mut self) -> usize {
+        self.pool.reset_prefix_cache()
+    }
+
+    /// Fraction of blocks in use by sequences, in [0, 1].
     pub fn usage(&self) -> f32 {
         if self.num_blocks() == 0 {
             return 0.0;
@@ -91,43 +196,5 @@ impl KvCacheManager {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn allocates_only_missing_blocks() {
-        let mut manager = KvCacheManager::new(8, 4);
-        let mut table = Vec::new();
-        manager.allocate_slots(&mut table, 0, 5).expect("room");
-        assert_eq!(table.len(), 2);
-        manager.allocate_slots(&mut table, 5, 3).expect("room");
-        assert_eq!(table.len(), 2, "8 tokens fit in 2 blocks of 4");
-        manager.allocate_slots(&mut table, 8, 1).expect("room");
-        assert_eq!(table.len(), 3);
-        manager
-            .check_invariants(std::iter::once(table.as_slice()))
-            .expect("invariants");
-        manager.free(&mut table);
-        assert!(table.is_empty());
-        assert_eq!(manager.num_free_blocks(), 8);
-        manager
-            .check_invariants(std::iter::empty())
-            .expect("invariants");
-    }
-
-    #[test]
-    fn refuses_without_side_effects_when_full() {
-        let mut manager = KvCacheManager::new(2, 4);
-        let mut first = Vec::new();
-        manager.allocate_slots(&mut first, 0, 4).expect("room");
-        let mut second = Vec::new();
-        assert!(manager.allocate_slots(&mut second, 0, 8).is_none());
-        assert!(second.is_empty());
-        assert_eq!(manager.num_free_blocks(), 1);
-        assert!((manager.usage() - 0.5).abs() < 1e-6);
     }
 }

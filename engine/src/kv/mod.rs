@@ -2,10 +2,14 @@
 
 pub mod block_pool;
 pub mod free_list;
+pub mod hash;
 pub mod manager;
+#[cfg(test)]
+mod manager_tests;
 
 pub use block_pool::{BlockId, BlockPool};
-pub use manager::KvCacheManager;
+pub use hash::{BlockHash, BlockHasher};
+pub use manager::{ComputedBlocks, KvCacheManager};
 
 /// Number of blocks needed to hold `num_tokens` tokens.
 pub fn num_blocks_for(num_tokens: usize, block_size: usize) -> usize {
