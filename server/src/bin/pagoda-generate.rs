@@ -113,6 +113,14 @@ struct Args {
     #[arg(long, value_name = "N")]
     max_model_len: Option<usize>,
 
+    /// Reuse the KV blocks of previously computed prefixes (on by default).
+    #[arg(long, overrides_with = "no_enable_prefix_caching")]
+    enable_prefix_caching: bool,
+
+    /// Turn prefix caching off.
+    #[arg(long, overrides_with = "enable_prefix_caching")]
+    no_enable_prefix_caching: bool,
+
     /// Print one JSON object (text, finish_reason, usage, ttft_ms, total_ms, tokens_per_s)
     /// instead of streaming text.
     #[arg(long)]
@@ -229,6 +237,7 @@ fn engine_config(args: &Args) -> EngineConfig {
         max_model_len: args.max_model_len,
         kv_cache_memory_bytes: args.kv_cache_memory,
         weight_format: args.weight_format,
+        enable_prefix_caching: !args.no_enable_prefix_caching,
         ..EngineConfig::default()
     }
 }
@@ -370,6 +379,25 @@ mod tests {
         }
         assert!(WEIGHT_FORMATS.contains(&WeightFormat::default().as_str()));
         assert!(parse_weight_format("q4").is_err_and(|e| e.contains("f32, int8, native")));
+    }
+
+    #[test]
+    fn prefix_caching_is_on_unless_turned_off_last_flag_wins() {
+        use clap::Parser;
+        let config = |flags: &[&str]| {
+            let argv = [&["pagoda-generate"], flags, &["hi"]].concat();
+            engine_config(&Args::try_parse_from(argv).expect("valid flags")).enable_prefix_caching
+        };
+        assert!(config(&[]));
+        assert!(!config(&["--no-enable-prefix-caching"]));
+        assert!(config(&[
+            "--no-enable-prefix-caching",
+            "--enable-prefix-caching"
+        ]));
+        assert!(!config(&[
+            "--enable-prefix-caching",
+            "--no-enable-prefix-caching"
+        ]));
     }
 
     #[test]
