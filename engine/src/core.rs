@@ -12,6 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::attention::CpuKvCache;
+use crate::batch::{BatchPlan, StepLogits};
 use crate::config::EngineConfig;
 use crate::error::{EngineError, Result};
 use crate::events::{FinishReason, TokenEvent};
@@ -257,7 +258,7 @@ impl EngineCore {
             }
             return;
         }
-        match self.runner.execute(&plan) {
+        match self.execute_guarded(&plan) {
             Ok(logits) => {
                 let update = self.scheduler.update(&plan, &logits);
                 self.emit(update);
@@ -273,6 +274,23 @@ impl EngineCore {
         self.totals.num_computed_tokens_total += plan.num_batched_tokens as u64;
         debug_assert_eq!(self.scheduler.check_invariants(), Ok(()));
         self.publish_stats();
+    }
+
+    /// Runs the model, turning a panic inside it into an error for this step's requests so that
+    /// the engine itself survives.
+    fn execute_guarded(&mut self, plan: &BatchPlan) -> Result<StepLogits> {
+        let runner = &mut self.runner;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.execute(plan)))
+            .unwrap_or_else(|panic| {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown panic".into());
+                Err(EngineError::Execution(format!(
+                    "the model panicked: {message}"
+                )))
+            })
     }
 
     fn emit(&mut self, update: StepUpdate) {

@@ -298,3 +298,65 @@ fn a_generation_config_beside_the_gguf_adds_eos_ids() {
     assert_eq!(stopped.token_ids(), ids[..=first].to_vec());
     handle.shutdown();
 }
+
+/// Wraps a real model and panics when it sees a poison token, as a buggy kernel might.
+#[derive(Debug)]
+struct PanicsOnToken {
+    inner: Box<dyn pagoda_engine::models::CausalLm>,
+    poison: u32,
+}
+
+impl pagoda_engine::models::CausalLm for PanicsOnToken {
+    fn config(&self) -> &pagoda_engine::models::ModelConfig {
+        self.inner.config()
+    }
+    fn device(&self) -> &candle_core::Device {
+        self.inner.device()
+    }
+    fn forward(
+        &self,
+        input: &pagoda_engine::models::ModelInput,
+        meta: &pagoda_engine::attention::AttnMetadata,
+        kv: &mut dyn pagoda_engine::attention::PagedKvCache,
+    ) -> pagoda_engine::Result<candle_core::Tensor> {
+        let ids = input.token_ids.to_vec1::<u32>().unwrap();
+        assert!(
+            !ids.contains(&self.poison),
+            "poison token reached the model"
+        );
+        self.inner.forward(input, meta, kv)
+    }
+}
+
+#[test]
+fn a_panicking_model_fails_its_step_but_not_the_engine() {
+    let model = tiny_model(&TinyLlamaSpec::default());
+    let inner = pagoda_engine::models::load_model(
+        &model.path,
+        &candle_core::Device::Cpu,
+        Default::default(),
+    )
+    .unwrap();
+    let handle = pagoda_engine::start_engine_with_model(
+        EngineConfig::default(),
+        Box::new(PanicsOnToken { inner, poison: 13 }),
+    )
+    .unwrap();
+    let mut poisoned = handle
+        .submit(request(&handle, vec![1, 13, 2], greedy(4)))
+        .unwrap();
+    match poisoned.blocking_next() {
+        Some(TokenEvent::Error(EngineError::Execution(message))) => {
+            assert!(message.contains("panicked"), "{message}")
+        }
+        other => panic!("expected an execution error, got {other:?}"),
+    }
+    wait_until_idle(&handle);
+    assert_eq!(
+        run_one(&handle, request(&handle, vec![1, 2, 3], greedy(4)))
+            .tokens
+            .len(),
+        4
+    );
+    handle.shutdown();
+}
