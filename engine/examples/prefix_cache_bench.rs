@@ -3,7 +3,7 @@
 //! `cargo run --release -p pagoda-engine --example prefix_cache_bench -- MODEL [--prefix-len 2048]
 //!  [--suffix-len 128] [--repeats 3]` prints one JSON line.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pagoda_engine::{
@@ -26,14 +26,11 @@ fn ttft(handle: &EngineHandle, prompt: Vec<u32>) -> Result<Duration, String> {
     );
     let sent = request.arrival;
     let mut stream = handle.submit(request).map_err(|e| e.to_string())?;
-    while let Some(event) = stream.blocking_next() {
-        match event {
-            TokenEvent::Token(token) => return Ok(token.at - sent),
-            TokenEvent::Error(e) => return Err(e.to_string()),
-            TokenEvent::Finished { .. } => break,
-        }
+    match stream.blocking_next() {
+        Some(TokenEvent::Token(token)) => Ok(token.at - sent),
+        Some(TokenEvent::Error(e)) => Err(e.to_string()),
+        other => Err(format!("no token: {other:?}")),
     }
-    Err("no token".into())
 }
 
 fn mean_ttft_ms(
