@@ -34,7 +34,7 @@ fn ttft(handle: &EngineHandle, prompt: Vec<u32>) -> Result<Duration, String> {
 }
 
 fn mean_ttft_ms(
-    model: &PathBuf,
+    model: &Path,
     caching: bool,
     prefix: &[u32],
     suffixes: &[Vec<u32>],
