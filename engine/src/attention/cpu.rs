@@ -109,13 +109,20 @@ pub fn paged_attention(q: &[f32], cache: &CacheView<'_>, meta: &AttnMetadata) ->
     let shape = cache.shape;
     let q_row = shape.num_heads * shape.head_dim;
     let mut out = vec![0.0f32; q.len()];
+    // Each sequence's slots, in position order, resolved once through its block table.
+    let seq_slots: Vec<Vec<usize>> = (0..meta.num_seqs())
+        .map(|seq| {
+            (0..meta.seq_lens[seq] as usize)
+                .map(|p| meta.slot(seq, p))
+                .collect()
+        })
+        .collect();
     let token_seq = token_to_seq(meta);
     out.par_chunks_mut(q_row)
         .zip(q.par_chunks(q_row))
         .zip(token_seq.par_iter())
         .for_each_init(Vec::new, |scores, ((out_row, q_row), &(seq, position))| {
-            let slots: Vec<usize> = (0..=position).map(|p| meta.slot(seq, p)).collect();
-            attend_one_token(q_row, out_row, cache, &slots, scores);
+            attend_one_token(q_row, out_row, cache, &seq_slots[seq][..=position], scores);
         });
     out
 }
@@ -132,7 +139,7 @@ fn token_to_seq(meta: &AttnMetadata) -> Vec<(usize, usize)> {
     result
 }
 
-/// Softmax-weighted sum of values over `slots`, for every head of one token.
+/// Picks the widest vector code the CPU runs for one token's attention.
 fn attend_one_token(
     q: &[f32],
     out: &mut [f32],
@@ -140,54 +147,113 @@ fn attend_one_token(
     slots: &[usize],
     scores: &mut Vec<f32>,
 ) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            simd::attend_one_token_avx2(q, out, cache, slots, scores);
+            return;
+        }
+    }
+    attend_one_token_portable(q, out, cache, slots, scores);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod simd {
+    use super::CacheView;
+
+    #[target_feature(enable = "avx2,fma")]
+    fn attend_avx2(
+        q: &[f32],
+        out: &mut [f32],
+        cache: &CacheView<'_>,
+        slots: &[usize],
+        scores: &mut Vec<f32>,
+    ) {
+        super::attend_one_token_portable(q, out, cache, slots, scores);
+    }
+
+    pub(super) fn attend_one_token_avx2(
+        q: &[f32],
+        out: &mut [f32],
+        cache: &CacheView<'_>,
+        slots: &[usize],
+        scores: &mut Vec<f32>,
+    ) {
+        // SAFETY: the caller checked at run time that the CPU has AVX2 and FMA, the only
+        // requirement of a `target_feature` function; the body is safe Rust.
+        unsafe { attend_avx2(q, out, cache, slots, scores) }
+    }
+}
+
+/// Softmax-weighted sum of values over `slots`, for every head of one token. The query heads
+/// that share a KV head (GQA) are handled together, so each key and value is read once.
+#[inline(always)]
+fn attend_one_token_portable(
+    q: &[f32],
+    out: &mut [f32],
+    cache: &CacheView<'_>,
+    slots: &[usize],
+    scores: &mut Vec<f32>,
+) {
     let AttnShape {
-        num_heads,
         num_kv_heads,
         head_dim,
+        ..
     } = cache.shape;
+    let group = cache.shape.group_size();
     let kv_row = num_kv_heads * head_dim;
+    let len = slots.len();
     let scale = 1.0 / (head_dim as f32).sqrt();
-    for head in 0..num_heads {
-        let kv_offset = (head / cache.shape.group_size()) * head_dim;
-        let q_head = &q[head * head_dim..(head + 1) * head_dim];
-        scores.clear();
-        scores.extend(slots.iter().map(|&slot| {
-            let start = slot * kv_row + kv_offset;
-            dot(q_head, &cache.keys[start..start + head_dim]) * scale
-        }));
-        softmax_in_place(scores);
-        let out_head = &mut out[head * head_dim..(head + 1) * head_dim];
-        for (&slot, &weight) in slots.iter().zip(scores.iter()) {
-            let start = slot * kv_row + kv_offset;
-            axpy(weight, &cache.values[start..start + head_dim], out_head);
+    scores.resize(group * len, 0.0);
+    for kv_head in 0..num_kv_heads {
+        let kv_offset = kv_head * head_dim;
+        let heads = kv_head * group..(kv_head + 1) * group;
+        for (j, &slot) in slots.iter().enumerate() {
+            let key = &cache.keys[slot * kv_row + kv_offset..][..head_dim];
+            for (g, head) in heads.clone().enumerate() {
+                scores[g * len + j] = dot(&q[head * head_dim..][..head_dim], key) * scale;
+            }
+        }
+        for g in 0..group {
+            softmax_in_place(&mut scores[g * len..(g + 1) * len]);
+        }
+        for (j, &slot) in slots.iter().enumerate() {
+            let value = &cache.values[slot * kv_row + kv_offset..][..head_dim];
+            for (g, head) in heads.clone().enumerate() {
+                axpy(
+                    scores[g * len + j],
+                    value,
+                    &mut out[head * head_dim..][..head_dim],
+                );
+            }
         }
     }
 }
 
+#[inline(always)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let (chunks_a, tail_a) = a.as_chunks::<8>();
+    let (chunks_b, tail_b) = b.as_chunks::<8>();
     let mut sums = [0.0f32; 8];
-    let chunks_a = a.chunks_exact(8);
-    let chunks_b = b.chunks_exact(8);
-    let tail: f32 = chunks_a
-        .remainder()
-        .iter()
-        .zip(chunks_b.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (ca, cb) in chunks_a.zip(chunks_b) {
+    for (ca, cb) in chunks_a.iter().zip(chunks_b) {
         for i in 0..8 {
             sums[i] += ca[i] * cb[i];
         }
     }
+    let tail: f32 = tail_a.iter().zip(tail_b).map(|(x, y)| x * y).sum();
     sums.iter().sum::<f32>() + tail
 }
 
+#[inline(always)]
 fn axpy(weight: f32, x: &[f32], y: &mut [f32]) {
     for (yi, xi) in y.iter_mut().zip(x) {
         *yi += weight * xi;
     }
 }
 
+#[inline(always)]
 fn softmax_in_place(values: &mut [f32]) {
     let max = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0;
