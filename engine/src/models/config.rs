@@ -17,11 +17,35 @@ pub struct ModelConfig {
     pub rope_theta: f32,
     /// GGUF Llama weights are permuted for rotation of adjacent pairs; Hugging Face ones rotate halves.
     pub rope_interleaved: bool,
-    /// Longest context the model was trained for.
+    /// Frequency scaling of RoPE for long contexts.
+    pub rope_scaling: Option<RopeScaling>,
+    /// Longest context the model serves (after any RoPE scaling).
     pub context_length: usize,
+    /// q, k and v projections carry biases (Qwen2).
+    pub attention_bias: bool,
+    /// q and k are RMS-normalised per head before RoPE (Qwen3).
+    pub qk_norm: bool,
+    /// Each token attends to at most this many most recent positions (Mistral).
+    pub sliding_window: Option<usize>,
     pub bos_token_id: Option<u32>,
     /// Every token id that ends generation.
     pub eos_token_ids: Vec<u32>,
+}
+
+/// RoPE scaling variants, as Hugging Face configs spell them in `rope_scaling`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RopeScaling {
+    /// Positions divided by `factor`.
+    Linear { factor: f32 },
+    /// NTK-aware base change, fixed at the extended length (as vLLM does).
+    Dynamic { factor: f32 },
+    /// Llama 3.1's per-frequency scaling.
+    Llama3 {
+        factor: f32,
+        low_freq_factor: f32,
+        high_freq_factor: f32,
+        original_max_position_embeddings: usize,
+    },
 }
 
 impl ModelConfig {
@@ -61,6 +85,20 @@ impl ModelConfig {
         }
         if !(self.rope_theta.is_finite() && self.rope_theta > 0.0) {
             return fail(format!("rope_theta {} must be positive", self.rope_theta));
+        }
+        if self.sliding_window == Some(0) {
+            return fail("sliding_window must be positive".into());
+        }
+        if let Some(scaling) = self.rope_scaling {
+            let factor = match scaling {
+                RopeScaling::Linear { factor } | RopeScaling::Dynamic { factor } => factor,
+                RopeScaling::Llama3 { factor, .. } => factor,
+            };
+            if !(factor.is_finite() && factor >= 1.0) {
+                return fail(format!(
+                    "rope_scaling factor {factor} must be a number >= 1"
+                ));
+            }
         }
         if let Some(&bad) = self
             .eos_token_ids

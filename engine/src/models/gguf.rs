@@ -156,6 +156,10 @@ impl GgufFile {
                 .optional_f32(&key("rope.freq_base"))?
                 .unwrap_or(10_000.0),
             rope_interleaved: true,
+            rope_scaling: None,
+            attention_bias: false,
+            qk_norm: false,
+            sliding_window: None,
             context_length: self.required_usize(&key("context_length"))?,
             bos_token_id: self.optional_token_id("tokenizer.ggml.bos_token_id"),
             eos_token_ids: self.eos_token_ids(),

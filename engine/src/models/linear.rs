@@ -83,3 +83,49 @@ impl Linear {
         }
     }
 }
+
+/// A projection with an optional bias: `y = x · Wᵀ + b`.
+#[derive(Debug, Clone)]
+pub struct Projection {
+    weight: Linear,
+    bias: Option<Tensor>,
+}
+
+impl Projection {
+    pub fn new(weight: Linear, bias: Option<Tensor>) -> Self {
+        Self { weight, bias }
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let y = self.weight.forward(x)?;
+        match &self.bias {
+            Some(bias) => Ok(y.broadcast_add(bias)?),
+            None => Ok(y),
+        }
+    }
+
+    /// Fuses projections of the same input; a part without a bias contributes zeros.
+    /// `out_dims` are the parts' output sizes.
+    pub fn fuse(parts: Vec<Projection>, out_dims: &[usize]) -> Result<Projection> {
+        let any_bias = parts.iter().any(|p| p.bias.is_some());
+        let bias = if any_bias {
+            let pieces = parts
+                .iter()
+                .zip(out_dims)
+                .map(|(p, &dim)| match &p.bias {
+                    Some(b) => Ok(b.clone()),
+                    None => Ok(Tensor::zeros(
+                        dim,
+                        candle_core::DType::F32,
+                        &candle_core::Device::Cpu,
+                    )?),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Some(Tensor::cat(&pieces, 0)?)
+        } else {
+            None
+        };
+        let weight = Linear::fuse(parts.into_iter().map(|p| p.weight).collect())?;
+        Ok(Projection { weight, bias })
+    }
+}

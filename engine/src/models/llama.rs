@@ -1,12 +1,15 @@
-//! The Llama architecture (GQA, RoPE, optional tied embeddings) over a paged KV cache.
+//! The Llama-family decoder (Llama, Mistral, Qwen2, Qwen3: GQA, RoPE, tied or untied embeddings)
+//! over a paged KV cache. Family differences are flags of `ModelConfig`, read by the layers.
 
 use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{Device, Tensor};
 use std::sync::Arc;
 
 use super::config::ModelConfig;
-use super::layers::{GatedMlp, RmsNorm, RotaryEmbedding};
+use super::layers::{GatedMlp, RmsNorm};
 use super::linear::Linear;
+use super::rotary::RotaryEmbedding;
+use super::self_attention::SelfAttention;
 use super::weights::WeightSource;
 use super::{CausalLm, ModelInput};
 use crate::attention::{AttnMetadata, PagedKvCache};
@@ -15,9 +18,7 @@ use crate::error::{EngineError, Result};
 #[derive(Debug)]
 struct DecoderLayer {
     attn_norm: RmsNorm,
-    /// q, k and v projections fused, in that order.
-    qkv_proj: Linear,
-    o_proj: Linear,
+    attention: SelfAttention,
     mlp_norm: RmsNorm,
     mlp: GatedMlp,
 }
@@ -25,28 +26,11 @@ struct DecoderLayer {
 impl DecoderLayer {
     fn load(weights: &dyn WeightSource, cfg: &ModelConfig, index: usize) -> Result<Self> {
         let p = format!("blk.{index}");
-        let q_dim = cfg.num_heads * cfg.head_dim;
-        let kv_dim = cfg.num_kv_heads * cfg.head_dim;
-        let h = cfg.hidden_size;
+        let (h, eps) = (cfg.hidden_size, cfg.rms_norm_eps);
         Ok(Self {
-            attn_norm: RmsNorm::load(
-                weights,
-                &format!("{p}.attn_norm.weight"),
-                h,
-                cfg.rms_norm_eps,
-            )?,
-            qkv_proj: Linear::fuse(vec![
-                weights.linear(&format!("{p}.attn_q.weight"), q_dim, h)?,
-                weights.linear(&format!("{p}.attn_k.weight"), kv_dim, h)?,
-                weights.linear(&format!("{p}.attn_v.weight"), kv_dim, h)?,
-            ])?,
-            o_proj: weights.linear(&format!("{p}.attn_output.weight"), h, q_dim)?,
-            mlp_norm: RmsNorm::load(
-                weights,
-                &format!("{p}.ffn_norm.weight"),
-                h,
-                cfg.rms_norm_eps,
-            )?,
+            attn_norm: RmsNorm::load(weights, &format!("{p}.attn_norm.weight"), h, eps)?,
+            attention: SelfAttention::load(weights, cfg, &p)?,
+            mlp_norm: RmsNorm::load(weights, &format!("{p}.ffn_norm.weight"), h, eps)?,
             mlp: GatedMlp::load(weights, &p, h, cfg.intermediate_size)?,
         })
     }
@@ -84,13 +68,7 @@ impl Llama {
             config.hidden_size,
             config.rms_norm_eps,
         )?;
-        let rotary = RotaryEmbedding::new(
-            config.head_dim,
-            config.context_length,
-            config.rope_theta,
-            config.rope_interleaved,
-            &device,
-        )?;
+        let rotary = RotaryEmbedding::new(&config, &device)?;
         Ok(Self {
             embedding: qmatmul(embedding)?,
             device,
@@ -100,27 +78,6 @@ impl Llama {
             rotary,
             config,
         })
-    }
-
-    fn attention(
-        &self,
-        layer: &DecoderLayer,
-        index: usize,
-        x: &Tensor,
-        positions: &Tensor,
-        meta: &AttnMetadata,
-        kv_cache: &mut dyn PagedKvCache,
-    ) -> Result<Tensor> {
-        let q_dim = self.config.num_heads * self.config.head_dim;
-        let kv_dim = self.config.num_kv_heads * self.config.head_dim;
-        let qkv = layer.qkv_proj.forward(x)?;
-        let q = qkv.narrow(1, 0, q_dim)?;
-        let k = qkv.narrow(1, q_dim, kv_dim)?;
-        let v = qkv.narrow(1, q_dim + kv_dim, kv_dim)?;
-        let q = self.rotary.apply(&q, positions, self.config.num_heads)?;
-        let k = self.rotary.apply(&k, positions, self.config.num_kv_heads)?;
-        let attended = kv_cache.attend(index, &q, &k, &v, meta)?;
-        layer.o_proj.forward(&attended)
     }
 }
 
@@ -146,7 +103,14 @@ impl CausalLm for Llama {
         let mut x = self.embedding.embedding(&input.token_ids)?;
         for (index, layer) in self.layers.iter().enumerate() {
             let normed = layer.attn_norm.forward(&x)?;
-            let attn = self.attention(layer, index, &normed, &input.positions, meta, kv_cache)?;
+            let attn = layer.attention.forward(
+                index,
+                &normed,
+                &input.positions,
+                &self.rotary,
+                meta,
+                kv_cache,
+            )?;
             x = (x + attn)?;
             let mlp = layer.mlp.forward(&layer.mlp_norm.forward(&x)?)?;
             x = (x + mlp)?;

@@ -7,6 +7,8 @@ pub mod int8;
 pub mod layers;
 pub mod linear;
 pub mod llama;
+pub mod rotary;
+pub mod self_attention;
 pub mod tokenizer_spec;
 pub mod weights;
 
@@ -14,7 +16,7 @@ use std::path::Path;
 
 use candle_core::{Device, Tensor};
 
-pub use config::ModelConfig;
+pub use config::{ModelConfig, RopeScaling};
 pub use weights::WeightFormat;
 
 use crate::attention::{AttnMetadata, PagedKvCache};

@@ -1,0 +1,113 @@
+//! The self-attention block of Llama-family decoders: fused q/k/v projection (with optional
+//! biases), optional per-head q/k RMS norm, RoPE, paged attention, output projection.
+
+use candle_core::Tensor;
+
+use super::config::ModelConfig;
+use super::layers::RmsNorm;
+use super::linear::{Linear, Projection};
+use super::rotary::RotaryEmbedding;
+use super::weights::WeightSource;
+use crate::attention::{AttnMetadata, PagedKvCache};
+use crate::error::Result;
+
+#[derive(Debug)]
+pub struct SelfAttention {
+    /// q, k and v fused, in that order.
+    qkv: Projection,
+    o_proj: Linear,
+    q_norm: Option<RmsNorm>,
+    k_norm: Option<RmsNorm>,
+    num_heads: usize,
+    num_kv_heads: usize,
+    head_dim: usize,
+}
+
+impl SelfAttention {
+    /// Loads `{prefix}.attn_{q,k,v,output}` (and biases, norms when the config says so).
+    pub fn load(weights: &dyn WeightSource, cfg: &ModelConfig, prefix: &str) -> Result<Self> {
+        let (h, d) = (cfg.hidden_size, cfg.head_dim);
+        let q_dim = cfg.num_heads * d;
+        let kv_dim = cfg.num_kv_heads * d;
+        let projection = |name: &str, out: usize| -> Result<Projection> {
+            let weight = weights.linear(&format!("{prefix}.{name}.weight"), out, h)?;
+            let bias = if cfg.attention_bias {
+                Some(weights.vector(&format!("{prefix}.{name}.bias"), out)?)
+            } else {
+                None
+            };
+            Ok(Projection::new(weight, bias))
+        };
+        let parts = vec![
+            projection("attn_q", q_dim)?,
+            projection("attn_k", kv_dim)?,
+            projection("attn_v", kv_dim)?,
+        ];
+        let norm = |name: &str| {
+            RmsNorm::load(
+                weights,
+                &format!("{prefix}.{name}.weight"),
+                d,
+                cfg.rms_norm_eps,
+            )
+        };
+        Ok(Self {
+            qkv: Projection::fuse(parts, &[q_dim, kv_dim, kv_dim])?,
+            o_proj: weights.linear(&format!("{prefix}.attn_output.weight"), h, q_dim)?,
+            q_norm: if cfg.qk_norm {
+                Some(norm("attn_q_norm")?)
+            } else {
+                None
+            },
+            k_norm: if cfg.qk_norm {
+                Some(norm("attn_k_norm")?)
+            } else {
+                None
+            },
+            num_heads: cfg.num_heads,
+            num_kv_heads: cfg.num_kv_heads,
+            head_dim: d,
+        })
+    }
+
+    pub fn forward(
+        &self,
+        layer: usize,
+        x: &Tensor,
+        positions: &Tensor,
+        rotary: &RotaryEmbedding,
+        meta: &AttnMetadata,
+        kv_cache: &mut dyn PagedKvCache,
+    ) -> Result<Tensor> {
+        let q_dim = self.num_heads * self.head_dim;
+        let kv_dim = self.num_kv_heads * self.head_dim;
+        let qkv = self.qkv.forward(x)?;
+        let q = per_head_norm(
+            &qkv.narrow(1, 0, q_dim)?,
+            self.q_norm.as_ref(),
+            self.head_dim,
+        )?;
+        let k = per_head_norm(
+            &qkv.narrow(1, q_dim, kv_dim)?,
+            self.k_norm.as_ref(),
+            self.head_dim,
+        )?;
+        let v = qkv.narrow(1, q_dim + kv_dim, kv_dim)?;
+        let q = rotary.apply(&q, positions, self.num_heads)?;
+        let k = rotary.apply(&k, positions, self.num_kv_heads)?;
+        let attended = kv_cache.attend(layer, &q, &k, &v, meta)?;
+        self.o_proj.forward(&attended)
+    }
+}
+
+/// RMS-normalises each head of `x` (`[num_tokens, num_heads * head_dim]`) when a norm is given.
+fn per_head_norm(x: &Tensor, norm: Option<&RmsNorm>, head_dim: usize) -> Result<Tensor> {
+    let Some(norm) = norm else {
+        return Ok(x.clone());
+    };
+    let (num_tokens, width) = x.dims2()?;
+    let heads = x
+        .contiguous()?
+        .reshape((num_tokens * width / head_dim, head_dim))?;
+    Ok(norm.forward(&heads)?.reshape((num_tokens, width))?)
+}
