@@ -122,7 +122,14 @@ pub fn paged_attention(q: &[f32], cache: &CacheView<'_>, meta: &AttnMetadata) ->
         .zip(q.par_chunks(q_row))
         .zip(token_seq.par_iter())
         .for_each_init(Vec::new, |scores, ((out_row, q_row), &(seq, position))| {
-            attend_one_token(q_row, out_row, cache, &seq_slots[seq][..=position], scores);
+            let first = meta.first_attended(position);
+            attend_one_token(
+                q_row,
+                out_row,
+                cache,
+                &seq_slots[seq][first..=position],
+                scores,
+            );
         });
     out
 }

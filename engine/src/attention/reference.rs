@@ -16,6 +16,7 @@ fn naive_attention(
     values: &[f32],
     len: usize,
     shape: AttnShape,
+    window: Option<usize>,
 ) -> Vec<f32> {
     let AttnShape {
         num_heads,
@@ -29,7 +30,8 @@ fn naive_attention(
         for h in 0..num_heads {
             let kvh = h / (num_heads / num_kv_heads);
             let qv = &q[(t * num_heads + h) * head_dim..][..head_dim];
-            let scores: Vec<f64> = (0..=position)
+            let first = window.map_or(0, |w| (position + 1).saturating_sub(w));
+            let scores: Vec<f64> = (first..=position)
                 .map(|j| {
                     let kv = &keys[(j * num_kv_heads + kvh) * head_dim..][..head_dim];
                     qv.iter()
@@ -42,7 +44,7 @@ fn naive_attention(
             let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let exps: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
             let total: f64 = exps.iter().sum();
-            for (j, e) in exps.iter().enumerate() {
+            for (j, e) in (first..=position).zip(&exps) {
                 let vv = &values[(j * num_kv_heads + kvh) * head_dim..][..head_dim];
                 for d in 0..head_dim {
                     out[(t * num_heads + h) * head_dim + d] += (e / total * vv[d] as f64) as f32;
@@ -58,6 +60,7 @@ struct Case {
     block_size: usize,
     /// Per sequence: (context length after the step, tokens computed this step).
     seqs: Vec<(usize, usize)>,
+    window: Option<usize>,
 }
 
 fn random_vec(rng: &mut ChaCha8Rng, len: usize) -> Vec<f32> {
@@ -84,6 +87,7 @@ fn run_case(case: &Case, seed: u64) {
     let mut values = random_vec(&mut rng, keys.len());
     let mut meta = AttnMetadata {
         block_size: case.block_size,
+        sliding_window: case.window,
         query_start_loc: vec![0],
         ..Default::default()
     };
@@ -108,7 +112,14 @@ fn run_case(case: &Case, seed: u64) {
         }
         meta.query_start_loc.push(meta.positions.len() as u32);
         let q = random_vec(&mut rng, num_new * num_heads * head_dim);
-        expected.extend(naive_attention(&q, &seq_keys, &seq_values, len, case.shape));
+        expected.extend(naive_attention(
+            &q,
+            &seq_keys,
+            &seq_values,
+            len,
+            case.shape,
+            case.window,
+        ));
         q_all.extend(q);
     }
     let cache = CacheView {
@@ -131,7 +142,7 @@ fn run_case(case: &Case, seed: u64) {
 }
 
 #[test]
-fn paged_matches_naive_for_prefill_decode_and_mixed_batches() {
+fn paged_matches_naive_for_prefill_decode_mixed_batches_and_sliding_windows() {
     let shapes = [
         AttnShape {
             num_heads: 4,
@@ -159,15 +170,19 @@ fn paged_matches_naive_for_prefill_decode_and_mixed_batches() {
     for shape in shapes {
         for block_size in [1, 4, 16, 32] {
             for seqs in batches {
-                seed += 1;
-                run_case(
-                    &Case {
-                        shape,
-                        block_size,
-                        seqs: seqs.to_vec(),
-                    },
-                    seed,
-                );
+                for window in [None, Some(1), Some(7), Some(32)] {
+                    seed += 1;
+                    let seqs = seqs.to_vec();
+                    run_case(
+                        &Case {
+                            shape,
+                            block_size,
+                            seqs,
+                            window,
+                        },
+                        seed,
+                    );
+                }
             }
         }
     }

@@ -3,6 +3,8 @@
 
 pub mod config;
 pub mod gguf;
+pub mod hf;
+pub mod hf_config;
 pub mod int8;
 pub mod layers;
 pub mod linear;
@@ -49,24 +51,32 @@ pub trait CausalLm: Send + std::fmt::Debug {
 /// `general.architecture` values of GGUF files we can run.
 pub const SUPPORTED_GGUF_ARCHITECTURES: &[&str] = &["llama"];
 
-/// Loads any supported model file. Today: GGUF files of the Llama architecture.
+/// Loads any supported model: a GGUF file, or a Hugging Face directory.
 pub fn load_model(
     path: &Path,
     device: &Device,
     weight_format: WeightFormat,
 ) -> Result<Box<dyn CausalLm>> {
-    let is_gguf = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
     if !path.exists() {
         return Err(EngineError::ModelLoad(format!(
             "{} does not exist",
             path.display()
         )));
     }
+    if path.is_dir() {
+        let dir = hf::HfDirectory::open(path, weight_format)?;
+        return Ok(Box::new(llama::Llama::load(
+            dir.model_config()?,
+            &dir,
+            device,
+        )?));
+    }
+    let is_gguf = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
     if !is_gguf {
         return Err(EngineError::ModelLoad(format!(
-            "{}: only .gguf model files are supported so far",
+            "{}: expected a .gguf file or a Hugging Face model directory",
             path.display()
         )));
     }

@@ -42,6 +42,20 @@ impl WeightFormat {
         }
     }
 
+    /// Turns a dense f32 `[rows, cols]` weight into a projection in this format.
+    pub fn convert_dense(self, tensor: Tensor) -> candle_core::Result<Linear> {
+        let (rows, cols) = tensor.dims2()?;
+        match self {
+            Self::Int8 if tensor.device().is_cpu() && cols % GROUP_SIZE == 0 => {
+                let values = tensor.flatten_all()?.to_vec1::<f32>()?;
+                Int8Matrix::quantize(&values, rows, cols)
+                    .map(Linear::Int8)
+                    .map_err(candle_core::Error::Msg)
+            }
+            _ => Ok(Linear::Candle(QMatMul::Tensor(tensor))),
+        }
+    }
+
     /// Turns a `[rows, cols]` weight into a projection in this format.
     pub fn convert(self, tensor: Arc<QTensor>) -> candle_core::Result<Linear> {
         let device = tensor.device();

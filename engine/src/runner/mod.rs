@@ -40,7 +40,8 @@ impl ModelRunner {
                 values: Vec::new(),
             });
         }
-        let meta = AttnMetadata::from_plan(plan, self.block_size);
+        let meta =
+            AttnMetadata::from_plan(plan, self.block_size, self.model.config().sliding_window);
         let input = input::build_model_input(plan, &meta, self.model.device())?;
         let logits = self.model.forward(&input, &meta, self.kv_cache.as_mut())?;
         let values = logits.flatten_all()?.to_vec1::<f32>()?;

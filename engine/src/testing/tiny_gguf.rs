@@ -1,5 +1,5 @@
-//! Test support: tiny random-weight Llama models written as real GGUF files at test time, so
-//! scheduler and engine tests run in milliseconds through the same loader as real models.
+//! Tiny random-weight Llama models written as GGUF files at test time, so scheduler and
+//! engine tests run in milliseconds through the same loader as real models.
 
 use std::path::Path;
 

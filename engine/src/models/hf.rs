@@ -1,0 +1,185 @@
+//! Hugging Face model directories: `config.json`, `*.safetensors` (single or sharded with
+//! `model.safetensors.index.json`, memory-mapped), `generation_config.json`. Weights of any of
+//! f32, f16 and bf16 are converted to the engine's weight format at load.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::safetensors::MmapedSafetensors;
+use candle_core::{DType, Device, Tensor};
+
+use super::config::ModelConfig;
+use super::gguf::generation_config_eos_ids;
+use super::hf_config::HfConfig;
+use super::linear::Linear;
+use super::weights::{WeightFormat, WeightSource};
+use crate::error::{EngineError, Result};
+
+/// An open Hugging Face model directory.
+pub struct HfDirectory {
+    dir: PathBuf,
+    config: HfConfig,
+    tensors: MmapedSafetensors,
+    weight_format: WeightFormat,
+}
+
+fn load_error(path: &Path, message: impl std::fmt::Display) -> EngineError {
+    EngineError::ModelLoad(format!("{}: {message}", path.display()))
+}
+
+/// The safetensors files of a directory: the shards its index names, or `model.safetensors`.
+fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let index = dir.join("model.safetensors.index.json");
+    if index.exists() {
+        let text = std::fs::read_to_string(&index).map_err(|e| load_error(&index, e))?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| load_error(&index, format!("not valid JSON ({e})")))?;
+        let map = json["weight_map"]
+            .as_object()
+            .ok_or_else(|| load_error(&index, "`weight_map` is missing"))?;
+        let shards: BTreeSet<&str> = map.values().filter_map(|v| v.as_str()).collect();
+        let files: Vec<PathBuf> = shards.into_iter().map(|s| dir.join(s)).collect();
+        if let Some(missing) = files.iter().find(|f| !f.exists()) {
+            return Err(load_error(
+                &index,
+                format!("shard {} is missing", missing.display()),
+            ));
+        }
+        return Ok(files);
+    }
+    let single = dir.join("model.safetensors");
+    if single.exists() {
+        return Ok(vec![single]);
+    }
+    Err(load_error(
+        dir,
+        "no model.safetensors or model.safetensors.index.json",
+    ))
+}
+
+#[allow(unsafe_code)]
+fn map_safetensors(files: &[PathBuf]) -> Result<MmapedSafetensors> {
+    // SAFETY: the files are mapped read-only; like every server that memory-maps weights, we
+    // require that nobody modifies them while the model is loaded (the weights are copied into
+    // the engine's own format at load, so the map lives only during loading).
+    unsafe { MmapedSafetensors::multi(files) }
+        .map_err(|e| EngineError::ModelLoad(format!("cannot read safetensors: {e}")))
+}
+
+impl std::fmt::Debug for HfDirectory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HfDirectory")
+            .field("dir", &self.dir)
+            .field("weight_format", &self.weight_format)
+            .finish()
+    }
+}
+
+impl HfDirectory {
+    pub fn open(dir: &Path, weight_format: WeightFormat) -> Result<Self> {
+        let config = HfConfig::read(&dir.join("config.json"))?;
+        config.architecture(&dir.join("config.json"))?;
+        let files = safetensors_files(dir)?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            config,
+            tensors: map_safetensors(&files)?,
+            weight_format,
+        })
+    }
+
+    pub fn model_config(&self) -> Result<ModelConfig> {
+        let extra_eos = generation_config_eos_ids(&self.dir.join("generation_config.json"));
+        self.config
+            .to_model_config(&self.dir.join("config.json"), &extra_eos)
+    }
+
+    /// The Hugging Face name of a weight the layers ask for by its GGUF name.
+    fn hf_name(&self, name: &str) -> Option<String> {
+        match name {
+            "token_embd.weight" => return Some("model.embed_tokens.weight".into()),
+            "output_norm.weight" => return Some("model.norm.weight".into()),
+            "output.weight" => {
+                return (!self.config.tie_word_embeddings).then(|| "lm_head.weight".into())
+            }
+            _ => {}
+        }
+        let rest = name.strip_prefix("blk.")?;
+        let (layer, part) = rest.split_once('.')?;
+        let (module, suffix) = part.rsplit_once('.')?;
+        let hf_module = match module {
+            "attn_norm" => "input_layernorm",
+            "ffn_norm" => "post_attention_layernorm",
+            "attn_q" => "self_attn.q_proj",
+            "attn_k" => "self_attn.k_proj",
+            "attn_v" => "self_attn.v_proj",
+            "attn_output" => "self_attn.o_proj",
+            "attn_q_norm" => "self_attn.q_norm",
+            "attn_k_norm" => "self_attn.k_norm",
+            "ffn_gate" => "mlp.gate_proj",
+            "ffn_up" => "mlp.up_proj",
+            "ffn_down" => "mlp.down_proj",
+            _ => return None,
+        };
+        Some(format!("model.layers.{layer}.{hf_module}.{suffix}"))
+    }
+
+    /// Loads a weight as f32, checking its dtype and shape.
+    fn load_f32(&self, name: &str, dims: &[usize]) -> Result<Tensor> {
+        let hf = self
+            .hf_name(name)
+            .ok_or_else(|| load_error(&self.dir, format!("no weight maps to `{name}`")))?;
+        let tensor = self
+            .tensors
+            .load(&hf, &Device::Cpu)
+            .map_err(|e| load_error(&self.dir, format!("tensor `{hf}`: {e}")))?;
+        if !matches!(tensor.dtype(), DType::F32 | DType::F16 | DType::BF16) {
+            return Err(load_error(
+                &self.dir,
+                format!(
+                    "tensor `{hf}` has dtype {:?}; expected f32, f16 or bf16",
+                    tensor.dtype()
+                ),
+            ));
+        }
+        if tensor.dims() != dims {
+            return Err(load_error(
+                &self.dir,
+                format!(
+                    "tensor `{hf}` has shape {:?}, expected {dims:?}",
+                    tensor.dims()
+                ),
+            ));
+        }
+        Ok(tensor.to_dtype(DType::F32)?)
+    }
+}
+
+impl WeightSource for HfDirectory {
+    fn linear(&self, name: &str, out_dim: usize, in_dim: usize) -> Result<Linear> {
+        let tensor = self.load_f32(name, &[out_dim, in_dim])?;
+        self.weight_format
+            .convert_dense(tensor)
+            .map_err(|e| load_error(&self.dir, format!("`{name}`: {e}")))
+    }
+
+    fn vector(&self, name: &str, len: usize) -> Result<Tensor> {
+        self.load_f32(name, &[len])
+    }
+
+    fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Arc<QTensor>> {
+        let tensor = self.load_f32(name, &[rows, cols])?;
+        Ok(Arc::new(QTensor::quantize(&tensor, GgmlDType::F32)?))
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.hf_name(name)
+            .is_some_and(|hf| self.tensors.get(&hf).is_ok())
+    }
+
+    fn weight_format(&self) -> WeightFormat {
+        self.weight_format
+    }
+}

@@ -1,0 +1,8 @@
+//! Test support: tiny random-weight models written as real files at test time (GGUF and Hugging
+//! Face directories), and the converter that turns a GGUF model into a Hugging Face directory.
+
+pub mod gguf_to_hf;
+pub mod tiny_gguf;
+pub mod tiny_hf;
+
+pub use tiny_gguf::{write_gguf, TinyLlamaSpec};
