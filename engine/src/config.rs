@@ -6,6 +6,38 @@ use crate::models::WeightFormat;
 /// Default KV-cache budget on CPU: 1 GiB.
 pub const DEFAULT_KV_CACHE_MEMORY_BYTES: usize = 1 << 30;
 
+/// The dtype the model computes in (`--dtype`), named as vLLM names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ModelDType {
+    /// Follow the checkpoint's `torch_dtype` where the device supports it.
+    #[default]
+    Auto,
+    F32,
+    F16,
+    Bf16,
+}
+
+impl ModelDType {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "auto" => Some(Self::Auto),
+            "float32" | "f32" | "float" => Some(Self::F32),
+            "float16" | "f16" | "half" => Some(Self::F16),
+            "bfloat16" | "bf16" => Some(Self::Bf16),
+            _ => None,
+        }
+    }
+
+    /// The dtype actually used on a CPU, which computes in f32 whatever the checkpoint's dtype;
+    /// logs when an explicit request cannot be honoured.
+    pub fn resolve_for_cpu(self) -> candle_core::DType {
+        if matches!(self, Self::F16 | Self::Bf16) {
+            tracing::warn!(requested = ?self, "the CPU path computes in float32; weights are converted at load");
+        }
+        candle_core::DType::F32
+    }
+}
+
 /// Limits that shape every step. Build with `Default` and override, then `validate`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineConfig {
@@ -27,6 +59,8 @@ pub struct EngineConfig {
     pub seed: u64,
     /// How weights are held on CPU (see `WeightFormat`).
     pub weight_format: WeightFormat,
+    /// The dtype to compute in.
+    pub dtype: ModelDType,
 }
 
 impl Default for EngineConfig {
@@ -41,6 +75,7 @@ impl Default for EngineConfig {
             enable_prefix_caching: true,
             seed: 0,
             weight_format: WeightFormat::default(),
+            dtype: ModelDType::default(),
         }
     }
 }
@@ -92,6 +127,15 @@ impl EngineConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dtype_names_follow_vllm() {
+        assert_eq!(ModelDType::parse("bfloat16"), Some(ModelDType::Bf16));
+        assert_eq!(ModelDType::parse("half"), Some(ModelDType::F16));
+        assert_eq!(ModelDType::parse("auto"), Some(ModelDType::Auto));
+        assert_eq!(ModelDType::parse("int4"), None);
+        assert_eq!(ModelDType::Bf16.resolve_for_cpu(), candle_core::DType::F32);
+    }
 
     #[test]
     fn default_is_valid() {

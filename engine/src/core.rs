@@ -27,6 +27,7 @@ use crate::validate::RequestLimits;
 
 /// Loads a model file and starts an engine on it (CPU).
 pub fn start_engine(config: EngineConfig, model_path: &Path) -> Result<EngineHandle> {
+    config.dtype.resolve_for_cpu();
     let model = load_model(model_path, &Device::Cpu, config.weight_format)?;
     start_engine_with_model(config, model)
 }
