@@ -182,4 +182,9 @@ impl WeightSource for HfDirectory {
     fn weight_format(&self) -> WeightFormat {
         self.weight_format
     }
+
+    /// config.json decides: an untied model must bring its own `lm_head.weight`.
+    fn ties_embeddings(&self) -> bool {
+        self.config.tie_word_embeddings
+    }
 }

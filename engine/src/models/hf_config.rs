@@ -60,8 +60,18 @@ fn invalid(path: &Path, message: impl std::fmt::Display) -> EngineError {
 impl HfConfig {
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| invalid(path, e))?;
-        serde_json::from_str(&text)
-            .map_err(|e| invalid(path, format!("not a valid model config ({e})")))
+        let deserializer = &mut serde_json::Deserializer::from_str(&text);
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let field = e.path().to_string();
+            let error = e.into_inner();
+            match field.as_str() {
+                "." | "" => invalid(path, format!("not a valid model config ({error})")),
+                _ => invalid(
+                    path,
+                    format!("not a valid model config (field `{field}`: {error})"),
+                ),
+            }
+        })
     }
 
     pub fn architecture(&self, path: &Path) -> Result<&str> {

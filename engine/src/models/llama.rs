@@ -52,7 +52,7 @@ impl Llama {
     pub fn load(config: ModelConfig, file: &dyn WeightSource, device: &Device) -> Result<Self> {
         let device = device.clone();
         let embedding = file.matrix("token_embd.weight", config.vocab_size, config.hidden_size)?;
-        let lm_head = if file.contains("output.weight") {
+        let lm_head = if !file.ties_embeddings() {
             file.linear("output.weight", config.vocab_size, config.hidden_size)?
         } else {
             file.weight_format()

@@ -86,6 +86,10 @@ pub trait WeightSource {
     /// A raw 2-D tensor (`[rows, cols]`), quantized or not: embeddings, tied output heads.
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Arc<QTensor>>;
     fn contains(&self, name: &str) -> bool;
+    /// Whether the output head is the token embedding (no `output.weight` of its own).
+    fn ties_embeddings(&self) -> bool {
+        !self.contains("output.weight")
+    }
     /// The format projections are converted to.
     fn weight_format(&self) -> WeightFormat;
 }

@@ -1,6 +1,8 @@
 //! Shared helpers for the engine's integration tests: tiny random models and blocking drivers.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod dense_reference;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
