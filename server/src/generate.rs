@@ -1,8 +1,8 @@
 //! Prompt → text with one engine, blocking: the layer under `pagoda-generate` and the tests.
 //!
-//! [`TextGenerator::load`] builds everything a model file implies — the engine, the tokenizer and
-//! the chat template, all from the same GGUF — and [`TextGenerator::generate`] runs one request,
-//! streaming its text through a callback.
+//! [`TextGenerator::load`] builds everything a model implies — the engine, the tokenizer and the
+//! chat template, all from the same GGUF file or Hugging Face directory — and
+//! [`TextGenerator::generate`] runs one request, streaming its text through a callback.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use pagoda_engine::{
 };
 
 use crate::detokenizer::IncrementalDetokenizer;
+use crate::hf_files::HfTokenizerFiles;
 use crate::template::{ChatMessage, ChatTemplate, TemplateError, CHATML_TEMPLATE};
 use crate::tokenizer::{TextTokenizer, TokenizerError};
 
@@ -75,25 +76,27 @@ pub struct TextGenerator {
 }
 
 impl TextGenerator {
-    /// Loads a model file and starts an engine on it. The tokenizer and chat template come from
-    /// the same file; a file without a chat template gets ChatML.
+    /// Loads a model — a GGUF file or a Hugging Face directory — and starts an engine on it. The
+    /// tokenizer and chat template come from the same file or directory; without a chat template
+    /// a model gets ChatML.
     pub fn load(model_path: impl AsRef<Path>, config: EngineConfig) -> Result<Self> {
         let model_path = model_path.as_ref();
-        if !model_path.is_file() {
+        let prompt_side = if model_path.is_dir() {
+            PromptSide::from_hf_dir(model_path)?
+        } else if model_path.is_file() {
+            PromptSide::from_gguf(model_path)?
+        } else {
             return Err(GenerateError::ModelNotFound(model_path.to_path_buf()));
-        }
-        let spec = read_tokenizer_spec(model_path)?;
-        let tokenizer = Arc::new(TextTokenizer::from_spec(&spec)?);
-        let template = chat_template(&spec)?;
+        };
         let handle = start_engine(config, model_path)?;
         let extra_stop_token_ids = extra_stop_token_ids(
-            &tokenizer.eos_token_ids(),
+            &prompt_side.stop_token_ids,
             &handle.info().model.eos_token_ids,
         );
         Ok(Self {
             handle,
-            tokenizer,
-            template,
+            tokenizer: Arc::new(prompt_side.tokenizer),
+            template: prompt_side.template,
             extra_stop_token_ids,
         })
     }
@@ -204,6 +207,39 @@ fn finished(
     }
 }
 
+/// A model's tokenizer and chat template, and the ids its prompt-side files say end generation.
+struct PromptSide {
+    tokenizer: TextTokenizer,
+    template: ChatTemplate,
+    /// The tokenizer's EOS and end-of-turn ids, then any of generation_config.json.
+    stop_token_ids: Vec<u32>,
+}
+
+impl PromptSide {
+    fn from_gguf(path: &Path) -> Result<Self> {
+        let spec = read_tokenizer_spec(path)?;
+        let tokenizer = TextTokenizer::from_spec(&spec)?;
+        Ok(Self {
+            template: chat_template(&spec)?,
+            stop_token_ids: tokenizer.eos_token_ids(),
+            tokenizer,
+        })
+    }
+
+    fn from_hf_dir(dir: &Path) -> Result<Self> {
+        let files = HfTokenizerFiles::read(dir)?;
+        let source = files.chat_template.as_deref().unwrap_or(CHATML_TEMPLATE);
+        let template = ChatTemplate::new(source, files.bos_token, files.eos_token)?;
+        let mut stop_token_ids = files.tokenizer.eos_token_ids();
+        stop_token_ids.extend(files.generation_eos_token_ids);
+        Ok(Self {
+            tokenizer: files.tokenizer,
+            template,
+            stop_token_ids,
+        })
+    }
+}
+
 /// The file's chat template (ChatML when it has none), with its BOS/EOS token texts.
 fn chat_template(spec: &TokenizerSpec) -> Result<ChatTemplate> {
     let token_text = |id: Option<u32>| id.and_then(|id| spec.tokens.get(id as usize).cloned());
@@ -267,6 +303,18 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "model file /nonexistent/model.gguf not found"
+        );
+    }
+
+    #[test]
+    fn a_directory_is_read_as_a_hugging_face_model() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let error = TextGenerator::load(dir.path(), EngineConfig::default())
+            .expect_err("no tokenizer.json");
+        assert!(
+            matches!(&error, GenerateError::Tokenizer(TokenizerError::File { path, .. })
+                if path.ends_with("tokenizer.json")),
+            "{error}"
         );
     }
 }

@@ -5,5 +5,6 @@
 
 pub mod detokenizer;
 pub mod generate;
+pub mod hf_files;
 pub mod template;
 pub mod tokenizer;

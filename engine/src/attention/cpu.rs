@@ -103,11 +103,22 @@ pub struct CacheView<'a> {
     pub shape: AttnShape,
 }
 
+/// Query tokens of one sequence attended together: each key and value is read once per tile.
+const QUERY_TILE: usize = 16;
+
+/// Consecutive query tokens of one sequence.
+#[derive(Debug, Clone, Copy)]
+struct Tile {
+    seq: usize,
+    /// Position of the tile's first token in its sequence.
+    first_position: usize,
+    num_tokens: usize,
+}
+
 /// Causal attention of every query token over its sequence's cached context (which already holds
 /// this step's keys and values). `q` is `[num_tokens, num_heads, head_dim]`.
 pub fn paged_attention(q: &[f32], cache: &CacheView<'_>, meta: &AttnMetadata) -> Vec<f32> {
-    let shape = cache.shape;
-    let q_row = shape.num_heads * shape.head_dim;
+    let q_row = cache.shape.num_heads * cache.shape.head_dim;
     let mut out = vec![0.0f32; q.len()];
     // Each sequence's slots, in position order, resolved once through its block table.
     let seq_slots: Vec<Vec<usize>> = (0..meta.num_seqs())
@@ -117,123 +128,174 @@ pub fn paged_attention(q: &[f32], cache: &CacheView<'_>, meta: &AttnMetadata) ->
                 .collect()
         })
         .collect();
-    let token_seq = token_to_seq(meta);
-    out.par_chunks_mut(q_row)
-        .zip(q.par_chunks(q_row))
-        .zip(token_seq.par_iter())
-        .for_each_init(Vec::new, |scores, ((out_row, q_row), &(seq, position))| {
-            let first = meta.first_attended(position);
-            attend_one_token(
-                q_row,
-                out_row,
-                cache,
-                &seq_slots[seq][first..=position],
-                scores,
-            );
+    let tiles = tiles(meta);
+    let mut out_chunks = Vec::with_capacity(tiles.len());
+    let mut q_chunks = Vec::with_capacity(tiles.len());
+    let (mut out_rest, mut q_rest) = (out.as_mut_slice(), q);
+    for tile in &tiles {
+        let (out_tile, out_tail) = out_rest.split_at_mut(tile.num_tokens * q_row);
+        let (q_tile, q_tail) = q_rest.split_at(tile.num_tokens * q_row);
+        out_chunks.push(out_tile);
+        q_chunks.push(q_tile);
+        (out_rest, q_rest) = (out_tail, q_tail);
+    }
+    out_chunks
+        .into_par_iter()
+        .zip(q_chunks.into_par_iter())
+        .zip(tiles.par_iter())
+        .for_each_init(Vec::new, |scores, ((out, q), tile)| {
+            let window = meta.first_attended(tile.first_position);
+            let last = tile.first_position + tile.num_tokens - 1;
+            let slots = &seq_slots[tile.seq][window..=last];
+            let view = TileView {
+                q,
+                slots,
+                first_key_position: window,
+                first_position: tile.first_position,
+                meta,
+            };
+            attend_tile(&view, out, cache, scores);
         });
     out
 }
 
-/// For each token: (sequence index, position in the sequence).
-fn token_to_seq(meta: &AttnMetadata) -> Vec<(usize, usize)> {
-    let mut result = Vec::with_capacity(meta.num_tokens());
+/// Splits every sequence's query tokens into tiles, in token order.
+fn tiles(meta: &AttnMetadata) -> Vec<Tile> {
+    let mut tiles = Vec::new();
     for seq in 0..meta.num_seqs() {
-        let start = meta.query_start_loc[seq] as usize;
-        let end = meta.query_start_loc[seq + 1] as usize;
-        let first_position = meta.seq_lens[seq] as usize - (end - start);
-        result.extend((0..end - start).map(|i| (seq, first_position + i)));
+        let num_new = (meta.query_start_loc[seq + 1] - meta.query_start_loc[seq]) as usize;
+        let first_position = meta.seq_lens[seq] as usize - num_new;
+        let mut start = 0;
+        while start < num_new {
+            let num_tokens = (num_new - start).min(QUERY_TILE);
+            tiles.push(Tile {
+                seq,
+                first_position: first_position + start,
+                num_tokens,
+            });
+            start += num_tokens;
+        }
     }
-    result
+    tiles
 }
 
-/// Picks the widest vector code the CPU runs for one token's attention.
-fn attend_one_token(
-    q: &[f32],
-    out: &mut [f32],
-    cache: &CacheView<'_>,
-    slots: &[usize],
-    scores: &mut Vec<f32>,
-) {
+/// One tile's inputs: its queries and the slots of positions `first_key_position..`.
+struct TileView<'a> {
+    q: &'a [f32],
+    slots: &'a [usize],
+    first_key_position: usize,
+    first_position: usize,
+    meta: &'a AttnMetadata,
+}
+
+/// Picks the widest vector code the CPU runs.
+fn attend_tile(view: &TileView<'_>, out: &mut [f32], cache: &CacheView<'_>, scores: &mut Vec<f32>) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            simd::attend_one_token_avx2(q, out, cache, slots, scores);
+            simd::attend_tile_avx2(view, out, cache, scores);
             return;
         }
     }
-    attend_one_token_portable(q, out, cache, slots, scores);
+    attend_tile_portable(view, out, cache, scores);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod simd {
-    use super::CacheView;
+    use super::{CacheView, TileView};
 
     #[target_feature(enable = "avx2,fma")]
     fn attend_avx2(
-        q: &[f32],
+        view: &TileView<'_>,
         out: &mut [f32],
         cache: &CacheView<'_>,
-        slots: &[usize],
         scores: &mut Vec<f32>,
     ) {
-        super::attend_one_token_portable(q, out, cache, slots, scores);
+        super::attend_tile_portable(view, out, cache, scores);
     }
 
-    pub(super) fn attend_one_token_avx2(
-        q: &[f32],
+    pub(super) fn attend_tile_avx2(
+        view: &TileView<'_>,
         out: &mut [f32],
         cache: &CacheView<'_>,
-        slots: &[usize],
         scores: &mut Vec<f32>,
     ) {
         // SAFETY: the caller checked at run time that the CPU has AVX2 and FMA, the only
         // requirement of a `target_feature` function; the body is safe Rust.
-        unsafe { attend_avx2(q, out, cache, slots, scores) }
+        unsafe { attend_avx2(view, out, cache, scores) }
     }
 }
 
-/// Softmax-weighted sum of values over `slots`, for every head of one token. The query heads
-/// that share a KV head (GQA) are handled together, so each key and value is read once.
+/// Softmax-weighted sums of values for every head of every token of a tile. Query heads that
+/// share a KV head (GQA) and the tile's tokens are handled together, so each key and value is
+/// read once per tile. Scores outside a token's causal (and sliding) window stay at zero weight.
 #[inline(always)]
-fn attend_one_token_portable(
-    q: &[f32],
+fn attend_tile_portable(
+    view: &TileView<'_>,
     out: &mut [f32],
     cache: &CacheView<'_>,
-    slots: &[usize],
     scores: &mut Vec<f32>,
 ) {
     let AttnShape {
+        num_heads,
         num_kv_heads,
         head_dim,
-        ..
     } = cache.shape;
     let group = cache.shape.group_size();
     let kv_row = num_kv_heads * head_dim;
-    let len = slots.len();
+    let span = view.slots.len();
+    let num_tokens = view.q.len() / (num_heads * head_dim);
     let scale = 1.0 / (head_dim as f32).sqrt();
-    scores.resize(group * len, 0.0);
+    scores.resize(num_tokens * group * span, 0.0);
+    // Key range of token i (relative to the tile's first key): lo..=hi.
+    let range = |i: usize| {
+        let position = view.first_position + i;
+        (
+            view.meta.first_attended(position) - view.first_key_position,
+            position - view.first_key_position,
+        )
+    };
     for kv_head in 0..num_kv_heads {
         let kv_offset = kv_head * head_dim;
-        let heads = kv_head * group..(kv_head + 1) * group;
-        for (j, &slot) in slots.iter().enumerate() {
+        for (j, &slot) in view.slots.iter().enumerate() {
             let key = &cache.keys[slot * kv_row + kv_offset..][..head_dim];
-            for (g, head) in heads.clone().enumerate() {
-                scores[g * len + j] = dot(&q[head * head_dim..][..head_dim], key) * scale;
+            for i in 0..num_tokens {
+                let (lo, hi) = range(i);
+                for g in 0..group {
+                    let row = (i * group + g) * span;
+                    scores[row + j] = if j < lo || j > hi {
+                        f32::NEG_INFINITY
+                    } else {
+                        let head = kv_head * group + g;
+                        dot(
+                            &view.q[(i * num_heads + head) * head_dim..][..head_dim],
+                            key,
+                        ) * scale
+                    };
+                }
             }
         }
-        for g in 0..group {
-            softmax_in_place(&mut scores[g * len..(g + 1) * len]);
+        for row in scores.chunks_exact_mut(span) {
+            softmax_in_place(row);
         }
-        for (j, &slot) in slots.iter().enumerate() {
+        for (j, &slot) in view.slots.iter().enumerate() {
             let value = &cache.values[slot * kv_row + kv_offset..][..head_dim];
-            for (g, head) in heads.clone().enumerate() {
-                axpy(
-                    scores[g * len + j],
-                    value,
-                    &mut out[head * head_dim..][..head_dim],
-                );
+            for i in 0..num_tokens {
+                let (lo, hi) = range(i);
+                if j < lo || j > hi {
+                    continue;
+                }
+                for g in 0..group {
+                    let head = kv_head * group + g;
+                    let weight = scores[(i * group + g) * span + j];
+                    axpy(
+                        weight,
+                        value,
+                        &mut out[(i * num_heads + head) * head_dim..][..head_dim],
+                    );
+                }
             }
         }
     }
