@@ -19,7 +19,7 @@ use tracing_subscriber::EnvFilter;
 /// Where `scripts/fetch-default-model.sh` puts the default model, relative to the repository root.
 const DEFAULT_MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
-/// Generate text from a prompt with a GGUF model, on CPU.
+/// Generate text from a prompt with a GGUF model or a Hugging Face model directory, on CPU.
 ///
 /// By default the prompt is a user message rendered with the model's chat template; the answer is
 /// streamed to stdout and a summary line (tokens, TTFT, tok/s, finish reason) goes to stderr.
@@ -36,7 +36,8 @@ struct Args {
     #[arg(long, value_name = "TEXT")]
     prompt: Option<String>,
 
-    /// GGUF model file (relative paths are taken from the current directory).
+    /// GGUF model file or Hugging Face model directory (relative paths are taken from the current
+    /// directory).
     #[arg(long, value_name = "PATH", default_value = DEFAULT_MODEL)]
     model: PathBuf,
 
@@ -214,7 +215,7 @@ fn sampling_params(args: &Args) -> anyhow::Result<SamplingParams> {
 }
 
 fn check_model_exists(path: &Path) -> anyhow::Result<()> {
-    if path.is_file() {
+    if path.is_file() || path.join("config.json").is_file() {
         return Ok(());
     }
     if path == Path::new(DEFAULT_MODEL) {
@@ -226,7 +227,7 @@ fn check_model_exists(path: &Path) -> anyhow::Result<()> {
         );
     }
     bail!(
-        "model file {} not found; pass --model PATH to a .gguf file \
+        "model {} not found; pass --model PATH to a .gguf file or a Hugging Face model directory \
          (scripts/fetch-default-model.sh fetches the default model)",
         path.display()
     )
