@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::{ArgGroup, Parser};
+use pagoda_engine::config::ModelDType;
 use pagoda_engine::models::WeightFormat;
 use pagoda_engine::{EngineConfig, EngineError, SamplingParams, StopConditions};
 use pagoda_server::generate::{Generation, TextGenerator};
@@ -105,6 +106,11 @@ struct Args {
     /// f32 activations) or native (the file's own quantization). [default: the engine's]
     #[arg(long, value_name = "FORMAT", default_value = WeightFormat::default().as_str(), value_parser = parse_weight_format)]
     weight_format: WeightFormat,
+
+    /// Compute dtype: auto, float32, float16 or bfloat16 (vLLM's names). The CPU path computes in
+    /// float32 whatever the checkpoint's dtype; float16/bfloat16 are accepted with a warning.
+    #[arg(long, value_name = "DTYPE", default_value = "auto", value_parser = parse_dtype)]
+    dtype: ModelDType,
 
     /// KV-cache budget in bytes; KiB, MiB and GiB suffixes are accepted (e.g. 512MiB).
     #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = parse_bytes)]
@@ -238,6 +244,7 @@ fn engine_config(args: &Args) -> EngineConfig {
         max_model_len: args.max_model_len,
         kv_cache_memory_bytes: args.kv_cache_memory,
         weight_format: args.weight_format,
+        dtype: args.dtype,
         enable_prefix_caching: !args.no_enable_prefix_caching,
         ..EngineConfig::default()
     }
@@ -323,6 +330,12 @@ fn init_logging(quiet: bool) {
 
 /// The `--weight-format` values, as `WeightFormat::parse` spells them.
 const WEIGHT_FORMATS: &[&str] = &["f32", "int8", "native"];
+
+fn parse_dtype(text: &str) -> Result<ModelDType, String> {
+    ModelDType::parse(text).ok_or_else(|| {
+        format!("unknown dtype {text:?}; expected auto, float32, float16 or bfloat16")
+    })
+}
 
 fn parse_weight_format(text: &str) -> Result<WeightFormat, String> {
     WeightFormat::parse(text).ok_or_else(|| {
