@@ -193,6 +193,15 @@ impl EngineCore {
                 self.admit(request, max_output_tokens, events)
             }
             EngineCommand::Abort(id) => self.abort(id),
+            EngineCommand::AbortOwned(id, owner) => {
+                if self
+                    .streams
+                    .get(&id)
+                    .is_some_and(|tx| tx.same_channel(&owner))
+                {
+                    self.abort(id);
+                }
+            }
             EngineCommand::ResetPrefixCache(reply) => {
                 let num_dropped = self.scheduler.reset_prefix_cache();
                 tracing::info!(num_dropped, "prefix cache reset");

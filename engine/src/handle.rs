@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::{
+    unbounded_channel, UnboundedReceiver, UnboundedSender, WeakUnboundedSender,
+};
 
 use crate::error::EngineError;
 use crate::events::TokenEvent;
@@ -17,6 +19,9 @@ use crate::validate::RequestLimits;
 pub enum EngineCommand {
     Submit(EngineRequest, usize, UnboundedSender<TokenEvent>),
     Abort(RequestId),
+    /// Sent when a stream is dropped early: aborts the request only if that stream still owns it
+    /// (a stream rejected as a duplicate must not cancel the request that holds the id).
+    AbortOwned(RequestId, UnboundedSender<TokenEvent>),
     /// Drop every cached prefix; the reply is the number of blocks that left the cache.
     ResetPrefixCache(tokio::sync::oneshot::Sender<usize>),
     Shutdown,
@@ -30,7 +35,7 @@ pub struct EngineStats {
     pub num_kv_blocks_used: usize,
     pub num_kv_blocks_total: usize,
     pub num_preemptions_total: u64,
-    /// Free blocks that still hold a cached prefix (evictable).
+    /// Blocks registered in the prefix cache, in use or free (free ones are evictable).
     pub num_cached_kv_blocks: usize,
     /// Prompt tokens looked up in the prefix cache (at first admission).
     pub prefix_cache_queries_tokens_total: u64,
@@ -109,12 +114,14 @@ impl EngineHandle {
     pub fn submit(&self, request: EngineRequest) -> Result<RequestStream, EngineError> {
         let max_output_tokens = self.limits.validate(&request)?;
         let (events_tx, events_rx) = unbounded_channel();
+        let owner = events_tx.downgrade();
         let id = request.id;
         self.commands
             .send(EngineCommand::Submit(request, max_output_tokens, events_tx))
             .map_err(|_| EngineError::ShutDown)?;
         Ok(RequestStream {
             id,
+            owner,
             events: events_rx,
             commands: self.commands.clone(),
             finished: false,
@@ -173,6 +180,8 @@ impl EngineHandle {
 #[derive(Debug)]
 pub struct RequestStream {
     id: RequestId,
+    /// Identifies this stream's channel to the engine; weak, so it never keeps the channel open.
+    owner: WeakUnboundedSender<TokenEvent>,
     events: UnboundedReceiver<TokenEvent>,
     commands: mpsc::Sender<EngineCommand>,
     finished: bool,
@@ -209,8 +218,14 @@ impl RequestStream {
 
 impl Drop for RequestStream {
     fn drop(&mut self) {
-        if !self.finished {
-            let _ = self.commands.send(EngineCommand::Abort(self.id));
+        if self.finished {
+            return;
+        }
+        // No strong sender left means the engine already let go of this stream.
+        if let Some(owner) = self.owner.upgrade() {
+            let _ = self
+                .commands
+                .send(EngineCommand::AbortOwned(self.id, owner));
         }
     }
 }

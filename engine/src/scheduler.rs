@@ -204,8 +204,10 @@ impl Scheduler {
             seq.num_registered_blocks = computed.blocks.len();
             if seq.first_scheduled.is_none() {
                 seq.num_cached_tokens = computed.num_tokens;
-                self.prefix_cache.num_queried_tokens += seq.num_prompt_tokens as u64;
-                self.prefix_cache.num_hit_tokens += computed.num_tokens as u64;
+                if self.kv.prefix_caching_enabled() {
+                    self.prefix_cache.num_queried_tokens += seq.num_prompt_tokens as u64;
+                    self.prefix_cache.num_hit_tokens += computed.num_tokens as u64;
+                }
                 seq.first_scheduled = Some(Instant::now());
             }
             seq.status = SequenceStatus::Running;

@@ -64,7 +64,17 @@ impl RequestLimits {
                 ));
             }
         }
-        self.check_length(num_prompt, request.stop.max_tokens)
+        let max_output = self.check_length(num_prompt, request.stop.max_tokens)?;
+        if request.stop.min_tokens > max_output {
+            return Err(invalid(
+                "min_tokens",
+                format!(
+                    "({}) exceeds the {max_output} tokens this request may generate",
+                    request.stop.min_tokens
+                ),
+            ));
+        }
+        Ok(max_output)
     }
 
     fn check_length(

@@ -360,3 +360,71 @@ fn a_panicking_model_fails_its_step_but_not_the_engine() {
     );
     handle.shutdown();
 }
+
+#[test]
+fn dropping_a_stream_rejected_as_duplicate_leaves_the_original_running() {
+    let (_model, handle) = engine();
+    let id = handle.next_request_id();
+    let mut long = greedy(50);
+    long.1.max_tokens = Some(50);
+    let original =
+        pagoda_engine::EngineRequest::new(id, vec![3; 20], long.0.clone(), long.1.clone());
+    let mut original_stream = handle.submit(original).unwrap();
+    assert!(matches!(
+        original_stream.blocking_next(),
+        Some(TokenEvent::Token(_))
+    ));
+    let duplicate =
+        pagoda_engine::EngineRequest::new(id, vec![4; 20], long.0.clone(), long.1.clone());
+    let mut duplicate_stream = handle.submit(duplicate).unwrap();
+    assert!(matches!(
+        duplicate_stream.blocking_next(),
+        Some(TokenEvent::Error(EngineError::DuplicateRequest(_)))
+    ));
+    // A duplicate dropped before its error is read must not cancel the original either.
+    drop(
+        handle
+            .submit(pagoda_engine::EngineRequest::new(
+                id,
+                vec![5; 20],
+                long.0.clone(),
+                long.1,
+            ))
+            .unwrap(),
+    );
+    drop(duplicate_stream);
+    let events: Vec<TokenEvent> = std::iter::from_fn(|| original_stream.blocking_next()).collect();
+    assert!(
+        matches!(
+            events.last(),
+            Some(TokenEvent::Finished {
+                reason: FinishReason::Length,
+                ..
+            })
+        ),
+        "the original must run to its end: {:?}",
+        events.last()
+    );
+    assert_eq!(events.len(), 50, "49 more tokens and the final event");
+    handle.shutdown();
+}
+
+#[test]
+fn min_tokens_beyond_what_may_be_generated_is_rejected() {
+    let (_model, handle) = engine();
+    let mut params = greedy(4);
+    params.1.max_tokens = None;
+    params.1.min_tokens = 300;
+    let result = handle.submit(request(&handle, vec![1; 10], params));
+    assert!(
+        matches!(
+            result,
+            Err(EngineError::InvalidRequest {
+                field: "min_tokens",
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+    handle.shutdown();
+}

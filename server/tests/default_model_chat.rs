@@ -2,8 +2,8 @@
 //! prompts sensibly, batching does not change answers, `ignore_eos` and over-long prompts behave.
 //!
 //! Needs the default model: `scripts/fetch-default-model.sh` puts it in `models/`.
-//! Weights are held as f32: exact (the answers below were checked against an independent numpy
-//! forward pass of the same file), and the fastest format when our crates build at opt-level 1.
+//! The engine runs with its default configuration (int8 weights, f32 activations), as users run
+//! it; the answers below match an independent numpy f32 forward pass of the same file.
 
 mod common;
 
@@ -14,7 +14,7 @@ use pagoda_engine::{EngineConfig, EngineError, FinishReason, SamplingParams, Sto
 use pagoda_server::generate::{GenerateError, Generation, TextGenerator};
 use pagoda_server::template::ChatMessage;
 
-/// Prompts and a phrase the answer must contain. Greedy answers (f32 weights):
+/// Prompts and a phrase the answer must contain. Greedy answers (int8 and f32 weights alike):
 /// "The capital of France is Paris.", "The capital of Japan is Tokyo.",
 /// "The chemical symbol for water is H2O.", "The answer to this classic math problem is 4."
 const QUESTIONS: &[(&str, &str)] = &[
