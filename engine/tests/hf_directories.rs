@@ -214,3 +214,22 @@ fn untied_model_without_lm_head_is_refused() {
     );
     assert_mentions(&load_error(&path), &["lm_head.weight"]);
 }
+
+#[test]
+fn generation_config_supplies_eos_ids_and_sampling_defaults() {
+    let (_dir, path) = with_config(|_| {});
+    std::fs::write(
+        path.join("generation_config.json"),
+        r#"{"eos_token_id": [3, 9], "temperature": 0.6, "top_p": 0.95, "top_k": 20, "repetition_penalty": 1.1}"#,
+    )
+    .unwrap();
+    let model = load_model(&path, &Device::Cpu, WeightFormat::F32).unwrap();
+    let config = model.config();
+    assert!(config.eos_token_ids.contains(&3) && config.eos_token_ids.contains(&9));
+    let defaults = config.sampling_defaults;
+    assert_eq!(defaults.temperature, Some(0.6));
+    assert_eq!(defaults.top_p, Some(0.95));
+    assert_eq!(defaults.top_k, Some(20));
+    assert_eq!(defaults.repetition_penalty, Some(1.1));
+    assert_eq!(defaults.min_p, None);
+}

@@ -1,5 +1,6 @@
 //! `ModelConfig`: the shape of a Llama-family model, whatever file it came from.
 
+use super::generation_config::SamplingDefaults;
 use crate::attention::AttnShape;
 use crate::error::{EngineError, Result};
 
@@ -30,6 +31,8 @@ pub struct ModelConfig {
     pub bos_token_id: Option<u32>,
     /// Every token id that ends generation.
     pub eos_token_ids: Vec<u32>,
+    /// Sampling values from generation_config.json, for callers that leave a field unset.
+    pub sampling_defaults: SamplingDefaults,
 }
 
 /// RoPE scaling variants, as Hugging Face configs spell them in `rope_scaling`.

@@ -163,6 +163,7 @@ impl GgufFile {
             context_length: self.required_usize(&key("context_length"))?,
             bos_token_id: self.optional_token_id("tokenizer.ggml.bos_token_id"),
             eos_token_ids: self.eos_token_ids(),
+            sampling_defaults: self.generation_config().sampling,
         };
         config.validate().map_err(|e| load_error(&self.path, e))?;
         Ok(config)
@@ -177,17 +178,21 @@ impl GgufFile {
         Ok(info.shape.dims().first().copied().unwrap_or(0))
     }
 
+    /// A `generation_config.json` beside the file, if any.
+    fn generation_config(&self) -> GenerationConfig {
+        match self.path.parent() {
+            Some(dir) => read_generation_config(&dir.join("generation_config.json")),
+            None => GenerationConfig::default(),
+        }
+    }
+
     /// EOS, end-of-turn and end-of-message ids, plus any `generation_config.json` beside the file.
     fn eos_token_ids(&self) -> Vec<u32> {
         let mut ids: Vec<u32> = ["eos_token_id", "eot_token_id", "eom_token_id"]
             .iter()
             .filter_map(|k| self.optional_token_id(&format!("tokenizer.ggml.{k}")))
             .collect();
-        if let Some(dir) = self.path.parent() {
-            ids.extend(generation_config_eos_ids(
-                &dir.join("generation_config.json"),
-            ));
-        }
+        ids.extend(self.generation_config().eos_token_ids);
         ids.sort_unstable();
         ids.dedup();
         ids
@@ -208,43 +213,5 @@ fn value_to_u64(value: &Value) -> Option<u64> {
     }
 }
 
-/// `eos_token_id` (a number or a list) from a Hugging Face `generation_config.json`, if present.
-pub fn generation_config_eos_ids(path: &Path) -> Vec<u32> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
-        tracing::warn!(path = %path.display(), "ignoring unparsable generation_config.json");
-        return Vec::new();
-    };
-    match &json["eos_token_id"] {
-        serde_json::Value::Number(n) => n.as_u64().map(|v| vec![v as u32]).unwrap_or_default(),
-        serde_json::Value::Array(items) => items
-            .iter()
-            .filter_map(|v| v.as_u64())
-            .map(|v| v as u32)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn generation_config_eos_ids_accept_a_number_or_a_list() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("generation_config.json");
-        assert!(
-            generation_config_eos_ids(&path).is_empty(),
-            "a missing file adds nothing"
-        );
-        std::fs::write(&path, r#"{"eos_token_id": [2, 7]}"#).expect("write");
-        assert_eq!(generation_config_eos_ids(&path), vec![2, 7]);
-        std::fs::write(&path, r#"{"eos_token_id": 5, "temperature": 0.2}"#).expect("write");
-        assert_eq!(generation_config_eos_ids(&path), vec![5]);
-        std::fs::write(&path, "not json").expect("write");
-        assert!(generation_config_eos_ids(&path).is_empty());
-    }
-}
+pub use super::generation_config::generation_config_eos_ids;
+use super::generation_config::{read_generation_config, GenerationConfig};

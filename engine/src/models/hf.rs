@@ -11,7 +11,7 @@ use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device, Tensor};
 
 use super::config::ModelConfig;
-use super::gguf::generation_config_eos_ids;
+use super::generation_config::read_generation_config;
 use super::hf_config::HfConfig;
 use super::linear::Linear;
 use super::weights::{WeightFormat, WeightSource};
@@ -91,9 +91,9 @@ impl HfDirectory {
     }
 
     pub fn model_config(&self) -> Result<ModelConfig> {
-        let extra_eos = generation_config_eos_ids(&self.dir.join("generation_config.json"));
+        let generation = read_generation_config(&self.dir.join("generation_config.json"));
         self.config
-            .to_model_config(&self.dir.join("config.json"), &extra_eos)
+            .to_model_config(&self.dir.join("config.json"), &generation)
     }
 
     /// The Hugging Face name of a weight the layers ask for by its GGUF name.

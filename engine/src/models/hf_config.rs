@@ -5,6 +5,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::config::{ModelConfig, RopeScaling};
+use super::generation_config::GenerationConfig;
 use crate::error::{EngineError, Result};
 
 /// Architectures (`architectures[0]` of config.json) we serve.
@@ -96,8 +97,12 @@ impl HfConfig {
         self.dtype.as_deref().or(self.torch_dtype.as_deref())
     }
 
-    /// The engine's view of this config. `extra_eos` comes from generation_config.json.
-    pub fn to_model_config(&self, path: &Path, extra_eos: &[u32]) -> Result<ModelConfig> {
+    /// The engine's view of this config, with generation_config.json's EOS ids and defaults.
+    pub fn to_model_config(
+        &self,
+        path: &Path,
+        generation: &GenerationConfig,
+    ) -> Result<ModelConfig> {
         let arch = self.architecture(path)?;
         let rope_scaling =
             parse_rope_scaling(self.rope_scaling.as_ref()).map_err(|e| invalid(path, e))?;
@@ -120,7 +125,7 @@ impl HfConfig {
         };
         let num_heads = self.num_attention_heads;
         let mut eos_token_ids = eos_ids(self.eos_token_id.as_ref());
-        eos_token_ids.extend_from_slice(extra_eos);
+        eos_token_ids.extend_from_slice(&generation.eos_token_ids);
         eos_token_ids.sort_unstable();
         eos_token_ids.dedup();
         let config = ModelConfig {
@@ -142,6 +147,7 @@ impl HfConfig {
             sliding_window,
             bos_token_id: self.bos_token_id,
             eos_token_ids,
+            sampling_defaults: generation.sampling,
         };
         config.validate().map_err(|e| invalid(path, e))?;
         Ok(config)

@@ -2,6 +2,7 @@
 //! arguments, so no paging logic lives in a model file.
 
 pub mod config;
+pub mod generation_config;
 pub mod gguf;
 pub mod hf;
 pub mod hf_config;

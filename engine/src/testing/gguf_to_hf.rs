@@ -293,6 +293,7 @@ mod tests {
             sliding_window: None,
             bos_token_id: None,
             eos_token_ids: Vec::new(),
+            sampling_defaults: Default::default(),
         }
     }
 

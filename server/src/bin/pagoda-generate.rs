@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::{ArgGroup, Parser};
 use pagoda_engine::config::ModelDType;
+use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
 use pagoda_engine::models::WeightFormat;
 use pagoda_engine::{EngineConfig, EngineError, SamplingParams, StopConditions};
 use pagoda_server::generate::{Generation, TextGenerator};
@@ -55,44 +56,29 @@ struct Args {
     max_tokens: usize,
 
     /// Sampling temperature; 0 = greedy (always the most likely token).
-    #[arg(
-        long,
-        value_name = "T",
-        default_value_t = 0.0,
-        allow_negative_numbers = true
-    )]
-    temperature: f32,
+    /// [default: the model's generation_config.json, else 0]
+    #[arg(long, value_name = "T", allow_negative_numbers = true)]
+    temperature: Option<f32>,
 
     /// Nucleus sampling: keep the most likely tokens up to this total probability; 1 = off.
-    #[arg(
-        long,
-        value_name = "P",
-        default_value_t = 1.0,
-        allow_negative_numbers = true
-    )]
-    top_p: f32,
+    /// [default: the model's generation_config.json, else 1]
+    #[arg(long, value_name = "P", allow_negative_numbers = true)]
+    top_p: Option<f32>,
 
-    /// Keep only the K most likely tokens; 0 = off.
-    #[arg(long, value_name = "K", default_value_t = 0)]
-    top_k: usize,
+    /// Keep only the K most likely tokens; 0 = off. [default: the model's generation_config.json,
+    /// else 0]
+    #[arg(long, value_name = "K")]
+    top_k: Option<usize>,
 
     /// Drop tokens less likely than this fraction of the top token's probability; 0 = off.
-    #[arg(
-        long,
-        value_name = "P",
-        default_value_t = 0.0,
-        allow_negative_numbers = true
-    )]
-    min_p: f32,
+    /// [default: the model's generation_config.json, else 0]
+    #[arg(long, value_name = "P", allow_negative_numbers = true)]
+    min_p: Option<f32>,
 
     /// Penalise tokens already in the prompt or output (> 1 discourages repeats); 1 = off.
-    #[arg(
-        long,
-        value_name = "X",
-        default_value_t = 1.0,
-        allow_negative_numbers = true
-    )]
-    repetition_penalty: f32,
+    /// [default: the model's generation_config.json, else 1]
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    repetition_penalty: Option<f32>,
 
     /// Seed for sampling, for reproducible output. [default: drawn from the engine's seed]
     #[arg(long, value_name = "N")]
@@ -187,6 +173,8 @@ fn run(args: &Args) -> anyhow::Result<()> {
         args.model.display(),
         started.elapsed().as_secs_f64()
     );
+    let defaults = generator.handle().info().model.sampling_defaults;
+    let sampling = with_model_defaults(args, sampling, &defaults)?;
     let prompt_ids = prompt_ids(&generator, args)?;
     if args.json {
         let generation = generator.generate(prompt_ids, sampling, stop, |_| {})?;
@@ -203,14 +191,36 @@ fn run(args: &Args) -> anyhow::Result<()> {
 /// Sampling parameters from the flags, checked before the (slow) model load.
 fn sampling_params(args: &Args) -> anyhow::Result<SamplingParams> {
     let sampling = SamplingParams {
-        temperature: args.temperature,
-        top_p: args.top_p,
-        top_k: args.top_k,
-        min_p: args.min_p,
-        repetition_penalty: args.repetition_penalty,
+        temperature: args.temperature.unwrap_or(0.0),
+        top_p: args.top_p.unwrap_or(1.0),
+        top_k: args.top_k.unwrap_or(0),
+        min_p: args.min_p.unwrap_or(0.0),
+        repetition_penalty: args.repetition_penalty.unwrap_or(1.0),
         seed: args.seed,
         ..SamplingParams::default()
     };
+    check_sampling(sampling)
+}
+
+/// The flags' sampling values, with the model's generation_config.json defaults for the rest.
+fn with_model_defaults(
+    args: &Args,
+    mut sampling: SamplingParams,
+    defaults: &SamplingDefaults,
+) -> anyhow::Result<SamplingParams> {
+    let unset = UnsetSampling {
+        temperature: args.temperature.is_none(),
+        top_p: args.top_p.is_none(),
+        top_k: args.top_k.is_none(),
+        min_p: args.min_p.is_none(),
+        repetition_penalty: args.repetition_penalty.is_none(),
+    };
+    defaults.fill(&mut sampling, unset);
+    check_sampling(sampling)
+        .context("the model's generation_config.json has invalid sampling values")
+}
+
+fn check_sampling(sampling: SamplingParams) -> anyhow::Result<SamplingParams> {
     match sampling.validate() {
         Ok(()) => Ok(sampling),
         Err(EngineError::InvalidRequest { field, message }) => {
@@ -412,6 +422,41 @@ mod tests {
             "--enable-prefix-caching",
             "--no-enable-prefix-caching"
         ]));
+    }
+
+    #[test]
+    fn model_defaults_fill_only_the_flags_left_unset() {
+        use clap::Parser;
+        let args =
+            Args::try_parse_from(["pagoda-generate", "--top-k", "3", "hi"]).expect("valid flags");
+        let defaults = SamplingDefaults {
+            temperature: Some(0.6),
+            top_k: Some(20),
+            top_p: Some(0.9),
+            ..Default::default()
+        };
+        let sampling =
+            with_model_defaults(&args, sampling_params(&args).expect("valid"), &defaults)
+                .expect("valid");
+        assert_eq!(
+            (sampling.temperature, sampling.top_k, sampling.top_p),
+            (0.6, 3, 0.9)
+        );
+        let greedy = with_model_defaults(
+            &args,
+            sampling_params(&args).expect("valid"),
+            &SamplingDefaults::default(),
+        );
+        assert_eq!(
+            greedy.expect("valid").temperature,
+            0.0,
+            "no defaults: greedy"
+        );
+        let bad = SamplingDefaults {
+            top_p: Some(7.0),
+            ..Default::default()
+        };
+        assert!(with_model_defaults(&args, sampling_params(&args).expect("valid"), &bad).is_err());
     }
 
     #[test]
