@@ -68,6 +68,34 @@ fn map_safetensors(files: &[PathBuf]) -> Result<MmapedSafetensors> {
         .map_err(|e| EngineError::ModelLoad(format!("cannot read safetensors: {e}")))
 }
 
+/// The Hugging Face name of a Llama-family weight, given its GGUF name (the names the layers use).
+pub fn hf_tensor_name(gguf_name: &str) -> Option<String> {
+    match gguf_name {
+        "token_embd.weight" => return Some("model.embed_tokens.weight".into()),
+        "output_norm.weight" => return Some("model.norm.weight".into()),
+        "output.weight" => return Some("lm_head.weight".into()),
+        _ => {}
+    }
+    let (layer, part) = gguf_name.strip_prefix("blk.")?.split_once('.')?;
+    layer.parse::<usize>().ok()?;
+    let (module, suffix) = part.rsplit_once('.')?;
+    let hf_module = match module {
+        "attn_norm" => "input_layernorm",
+        "ffn_norm" => "post_attention_layernorm",
+        "attn_q" => "self_attn.q_proj",
+        "attn_k" => "self_attn.k_proj",
+        "attn_v" => "self_attn.v_proj",
+        "attn_output" => "self_attn.o_proj",
+        "attn_q_norm" => "self_attn.q_norm",
+        "attn_k_norm" => "self_attn.k_norm",
+        "ffn_gate" => "mlp.gate_proj",
+        "ffn_up" => "mlp.up_proj",
+        "ffn_down" => "mlp.down_proj",
+        _ => return None,
+    };
+    Some(format!("model.layers.{layer}.{hf_module}.{suffix}"))
+}
+
 impl std::fmt::Debug for HfDirectory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HfDirectory")
@@ -96,34 +124,13 @@ impl HfDirectory {
             .to_model_config(&self.dir.join("config.json"), &generation)
     }
 
-    /// The Hugging Face name of a weight the layers ask for by its GGUF name.
+    /// The Hugging Face name of a weight the layers ask for by its GGUF name; a tied model has
+    /// no output head of its own.
     fn hf_name(&self, name: &str) -> Option<String> {
-        match name {
-            "token_embd.weight" => return Some("model.embed_tokens.weight".into()),
-            "output_norm.weight" => return Some("model.norm.weight".into()),
-            "output.weight" => {
-                return (!self.config.tie_word_embeddings).then(|| "lm_head.weight".into())
-            }
-            _ => {}
+        if name == "output.weight" && self.config.tie_word_embeddings {
+            return None;
         }
-        let rest = name.strip_prefix("blk.")?;
-        let (layer, part) = rest.split_once('.')?;
-        let (module, suffix) = part.rsplit_once('.')?;
-        let hf_module = match module {
-            "attn_norm" => "input_layernorm",
-            "ffn_norm" => "post_attention_layernorm",
-            "attn_q" => "self_attn.q_proj",
-            "attn_k" => "self_attn.k_proj",
-            "attn_v" => "self_attn.v_proj",
-            "attn_output" => "self_attn.o_proj",
-            "attn_q_norm" => "self_attn.q_norm",
-            "attn_k_norm" => "self_attn.k_norm",
-            "ffn_gate" => "mlp.gate_proj",
-            "ffn_up" => "mlp.up_proj",
-            "ffn_down" => "mlp.down_proj",
-            _ => return None,
-        };
-        Some(format!("model.layers.{layer}.{hf_module}.{suffix}"))
+        hf_tensor_name(name)
     }
 
     /// Loads a weight as f32, checking its dtype and shape.

@@ -89,34 +89,7 @@ fn hf_tensors(gguf: &Path, config: &ModelConfig) -> Result<HashMap<String, Tenso
     Ok(tensors)
 }
 
-/// The Hugging Face (transformers Llama) name of a GGUF tensor; `None` for names it has none for.
-pub fn hf_tensor_name(gguf_name: &str) -> Option<String> {
-    let fixed = match gguf_name {
-        "token_embd.weight" => Some("model.embed_tokens.weight"),
-        "output_norm.weight" => Some("model.norm.weight"),
-        "output.weight" => Some("lm_head.weight"),
-        _ => None,
-    };
-    if let Some(name) = fixed {
-        return Some(name.to_string());
-    }
-    let (layer, part) = gguf_name.strip_prefix("blk.")?.split_once('.')?;
-    layer.parse::<usize>().ok()?;
-    let (module, suffix) = part.rsplit_once('.')?;
-    let hf_module = match module {
-        "attn_norm" => "input_layernorm",
-        "ffn_norm" => "post_attention_layernorm",
-        "attn_q" => "self_attn.q_proj",
-        "attn_k" => "self_attn.k_proj",
-        "attn_v" => "self_attn.v_proj",
-        "attn_output" => "self_attn.o_proj",
-        "ffn_gate" => "mlp.gate_proj",
-        "ffn_up" => "mlp.up_proj",
-        "ffn_down" => "mlp.down_proj",
-        _ => return None,
-    };
-    Some(format!("model.layers.{layer}.{hf_module}.{suffix}"))
-}
+pub use crate::models::hf::hf_tensor_name;
 
 /// Rows of a q or k projection (or bias) in llama.cpp's order → Hugging Face's order.
 pub fn unpermute_qk_rows(tensor: &Tensor, num_heads: usize) -> Result<Tensor> {
