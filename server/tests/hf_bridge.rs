@@ -24,7 +24,6 @@ use pagoda_server::generate::TextGenerator;
 use pagoda_server::hf_files::write_tokenizer_files;
 use pagoda_server::template::{ChatMessage, ChatTemplate};
 use pagoda_server::tokenizer::TextTokenizer;
-use serde::Deserialize;
 
 /// The questions of `default_model_chat.rs` and a phrase each answer must contain.
 const QUESTIONS: &[(&str, &str)] = &[
@@ -92,25 +91,6 @@ fn config(weight_format: WeightFormat) -> EngineConfig {
     }
 }
 
-#[derive(Deserialize)]
-struct Reference {
-    samples: Vec<Sample>,
-    chat: Vec<Chat>,
-}
-
-#[derive(Deserialize)]
-struct Sample {
-    name: String,
-    text: String,
-}
-
-#[derive(Deserialize)]
-struct Chat {
-    name: String,
-    messages: Vec<ChatMessage>,
-    add_generation_prompt: bool,
-}
-
 #[test]
 fn tokenizer_json_and_template_match_the_gguf() {
     let gguf = common::model_path();
@@ -120,8 +100,7 @@ fn tokenizer_json_and_template_match_the_gguf() {
     write_tokenizer_files(&from_gguf, spec.chat_template.as_deref(), dir.path()).unwrap();
     let files = pagoda_server::hf_files::HfTokenizerFiles::read(dir.path()).unwrap();
     let from_json = &files.tokenizer;
-    let reference: Reference =
-        serde_json::from_str(include_str!("data/smollm2_tokenizer_reference.json")).unwrap();
+    let reference = common::reference::reference();
     assert!(reference.samples.len() >= 40);
     for sample in &reference.samples {
         for special in [false, true] {

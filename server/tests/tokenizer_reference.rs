@@ -6,63 +6,21 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::{Arc, OnceLock};
 
+use common::reference::{reference, Sample};
 use pagoda_engine::models::tokenizer_spec::read_tokenizer_spec;
 use pagoda_server::detokenizer::IncrementalDetokenizer;
 use pagoda_server::template::{ChatMessage, ChatTemplate};
 use pagoda_server::tokenizer::TextTokenizer;
-use serde::Deserialize;
-
-const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-const REFERENCE: &str = include_str!("data/smollm2_tokenizer_reference.json");
-
-#[derive(Deserialize)]
-struct Reference {
-    samples: Vec<Sample>,
-    chat: Vec<Chat>,
-}
-
-#[derive(Deserialize)]
-struct Sample {
-    name: String,
-    text: String,
-    ids: Vec<u32>,
-    decoded: String,
-    decoded_skip_special: String,
-    transformers_ids: Option<Vec<u32>>,
-}
-
-#[derive(Deserialize)]
-struct Chat {
-    name: String,
-    messages: Vec<ChatMessage>,
-    add_generation_prompt: bool,
-    prompt: String,
-}
-
-fn model_path() -> PathBuf {
-    let dir = std::env::var_os("PAGODA_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models"));
-    let path = dir.join(MODEL_FILE);
-    assert!(
-        path.is_file(),
-        "default model missing: run scripts/fetch-default-model.sh (looked for {})",
-        path.display()
-    );
-    path
-}
 
 fn tokenizer() -> Arc<TextTokenizer> {
     static TOKENIZER: OnceLock<Arc<TextTokenizer>> = OnceLock::new();
-    let tok = TOKENIZER.get_or_init(|| Arc::new(TextTokenizer::from_gguf(model_path()).unwrap()));
+    let tok =
+        TOKENIZER.get_or_init(|| Arc::new(TextTokenizer::from_gguf(common::model_path()).unwrap()));
     Arc::clone(tok)
-}
-
-fn reference() -> Reference {
-    serde_json::from_str(REFERENCE).unwrap()
 }
 
 #[test]
@@ -180,7 +138,7 @@ fn special_tokens_and_vocabulary() {
 }
 
 fn smollm2_template() -> ChatTemplate {
-    let spec = read_tokenizer_spec(&model_path()).unwrap();
+    let spec = read_tokenizer_spec(&common::model_path()).unwrap();
     let source = spec
         .chat_template
         .as_deref()

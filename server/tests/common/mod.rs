@@ -1,4 +1,7 @@
 //! Shared by the tests that run the default model.
+#![allow(dead_code)]
+
+pub mod reference;
 
 use std::path::PathBuf;
 
