@@ -1,93 +1,37 @@
-//! The engine loop on its own OS thread: drain commands → schedule → execute → update → send
-//! events. The engine owns all its state; callers talk to it through `EngineHandle`.
+//! The engine loop on its own OS thread: drain commands → schedule → execute (on its
+//! `StepExecutor`) → update → send events. The engine owns all its state; callers talk to it
+//! through `EngineHandle`. Starting one is `start.rs`.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use candle_core::Device;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::attention::CpuKvCache;
-use crate::batch::{BatchPlan, StepLogits};
+use crate::batch::BatchPlan;
 use crate::config::EngineConfig;
 use crate::error::{EngineError, Result};
 use crate::events::{FinishReason, TokenEvent};
-use crate::handle::{EngineCommand, EngineHandle, EngineInfo, EngineStats};
+use crate::handle::{EngineCommand, EngineInfo, EngineStats};
 use crate::kv::KvCacheManager;
-use crate::models::{load_model, CausalLm};
 use crate::request::{EngineRequest, RequestId};
-use crate::runner::ModelRunner;
+use crate::runner::{StepExecutor, StepOutput};
 use crate::scheduler::{Scheduler, SchedulerLimits, StepUpdate};
 use crate::sequence::Sequence;
 use crate::validate::RequestLimits;
 
-/// Loads a model file and starts an engine on it (CPU).
-pub fn start_engine(config: EngineConfig, model_path: &Path) -> Result<EngineHandle> {
-    config.dtype.resolve_for_cpu();
-    let model = load_model(model_path, &Device::Cpu, config.weight_format)?;
-    start_engine_with_model(config, model)
-}
-
-/// Starts an engine thread on an already loaded model.
-pub fn start_engine_with_model(
-    config: EngineConfig,
-    model: Box<dyn CausalLm>,
-) -> Result<EngineHandle> {
-    let (core, info, limits, stats, commands_tx) = EngineCore::build(config, model)?;
-    tracing::info!(
-        kv_capacity_tokens = info.kv_capacity_tokens,
-        num_kv_blocks = info.num_kv_blocks,
-        max_model_len = info.max_model_len,
-        "KV cache holds {} tokens: maximum concurrency at max_model_len {} is {:.2}",
-        info.kv_capacity_tokens,
-        info.max_model_len,
-        info.max_concurrency_at_max_model_len
-    );
-    let thread = std::thread::Builder::new()
-        .name("pagoda-engine".into())
-        .spawn(move || run_in_thread_pool(core))
-        .map_err(|e| EngineError::Config(format!("cannot spawn the engine thread: {e}")))?;
-    Ok(EngineHandle::new(commands_tx, stats, info, limits, thread))
-}
-
-/// Runs the engine loop on a worker of its own rayon pool, so that the parallel kernels it calls
-/// start on the current thread instead of being handed to other threads and waited for.
-fn run_in_thread_pool(core: EngineCore) {
-    match rayon::ThreadPoolBuilder::new()
-        .thread_name(|i| format!("pagoda-worker-{i}"))
-        .build()
-    {
-        Ok(pool) => pool.install(move || core.run()),
-        Err(error) => {
-            tracing::warn!(%error, "no dedicated thread pool; using the global one");
-            core.run();
-        }
-    }
-}
-
 type Built = (
     EngineCore,
-    EngineInfo,
     RequestLimits,
     Arc<Mutex<EngineStats>>,
     mpsc::Sender<EngineCommand>,
 );
 
-/// Sizes the KV cache from the memory budget: whole blocks of all layers' keys and values.
-fn num_kv_blocks(config: &EngineConfig, model: &dyn CausalLm) -> usize {
-    let cfg = model.config();
-    let bytes_per_block =
-        CpuKvCache::bytes_per_token(cfg.num_layers, cfg.attn_shape()) * config.block_size;
-    config.kv_cache_memory_bytes / bytes_per_block
-}
-
-struct EngineCore {
+pub(crate) struct EngineCore {
     scheduler: Scheduler,
-    runner: ModelRunner,
+    executor: Box<dyn StepExecutor>,
     commands: mpsc::Receiver<EngineCommand>,
     streams: HashMap<RequestId, UnboundedSender<TokenEvent>>,
     stats: Arc<Mutex<EngineStats>>,
@@ -97,58 +41,38 @@ struct EngineCore {
 }
 
 impl EngineCore {
-    fn build(config: EngineConfig, model: Box<dyn CausalLm>) -> Result<Built> {
-        config.validate()?;
-        let cfg = model.config().clone();
-        let max_model_len = config.resolve_max_model_len(cfg.context_length)?;
-        let num_blocks = num_kv_blocks(&config, model.as_ref());
-        let kv_capacity_tokens = num_blocks * config.block_size;
-        if kv_capacity_tokens < max_model_len {
-            return Err(EngineError::Config(format!(
-                "the KV cache ({} bytes) holds {kv_capacity_tokens} tokens, fewer than max_model_len {max_model_len}; \
-                 raise kv_cache_memory or lower max_model_len",
-                config.kv_cache_memory_bytes
-            )));
-        }
-        let kv_cache = CpuKvCache::new(
-            cfg.num_layers,
-            cfg.attn_shape(),
-            config.block_size,
-            num_blocks,
-        );
+    /// Builds the engine state for an executor; `info` was checked by `start::engine_info`.
+    pub(crate) fn build(
+        config: &EngineConfig,
+        info: &EngineInfo,
+        executor: Box<dyn StepExecutor>,
+    ) -> Built {
         let limits = SchedulerLimits {
             max_num_seqs: config.max_num_seqs,
             max_num_batched_tokens: config.max_num_batched_tokens,
-            max_model_len,
+            max_model_len: info.max_model_len,
             enable_chunked_prefill: config.enable_chunked_prefill,
         };
-        let scheduler = Scheduler::new(
-            limits,
-            KvCacheManager::new(num_blocks, config.block_size, config.enable_prefix_caching),
-            cfg.eos_token_ids.clone(),
+        let kv = KvCacheManager::new(
+            info.num_kv_blocks,
+            config.block_size,
+            config.enable_prefix_caching,
         );
-        let info = EngineInfo {
-            max_model_len,
-            block_size: config.block_size,
-            num_kv_blocks: num_blocks,
-            kv_capacity_tokens,
-            max_concurrency_at_max_model_len: kv_capacity_tokens as f64 / max_model_len as f64,
-            model: cfg.clone(),
-        };
+        let scheduler = Scheduler::new(limits, kv, info.model.eos_token_ids.clone());
         let request_limits = RequestLimits {
-            vocab_size: cfg.vocab_size,
-            max_model_len,
-            kv_capacity_tokens,
+            vocab_size: info.model.vocab_size,
+            max_model_len: info.max_model_len,
+            kv_capacity_tokens: info.kv_capacity_tokens,
         };
         let totals = EngineStats {
-            num_kv_blocks_total: num_blocks,
+            num_kv_blocks_total: info.num_kv_blocks,
             ..EngineStats::default()
         };
         let stats = Arc::new(Mutex::new(totals.clone()));
         let (commands_tx, commands) = mpsc::channel();
         let core = EngineCore {
             scheduler,
-            runner: ModelRunner::new(model, Box::new(kv_cache), config.block_size),
+            executor,
             commands,
             streams: HashMap::new(),
             stats: stats.clone(),
@@ -156,10 +80,10 @@ impl EngineCore {
             seeds: ChaCha8Rng::seed_from_u64(config.seed),
             stop_requested: false,
         };
-        Ok((core, info, request_limits, stats, commands_tx))
+        (core, request_limits, stats, commands_tx)
     }
 
-    fn run(mut self) {
+    pub(crate) fn run(mut self) {
         loop {
             if !self.scheduler.has_work() {
                 let Ok(command) = self.commands.recv() else {
@@ -226,6 +150,7 @@ impl EngineCore {
             return;
         }
         let seed = self.seeds.random::<u64>();
+        self.executor.add_request(&request, max_output_tokens);
         self.streams.insert(request.id, events);
         self.scheduler
             .add(Sequence::new(request, max_output_tokens, seed));
@@ -260,47 +185,68 @@ impl EngineCore {
                 waiting = self.scheduler.num_waiting(),
                 "no request could be scheduled"
             );
-            if let Ok(command) = self
-                .commands
-                .recv_timeout(std::time::Duration::from_millis(10))
-            {
-                self.stop_requested |= !self.handle(command);
-            }
+            self.wait_for_command(Instant::now() + Duration::from_millis(10));
             return;
         }
-        match self.execute_guarded(&plan) {
-            Ok(logits) => {
-                let update = self.scheduler.update(&plan, &logits);
+        let num_computed_tokens = match self.execute_guarded(&plan) {
+            Ok(output) => {
+                let update = self.scheduler.update(&plan, &output);
+                let num_computed_tokens = update.num_computed_tokens;
+                if num_computed_tokens > 0 || !update.tokens.is_empty() {
+                    self.totals.num_steps_total += 1;
+                }
                 self.emit(update);
+                num_computed_tokens
             }
             Err(error) => {
                 tracing::error!(%error, "step failed; ending its requests");
                 for (seq, error) in self.scheduler.fail_plan(&plan, &error) {
                     self.send_error(seq.id, error);
                 }
+                self.totals.num_steps_total += 1;
+                plan.num_batched_tokens
             }
-        }
-        self.totals.num_steps_total += 1;
-        self.totals.num_computed_tokens_total += plan.num_batched_tokens as u64;
+        };
+        self.totals.num_computed_tokens_total += num_computed_tokens as u64;
         debug_assert_eq!(self.scheduler.check_invariants(), Ok(()));
         self.publish_stats();
+        if let Some(deadline) = self.executor.idle_until() {
+            self.wait_for_command(deadline);
+        }
     }
 
-    /// Runs the model, turning a panic inside it into an error for this step's requests so that
-    /// the engine itself survives.
-    fn execute_guarded(&mut self, plan: &BatchPlan) -> Result<StepLogits> {
-        let runner = &mut self.runner;
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.execute(plan)))
-            .unwrap_or_else(|panic| {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "unknown panic".into());
-                Err(EngineError::Execution(format!(
-                    "the model panicked: {message}"
-                )))
-            })
+    /// Blocks until a command arrives (and handles it) or `deadline` passes.
+    fn wait_for_command(&mut self, deadline: Instant) {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        if let Ok(command) = self.commands.recv_timeout(timeout) {
+            self.stop_requested |= !self.handle(command);
+        }
+    }
+
+    /// Runs the executor, turning a panic inside it into an error for this step's requests so
+    /// that the engine itself survives, and checks it returned one row per sampling sequence.
+    fn execute_guarded(&mut self, plan: &BatchPlan) -> Result<StepOutput> {
+        let executor = &mut self.executor;
+        let output =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| executor.execute(plan)))
+                .unwrap_or_else(|panic| {
+                    let message = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "unknown panic".into());
+                    Err(EngineError::Execution(format!(
+                        "the model panicked: {message}"
+                    )))
+                })?;
+        if output.num_rows() != plan.num_sampled() {
+            return Err(EngineError::Execution(format!(
+                "the step returned {} rows for {} sampling sequences",
+                output.num_rows(),
+                plan.num_sampled()
+            )));
+        }
+        Ok(output)
     }
 
     fn emit(&mut self, update: StepUpdate) {
@@ -326,6 +272,7 @@ impl EngineCore {
     }
 
     fn send_finished(&mut self, seq: &Sequence, at: Instant) {
+        self.executor.release(seq.id);
         let reason = match seq.status {
             crate::sequence::SequenceStatus::Finished(reason) => reason,
             _ => FinishReason::Abort,
@@ -340,6 +287,7 @@ impl EngineCore {
     }
 
     fn send_error(&mut self, id: RequestId, error: EngineError) {
+        self.executor.release(id);
         if let Some(tx) = self.streams.remove(&id) {
             let _ = tx.send(TokenEvent::Error(error));
         }

@@ -1,27 +1,31 @@
 //! Pagoda's engine: continuous batching over a paged KV cache. Works in token ids; knows no HTTP.
 //!
-//! Start one with [`start_engine`], then drive it through the [`EngineHandle`] it returns.
+//! Start one with [`start_engine`], then drive it through the [`EngineHandle`] it returns;
+//! [`start_mock_engine`] starts the same engine with no model, streaming tokens on a clock.
 
 pub mod attention;
 pub mod batch;
 pub mod config;
-pub mod core;
+mod core;
 pub mod error;
 pub mod events;
 pub mod handle;
 pub mod kv;
+pub mod mock;
 pub mod models;
 pub mod request;
 pub mod runner;
 pub mod sampling;
 pub mod scheduler;
 pub mod sequence;
+pub mod start;
 pub mod testing;
 pub mod validate;
 
-pub use crate::core::{start_engine, start_engine_with_model};
 pub use config::EngineConfig;
 pub use error::{EngineError, Result};
 pub use events::{FinishReason, GeneratedToken, RequestTimings, TokenEvent, Usage};
 pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};
+pub use mock::{start_mock_engine, MockConfig, MockOutputLen};
 pub use request::{EngineRequest, RequestId, SamplingParams, StopConditions};
+pub use start::{start_engine, start_engine_with_executor, start_engine_with_model};

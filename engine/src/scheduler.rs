@@ -5,15 +5,20 @@
 //! sequence holds. Prefill, chunked prefill and decode are the same arithmetic. When blocks run
 //! out, the running sequence that arrived last is preempted by recompute.
 
-use std::collections::{HashMap, VecDeque};
+mod update;
+#[cfg(test)]
+mod update_tests;
+
+use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::batch::{BatchPlan, ScheduledSeq, StepLogits};
+pub use update::StepUpdate;
+
+use crate::batch::{BatchPlan, ScheduledSeq};
 use crate::error::EngineError;
-use crate::events::{FinishReason, GeneratedToken};
+use crate::events::FinishReason;
 use crate::kv::KvCacheManager;
 use crate::request::RequestId;
-use crate::sampling::SamplingContext;
 use crate::sequence::{Sequence, SequenceStatus};
 
 /// The limits the scheduler enforces every step.
@@ -23,16 +28,6 @@ pub struct SchedulerLimits {
     pub max_num_batched_tokens: usize,
     pub max_model_len: usize,
     pub enable_chunked_prefill: bool,
-}
-
-/// What one step changed: tokens to report, sequences that ended.
-#[derive(Debug, Default)]
-pub struct StepUpdate {
-    pub tokens: Vec<(RequestId, GeneratedToken)>,
-    /// Prompt tokens of the requests that produced their first token this step.
-    pub num_prompt_tokens: usize,
-    pub finished: Vec<Sequence>,
-    pub failed: Vec<(Sequence, EngineError)>,
 }
 
 #[derive(Debug)]
@@ -236,70 +231,6 @@ impl Scheduler {
         self.waiting.push_front(seq);
     }
 
-    /// Applies a step's results: advances counters, samples, checks stops, frees finished blocks.
-    pub fn update(&mut self, plan: &BatchPlan, logits: &StepLogits) -> StepUpdate {
-        let mut update = StepUpdate::default();
-        let positions: HashMap<RequestId, usize> = self
-            .running
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.id, i))
-            .collect();
-        let mut errors: Vec<(RequestId, EngineError)> = Vec::new();
-        let mut row = 0;
-        for scheduled in &plan.seqs {
-            let Some(&index) = positions.get(&scheduled.id) else {
-                continue;
-            };
-            let seq = &mut self.running[index];
-            seq.num_computed_tokens += scheduled.new_token_ids.len();
-            self.kv.cache_full_blocks(seq);
-            if !scheduled.sample {
-                continue;
-            }
-            let logits_row = logits.row(row);
-            row += 1;
-            match sample_next(seq, logits_row, &self.eos_token_ids) {
-                Ok(token) => {
-                    if seq.num_output_tokens() == 1 {
-                        update.num_prompt_tokens += seq.num_prompt_tokens;
-                    }
-                    update.tokens.push((seq.id, token));
-                }
-                Err(e) => {
-                    seq.status = SequenceStatus::Finished(FinishReason::Abort);
-                    errors.push((seq.id, e));
-                    continue;
-                }
-            }
-            if let Some(reason) = seq.check_stop(&self.eos_token_ids, self.limits.max_model_len) {
-                seq.status = SequenceStatus::Finished(reason);
-            }
-        }
-        self.collect_finished(&mut update, errors);
-        update
-    }
-
-    fn collect_finished(
-        &mut self,
-        update: &mut StepUpdate,
-        mut errors: Vec<(RequestId, EngineError)>,
-    ) {
-        let mut index = 0;
-        while index < self.running.len() {
-            if !self.running[index].is_finished() {
-                index += 1;
-                continue;
-            }
-            let mut seq = self.running.remove(index);
-            self.kv.free(&mut seq);
-            match errors.iter().position(|(id, _)| *id == seq.id) {
-                Some(i) => update.failed.push((seq, errors.swap_remove(i).1)),
-                None => update.finished.push(seq),
-            }
-        }
-    }
-
     /// Ends every sequence of a failed step with `error`, freeing their blocks.
     pub fn fail_plan(
         &mut self,
@@ -334,28 +265,4 @@ fn push_scheduled(plan: &mut BatchPlan, seq: &Sequence, num_new: usize) {
         sample: start + num_new == seq.num_tokens(),
     });
     plan.num_batched_tokens += num_new;
-}
-
-fn sample_next(
-    seq: &mut Sequence,
-    logits: &[f32],
-    eos_token_ids: &[u32],
-) -> Result<GeneratedToken, EngineError> {
-    let banned = seq.banned_token_ids(eos_token_ids);
-    let (prompt_tokens, output_tokens) = seq.token_ids.split_at(seq.num_prompt_tokens);
-    let ctx = SamplingContext {
-        prompt_tokens,
-        output_tokens,
-        banned_token_ids: &banned,
-    };
-    let sampled = seq.sampler.sample(logits, &ctx)?;
-    let at = Instant::now();
-    seq.token_ids.push(sampled.token_id);
-    seq.first_token.get_or_insert(at);
-    Ok(GeneratedToken {
-        token_id: sampled.token_id,
-        logprob: sampled.logprob,
-        top_logprobs: sampled.top_logprobs,
-        at,
-    })
 }

@@ -91,7 +91,7 @@ fn run_steps_collecting(
         assert!(plan.seqs.len() <= scheduler.limits().max_num_seqs);
         let logits = runner.execute(&plan).unwrap();
         assert_eq!(logits.num_rows(), plan.num_sampled());
-        for seq in scheduler.update(&plan, &logits).finished {
+        for seq in scheduler.update(&plan, &logits.into()).finished {
             finished.insert(seq.id.0, seq.output_token_ids().to_vec());
         }
         scheduler

@@ -8,15 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pagoda_engine::models::tokenizer_spec::{read_tokenizer_spec, TokenizerSpec};
 use pagoda_engine::{
     start_engine, EngineConfig, EngineError, EngineHandle, EngineRequest, FinishReason,
     RequestTimings, SamplingParams, StopConditions, TokenEvent, Usage,
 };
 
 use crate::detokenizer::IncrementalDetokenizer;
-use crate::hf_files::HfTokenizerFiles;
-use crate::template::{ChatMessage, ChatTemplate, TemplateError, CHATML_TEMPLATE};
+use crate::prompt_side::{extra_stop_token_ids, PromptSide};
+use crate::template::{ChatMessage, ChatTemplate, TemplateError};
 use crate::tokenizer::{TextTokenizer, TokenizerError};
 
 /// Everything that can go wrong between a prompt and its text.
@@ -81,13 +80,7 @@ impl TextGenerator {
     /// a model gets ChatML.
     pub fn load(model_path: impl AsRef<Path>, config: EngineConfig) -> Result<Self> {
         let model_path = model_path.as_ref();
-        let prompt_side = if model_path.is_dir() {
-            PromptSide::from_hf_dir(model_path)?
-        } else if model_path.is_file() {
-            PromptSide::from_gguf(model_path)?
-        } else {
-            return Err(GenerateError::ModelNotFound(model_path.to_path_buf()));
-        };
+        let prompt_side = PromptSide::load(model_path)?;
         let handle = start_engine(config, model_path)?;
         let extra_stop_token_ids = extra_stop_token_ids(
             &prompt_side.stop_token_ids,
@@ -207,71 +200,9 @@ fn finished(
     }
 }
 
-/// A model's tokenizer and chat template, and the ids its prompt-side files say end generation.
-struct PromptSide {
-    tokenizer: TextTokenizer,
-    template: ChatTemplate,
-    /// The tokenizer's EOS and end-of-turn ids, then any of generation_config.json.
-    stop_token_ids: Vec<u32>,
-}
-
-impl PromptSide {
-    fn from_gguf(path: &Path) -> Result<Self> {
-        let spec = read_tokenizer_spec(path)?;
-        let tokenizer = TextTokenizer::from_spec(&spec)?;
-        Ok(Self {
-            template: chat_template(&spec)?,
-            stop_token_ids: tokenizer.eos_token_ids(),
-            tokenizer,
-        })
-    }
-
-    fn from_hf_dir(dir: &Path) -> Result<Self> {
-        let files = HfTokenizerFiles::read(dir)?;
-        let source = files.chat_template.as_deref().unwrap_or(CHATML_TEMPLATE);
-        let template = ChatTemplate::new(source, files.bos_token, files.eos_token)?;
-        let mut stop_token_ids = files.tokenizer.eos_token_ids();
-        stop_token_ids.extend(files.generation_eos_token_ids);
-        Ok(Self {
-            tokenizer: files.tokenizer,
-            template,
-            stop_token_ids,
-        })
-    }
-}
-
-/// The file's chat template (ChatML when it has none), with its BOS/EOS token texts.
-fn chat_template(spec: &TokenizerSpec) -> Result<ChatTemplate> {
-    let token_text = |id: Option<u32>| id.and_then(|id| spec.tokens.get(id as usize).cloned());
-    let source = spec.chat_template.as_deref().unwrap_or(CHATML_TEMPLATE);
-    Ok(ChatTemplate::new(
-        source,
-        token_text(spec.bos_token_id),
-        token_text(spec.eos_token_id),
-    )?)
-}
-
-/// The tokenizer's EOS/end-of-turn ids that the model's own EOS list lacks, in order.
-fn extra_stop_token_ids(tokenizer_eos: &[u32], model_eos: &[u32]) -> Vec<u32> {
-    let mut extra: Vec<u32> = Vec::new();
-    for &id in tokenizer_eos {
-        if !model_eos.contains(&id) && !extra.contains(&id) {
-            extra.push(id);
-        }
-    }
-    extra
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn extra_stop_ids_are_those_the_model_lacks() {
-        assert_eq!(extra_stop_token_ids(&[2, 0], &[2]), [0]);
-        assert_eq!(extra_stop_token_ids(&[2, 0, 0], &[]), [2, 0]);
-        assert!(extra_stop_token_ids(&[2], &[2, 7]).is_empty());
-    }
 
     #[test]
     fn tokens_per_s_counts_completion_tokens_over_the_whole_request() {

@@ -97,6 +97,15 @@ impl TextTokenizer {
         Ok(Self::assemble(inner, bos, eos, false))
     }
 
+    /// A `tokenizer.json` held in memory, with the EOS token given by its text.
+    pub fn from_json_str(json: &str, eos_token: Option<&str>) -> Result<Self> {
+        let inner: Tokenizer = json
+            .parse()
+            .map_err(|e: tokenizers::Error| TokenizerError::InvalidSpec(e.to_string()))?;
+        let eos = eos_token.and_then(|t| inner.token_to_id(t));
+        Ok(Self::assemble(inner, None, eos, false))
+    }
+
     fn assemble(inner: Tokenizer, bos: Option<u32>, eos: Option<u32>, add_bos: bool) -> Self {
         let special_ids: HashSet<u32> = inner
             .get_added_vocabulary()

@@ -52,6 +52,33 @@ pub enum RopeScaling {
 }
 
 impl ModelConfig {
+    /// A model that is never loaded, for the mock executor: SmolLM2-135M's shape (30 layers,
+    /// 9 query heads, 3 KV heads of 64 dimensions), so the KV cache is sized as for that model,
+    /// with the given vocabulary, EOS ids and context length.
+    pub fn mock(vocab_size: usize, eos_token_ids: Vec<u32>, context_length: usize) -> Self {
+        Self {
+            architecture: "mock".into(),
+            vocab_size,
+            hidden_size: 576,
+            intermediate_size: 1536,
+            num_layers: 30,
+            num_heads: 9,
+            num_kv_heads: 3,
+            head_dim: 64,
+            rms_norm_eps: 1e-5,
+            rope_theta: 100_000.0,
+            rope_interleaved: false,
+            rope_scaling: None,
+            context_length,
+            attention_bias: false,
+            qk_norm: false,
+            sliding_window: None,
+            bos_token_id: None,
+            eos_token_ids,
+            sampling_defaults: SamplingDefaults::default(),
+        }
+    }
+
     pub fn attn_shape(&self) -> AttnShape {
         AttnShape {
             num_heads: self.num_heads,

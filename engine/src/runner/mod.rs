@@ -1,6 +1,10 @@
-//! `ModelRunner`: owns the model and the KV cache tensors; turns a plan into logits.
+//! `ModelRunner`: owns the model and the KV cache tensors; turns a plan into logits. It is the
+//! real model's `StepExecutor`.
 
+pub mod executor;
 pub mod input;
+
+pub use executor::{StepExecutor, StepOutput};
 
 use crate::attention::{AttnMetadata, PagedKvCache};
 use crate::batch::{BatchPlan, StepLogits};
@@ -31,7 +35,8 @@ impl ModelRunner {
         self.model.as_ref()
     }
 
-    /// Runs one step; returns one logits row per sequence that samples, in plan order.
+    /// Runs one step; returns one logits row per sequence that samples, in plan order. (Through
+    /// `StepExecutor::execute`, the same rows come wrapped in `StepOutput::Logits`.)
     pub fn execute(&mut self, plan: &BatchPlan) -> Result<StepLogits> {
         let vocab_size = self.model.config().vocab_size;
         if plan.is_empty() {
@@ -46,5 +51,11 @@ impl ModelRunner {
         let logits = self.model.forward(&input, &meta, self.kv_cache.as_mut())?;
         let values = logits.flatten_all()?.to_vec1::<f32>()?;
         Ok(StepLogits { vocab_size, values })
+    }
+}
+
+impl StepExecutor for ModelRunner {
+    fn execute(&mut self, plan: &BatchPlan) -> Result<StepOutput> {
+        ModelRunner::execute(self, plan).map(StepOutput::Logits)
     }
 }

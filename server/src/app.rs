@@ -1,0 +1,192 @@
+//! Startup and shutdown: from flags to a listening server, and from SIGTERM to exit 0.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use pagoda_engine::{start_engine, EngineConfig, EngineHandle};
+use tokio::net::TcpListener;
+
+use crate::args::{DeviceKind, ServerArgs};
+use crate::default_model::resolve_model_path;
+use crate::metrics::{HistogramBuckets, Metrics, MetricsConfig};
+use crate::mock_engine::start_mock;
+use crate::openai::admission::Admission;
+use crate::openai::params::ParamDefaults;
+use crate::prompt_side::{extra_stop_token_ids, PromptSide};
+use crate::routes::router;
+use crate::state::{AppState, SharedState};
+
+/// The engine configuration the flags describe.
+pub fn engine_config(args: &ServerArgs) -> EngineConfig {
+    EngineConfig {
+        block_size: args.block_size,
+        max_num_seqs: args.max_num_seqs,
+        max_num_batched_tokens: args.max_num_batched_tokens,
+        max_model_len: args.max_model_len,
+        kv_cache_memory_bytes: args.kv_cache_memory,
+        enable_chunked_prefill: !args.no_enable_chunked_prefill,
+        enable_prefix_caching: !args.no_enable_prefix_caching,
+        seed: args.seed,
+        weight_format: args.weight_format,
+        dtype: args.dtype,
+    }
+}
+
+fn check_device(args: &ServerArgs) -> anyhow::Result<()> {
+    if args.device == DeviceKind::Cuda {
+        bail!("--device cuda: this build has no CUDA backend yet; use --device cpu");
+    }
+    if args.gpu_memory_utilization.is_some() {
+        bail!("--gpu-memory-utilization applies to CUDA only; on CPU size the cache with --kv-cache-memory");
+    }
+    if !(args.shutdown_timeout.is_finite() && args.shutdown_timeout >= 0.0) {
+        bail!("--shutdown-timeout must be a number of seconds >= 0");
+    }
+    Ok(())
+}
+
+/// Loads the model (or starts the mock) and builds everything the handlers share.
+pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
+    check_device(args)?;
+    let config = engine_config(args);
+    config.validate()?;
+    let (engine, prompt_side, model_root) = if args.mock {
+        start_mock(args, config)?
+    } else {
+        let path = resolve_model_path(args.model.as_deref())?;
+        let prompt_side = PromptSide::load(&path)?;
+        let started = std::time::Instant::now();
+        let engine = start_engine(config, &path)
+            .with_context(|| format!("cannot start the engine on {}", path.display()))?;
+        tracing::info!(
+            "loaded {} in {:.1} s",
+            path.display(),
+            started.elapsed().as_secs_f64()
+        );
+        (engine, prompt_side, path.display().to_string())
+    };
+    assemble_state(args, engine, prompt_side, model_root)
+}
+
+fn assemble_state(
+    args: &ServerArgs,
+    engine: EngineHandle,
+    prompt_side: PromptSide,
+    model_root: String,
+) -> anyhow::Result<AppState> {
+    let served_model_names = if args.served_model_name.is_empty() {
+        vec![default_served_name(Path::new(&model_root))]
+    } else {
+        args.served_model_name.clone()
+    };
+    let info = engine.info().clone();
+    let defaults = HistogramBuckets::default();
+    let metrics = Metrics::new(
+        MetricsConfig {
+            namespace: args.metrics_namespace,
+            model_name: served_model_names[0].clone(),
+            max_model_len: info.max_model_len,
+            buckets: HistogramBuckets {
+                ttft_s: args.ttft_buckets.clone().unwrap_or(defaults.ttft_s),
+                itl_s: args.itl_buckets.clone().unwrap_or(defaults.itl_s),
+                e2e_s: args.e2e_buckets.clone().unwrap_or(defaults.e2e_s),
+            },
+        },
+        engine.clone(),
+    )?;
+    let param_defaults = ParamDefaults {
+        sampling: info.model.sampling_defaults,
+        extra_stop_token_ids: extra_stop_token_ids(
+            &prompt_side.stop_token_ids,
+            &info.model.eos_token_ids,
+        ),
+    };
+    let mut state = AppState::new(
+        engine,
+        Arc::new(prompt_side.tokenizer),
+        prompt_side.template,
+        served_model_names,
+        model_root,
+        param_defaults,
+        metrics,
+        Admission::new(args.max_waiting_requests),
+    );
+    state.api_key = args.api_key.clone().filter(|k| !k.is_empty());
+    state.log_requests = !args.disable_log_requests;
+    Ok(state)
+}
+
+/// `models/SmolLM2-135M-Instruct.Q4_1.gguf` → `SmolLM2-135M-Instruct.Q4_1`; a directory → its name.
+pub fn default_served_name(model_path: &Path) -> String {
+    let name = if model_path.is_dir() {
+        model_path.file_name()
+    } else {
+        model_path.file_stem()
+    };
+    name.map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "pagoda".into())
+}
+
+/// Binds, serves until SIGTERM/SIGINT, drains, and returns once every connection is closed.
+pub async fn serve(args: &ServerArgs, state: AppState) -> anyhow::Result<()> {
+    let address = format!("{}:{}", args.host, args.port);
+    let listener = TcpListener::bind(&address)
+        .await
+        .with_context(|| format!("cannot listen on {address}"))?;
+    let local: SocketAddr = listener.local_addr()?;
+    let state: SharedState = Arc::new(state);
+    tracing::info!(address = %local, model = state.model_name(), "pagoda-server listening on http://{local}");
+    let app = router(state.clone(), args.max_request_body_bytes);
+    let deadline = Duration::from_secs_f64(args.shutdown_timeout);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(drain_on_signal(state.clone(), deadline))
+        .await
+        .context("the HTTP server failed")?;
+    let engine = state.engine.clone();
+    tokio::task::spawn_blocking(move || engine.shutdown()).await?;
+    tracing::info!("pagoda-server stopped");
+    Ok(())
+}
+
+/// Resolves on the first SIGTERM/SIGINT: from then on new requests get 503 and `/health` fails;
+/// in-flight requests have `deadline` to finish before the engine aborts them.
+async fn drain_on_signal(state: SharedState, deadline: Duration) {
+    shutdown_signal().await;
+    state.start_draining();
+    tracing::info!(
+        deadline_s = deadline.as_secs_f64(),
+        "shutdown requested: draining in-flight requests"
+    );
+    tokio::spawn(async move {
+        tokio::time::sleep(deadline).await;
+        tracing::warn!("shutdown deadline reached: aborting the requests still running");
+        let engine = state.engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.shutdown()).await;
+    });
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+}

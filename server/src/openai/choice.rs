@@ -1,0 +1,227 @@
+//! One choice of a response: engine token events → text deltas (detokenized, stop strings
+//! applied), log-probabilities, then a finish reason and usage. Records the choice's metrics.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+use pagoda_engine::{
+    EngineHandle, FinishReason, GeneratedToken, RequestStream, RequestTimings, TokenEvent, Usage,
+};
+
+use crate::detokenizer::IncrementalDetokenizer;
+use crate::metrics::{FinishedSequence, Metrics};
+use crate::openai::admission::WaitingSlot;
+use crate::openai::error::ApiError;
+use crate::stop_strings::StopStringMatcher;
+use crate::tokenizer::TextTokenizer;
+
+/// A token's log-probability, with its text and the most likely alternatives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenLogprob {
+    pub token: String,
+    pub logprob: f32,
+    pub top: Vec<(String, f32)>,
+}
+
+/// What a choice produces, in order: deltas, then one `Finished` (or one `Error`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChoiceEvent {
+    Delta {
+        index: usize,
+        text: String,
+        logprobs: Vec<TokenLogprob>,
+    },
+    Finished {
+        index: usize,
+        finish_reason: &'static str,
+        usage: Usage,
+    },
+    Error {
+        index: usize,
+        error: ApiError,
+    },
+}
+
+/// Everything one choice needs besides its engine stream.
+#[derive(Debug, Clone)]
+pub struct ChoiceContext {
+    pub engine: EngineHandle,
+    pub tokenizer: Arc<TextTokenizer>,
+    pub metrics: Metrics,
+    pub stop_strings: Vec<String>,
+    pub skip_special_tokens: bool,
+    pub want_logprobs: bool,
+}
+
+/// Drives one engine request to its end.
+#[derive(Debug)]
+pub struct ChoiceRun {
+    index: usize,
+    stream: RequestStream,
+    context: ChoiceContext,
+    detokenizer: IncrementalDetokenizer,
+    matcher: StopStringMatcher,
+    waiting: Option<WaitingSlot>,
+    last_token_at: Option<Instant>,
+    num_tokens: usize,
+    /// Tokens generated up to and including the one that completed a stop string.
+    stopped_after: Option<usize>,
+    pending: VecDeque<ChoiceEvent>,
+    done: bool,
+}
+
+impl ChoiceRun {
+    pub fn new(
+        index: usize,
+        stream: RequestStream,
+        context: ChoiceContext,
+        waiting: WaitingSlot,
+    ) -> Self {
+        let detokenizer = IncrementalDetokenizer::new(
+            Arc::clone(&context.tokenizer),
+            context.skip_special_tokens,
+        );
+        let matcher = StopStringMatcher::new(context.stop_strings.clone());
+        Self {
+            index,
+            stream,
+            context,
+            detokenizer,
+            matcher,
+            waiting: Some(waiting),
+            last_token_at: None,
+            num_tokens: 0,
+            stopped_after: None,
+            pending: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// The choice's position in the response.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The next event; `None` after the final one.
+    pub async fn next(&mut self) -> Option<ChoiceEvent> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some(event);
+            }
+            if self.done {
+                return None;
+            }
+            let event = self.stream.next().await;
+            self.handle(event);
+        }
+    }
+
+    fn handle(&mut self, event: Option<TokenEvent>) {
+        match event {
+            Some(TokenEvent::Token(token)) => self.on_token(token),
+            Some(TokenEvent::Finished {
+                reason,
+                usage,
+                timings,
+            }) => self.on_finished(reason, usage, timings),
+            Some(TokenEvent::Error(error)) => self.fail(error.into()),
+            None => self.fail(ApiError::shutting_down()),
+        }
+    }
+
+    fn on_token(&mut self, token: GeneratedToken) {
+        self.waiting = None;
+        if let Some(previous) = self.last_token_at {
+            self.context
+                .metrics
+                .record_inter_token_latency(token.at.saturating_duration_since(previous));
+        }
+        self.last_token_at = Some(token.at);
+        if self.stopped_after.is_some() {
+            return;
+        }
+        self.num_tokens += 1;
+        let text = match self.detokenizer.push(token.token_id) {
+            Ok(text) => text,
+            Err(error) => return self.fail(error.into()),
+        };
+        let filtered = self.matcher.push(&text);
+        let logprobs = self.logprobs_of(&token);
+        if filtered.stopped {
+            self.stopped_after = Some(self.num_tokens);
+            let _ = self.context.engine.abort(self.stream.id());
+        }
+        if !filtered.text.is_empty() || !logprobs.is_empty() {
+            self.pending.push_back(ChoiceEvent::Delta {
+                index: self.index,
+                text: filtered.text,
+                logprobs,
+            });
+        }
+    }
+
+    fn on_finished(&mut self, reason: FinishReason, mut usage: Usage, timings: RequestTimings) {
+        self.done = true;
+        let reason = match self.stopped_after {
+            Some(num_tokens) => {
+                usage.completion_tokens = num_tokens;
+                FinishReason::Stop {
+                    stop_token_id: None,
+                }
+            }
+            None => {
+                let tail = self.detokenizer.finish().unwrap_or_default();
+                let mut text = self.matcher.push(&tail).text;
+                text.push_str(&self.matcher.finish());
+                if !text.is_empty() {
+                    self.pending.push_back(ChoiceEvent::Delta {
+                        index: self.index,
+                        text,
+                        logprobs: Vec::new(),
+                    });
+                }
+                reason
+            }
+        };
+        self.context.metrics.record_finished(&FinishedSequence {
+            reason,
+            usage,
+            timings,
+        });
+        self.pending.push_back(ChoiceEvent::Finished {
+            index: self.index,
+            finish_reason: reason.as_str(),
+            usage,
+        });
+    }
+
+    fn fail(&mut self, error: ApiError) {
+        self.done = true;
+        self.pending.push_back(ChoiceEvent::Error {
+            index: self.index,
+            error,
+        });
+    }
+
+    fn logprobs_of(&self, token: &GeneratedToken) -> Vec<TokenLogprob> {
+        let (true, Some(logprob)) = (self.context.want_logprobs, token.logprob) else {
+            return Vec::new();
+        };
+        let text_of = |id: u32| {
+            self.context
+                .tokenizer
+                .decode(&[id], false)
+                .unwrap_or_default()
+        };
+        vec![TokenLogprob {
+            token: text_of(token.token_id),
+            logprob,
+            top: token
+                .top_logprobs
+                .iter()
+                .map(|&(id, lp)| (text_of(id), lp))
+                .collect(),
+        }]
+    }
+}

@@ -1,0 +1,133 @@
+//! `POST /v1/completions`: prompts as text or token ids, one or several.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::response::Response;
+use axum::Extension;
+
+use crate::middleware::RequestIdValue;
+use crate::openai::error::ApiError;
+use crate::openai::format::{CompletionFormat, ResponseMeta};
+use crate::openai::params::GenerationParams;
+use crate::openai::requests::{parse_body, CompletionRequest, PromptInput};
+use crate::openai::usage::UsageTotals;
+use crate::openai::{body_bytes, record_accepted, respond, tokenize_blocking};
+use crate::state::{unix_now_s, SharedState};
+
+/// The most prompts one request may batch.
+pub const MAX_PROMPTS: usize = 64;
+/// The most alternatives `logprobs` may ask for.
+pub const MAX_COMPLETION_LOGPROBS: u32 = 20;
+
+pub async fn completions(
+    State(state): State<SharedState>,
+    Extension(request_id): Extension<RequestIdValue>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: CompletionRequest = parse_body(&body_bytes(body)?)?;
+    state.check_model(request.model.as_deref())?;
+    reject_unsupported(&request)?;
+    let logprobs = match request.logprobs {
+        Some(n) if n > MAX_COMPLETION_LOGPROBS => {
+            return Err(ApiError::invalid(
+                "logprobs",
+                format!("`logprobs` must be at most {MAX_COMPLETION_LOGPROBS}, got {n}"),
+            ))
+        }
+        other => other.map(|n| n as usize),
+    };
+    let params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
+    let prompts = prompt_ids(&state, request.prompt).await?;
+    let num_prompt_tokens: usize = prompts.iter().map(Vec::len).sum();
+    record_accepted(&state, "completion", num_prompt_tokens, &params);
+    let mut runs = Vec::with_capacity(prompts.len() * params.n);
+    for (prompt_index, prompt) in prompts.iter().enumerate() {
+        runs.extend(state.start_choices(
+            prompt,
+            &params,
+            prompt_index * params.n,
+            logprobs.is_some(),
+        )?);
+    }
+    let format = CompletionFormat(ResponseMeta {
+        id: format!("cmpl-{}", request_id.compact()),
+        created_unix_s: unix_now_s(),
+        model: state.model_name().to_string(),
+        want_logprobs: logprobs.is_some(),
+    });
+    let totals = UsageTotals::new(prompts.iter().map(Vec::len).collect(), params.n);
+    if params.stream {
+        Ok(respond::stream_sse(
+            runs,
+            format,
+            totals,
+            params.include_usage,
+            state.metrics.clone(),
+        ))
+    } else {
+        respond::collect(runs, format, totals, &state.metrics).await
+    }
+}
+
+fn reject_unsupported(request: &CompletionRequest) -> Result<(), ApiError> {
+    if request.echo == Some(true) {
+        return Err(ApiError::unsupported("echo", "`echo`"));
+    }
+    if request.suffix.as_deref().is_some_and(|s| !s.is_empty()) {
+        return Err(ApiError::unsupported(
+            "suffix",
+            "`suffix` (fill-in-the-middle)",
+        ));
+    }
+    if let Some(best_of) = request.best_of {
+        if best_of != request.n.unwrap_or(1) {
+            return Err(ApiError::unsupported(
+                "best_of",
+                "`best_of` different from `n`",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Token ids of every prompt; text is tokenized with the model's BOS when it wants one.
+async fn prompt_ids(state: &SharedState, prompt: PromptInput) -> Result<Vec<Vec<u32>>, ApiError> {
+    let prompts = match prompt {
+        PromptInput::TokenIds(ids) => vec![ids],
+        PromptInput::TokenIdLists(lists) => lists,
+        PromptInput::Text(text) => {
+            let state = state.clone();
+            vec![tokenize_blocking(move || Ok(state.tokenizer.encode(&text, true)?)).await?]
+        }
+        PromptInput::Texts(texts) => {
+            let state = state.clone();
+            tokenize_blocking(move || {
+                texts
+                    .iter()
+                    .map(|t| Ok(state.tokenizer.encode(t, true)?))
+                    .collect()
+            })
+            .await?
+        }
+    };
+    if prompts.is_empty() {
+        return Err(ApiError::invalid("prompt", "`prompt` must not be empty"));
+    }
+    if prompts.len() > MAX_PROMPTS {
+        return Err(ApiError::invalid(
+            "prompt",
+            format!(
+                "at most {MAX_PROMPTS} prompts per request, got {}",
+                prompts.len()
+            ),
+        ));
+    }
+    if prompts.iter().any(Vec::is_empty) {
+        return Err(ApiError::invalid(
+            "prompt",
+            "a prompt must contain at least one token",
+        ));
+    }
+    Ok(prompts)
+}

@@ -1,0 +1,239 @@
+//! OpenAI-shaped errors: `{"error": {"message", "type", "param", "code"}}` with the right status.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use pagoda_engine::EngineError;
+
+use crate::generate::GenerateError;
+use crate::template::TemplateError;
+use crate::tokenizer::TokenizerError;
+
+/// An error as the API returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    /// The request field at fault, when there is one.
+    pub param: Option<String>,
+    /// Seconds to wait before retrying (429 and 503 answers).
+    pub retry_after_s: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorDetail<'a> {
+    message: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    param: Option<&'a str>,
+    code: Option<&'static str>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            param: None,
+            retry_after_s: None,
+        }
+    }
+
+    /// 400 naming the request field at fault.
+    pub fn invalid(param: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            param: Some(param.into()),
+            ..Self::new(StatusCode::BAD_REQUEST, message)
+        }
+    }
+
+    /// 400 for a field whose feature is not offered.
+    pub fn unsupported(param: &str, what: &str) -> Self {
+        Self::invalid(
+            param,
+            format!("`{param}`: {what} is not supported by this server"),
+        )
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid or missing API key: send it as `Authorization: Bearer <key>`",
+        )
+    }
+
+    pub fn queue_full(max_waiting_requests: usize) -> Self {
+        Self {
+            retry_after_s: Some(1),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "the server is overloaded: {max_waiting_requests} requests are already waiting; retry later"
+                ),
+            )
+        }
+    }
+
+    pub fn shutting_down() -> Self {
+        Self {
+            retry_after_s: Some(5),
+            ..Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down and accepts no new requests",
+            )
+        }
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
+    }
+
+    /// OpenAI's `type` for this status.
+    pub fn kind(&self) -> &'static str {
+        match self.status.as_u16() {
+            400 | 413 | 422 => "invalid_request_error",
+            401 => "authentication_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            429 => "rate_limit_error",
+            503 => "service_unavailable_error",
+            _ => "server_error",
+        }
+    }
+
+    fn code(&self) -> Option<&'static str> {
+        match self.status.as_u16() {
+            401 => Some("invalid_api_key"),
+            404 => Some("not_found"),
+            413 => Some("request_too_large"),
+            429 => Some("queue_full"),
+            503 => Some("shutting_down"),
+            _ => None,
+        }
+    }
+
+    /// The JSON body, also used for error events inside a stream.
+    pub fn to_json(&self) -> String {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                message: &self.message,
+                kind: self.kind(),
+                param: self.param.as_deref(),
+                code: self.code(),
+            },
+        };
+        serde_json::to_string(&body).unwrap_or_else(|_| String::from("{\"error\":{}}"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, self.to_json()).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some(seconds) = self.retry_after_s {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(error: EngineError) -> Self {
+        match &error {
+            EngineError::InvalidRequest { field, .. } => {
+                ApiError::invalid(*field, error.to_string())
+            }
+            EngineError::RequestTooLarge(_) => {
+                ApiError::new(StatusCode::BAD_REQUEST, error.to_string())
+            }
+            EngineError::ShutDown => ApiError::shutting_down(),
+            _ => ApiError::internal(error.to_string()),
+        }
+    }
+}
+
+impl From<TokenizerError> for ApiError {
+    fn from(error: TokenizerError) -> Self {
+        ApiError::internal(format!("tokenizer: {error}"))
+    }
+}
+
+impl From<TemplateError> for ApiError {
+    fn from(error: TemplateError) -> Self {
+        match error {
+            TemplateError::UnsupportedContent(_) => {
+                ApiError::invalid("messages", error.to_string())
+            }
+            _ => ApiError::invalid(
+                "messages",
+                format!("the chat template rejected the messages: {error}"),
+            ),
+        }
+    }
+}
+
+impl From<GenerateError> for ApiError {
+    fn from(error: GenerateError) -> Self {
+        match error {
+            GenerateError::Engine(e) => e.into(),
+            GenerateError::Template(e) => e.into(),
+            GenerateError::Tokenizer(e) => e.into(),
+            GenerateError::ModelNotFound(_) => ApiError::internal(error.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_is_openai_shaped() {
+        let error = ApiError::invalid("temperature", "must be >= 0");
+        let json: serde_json::Value = serde_json::from_str(&error.to_json()).expect("json");
+        assert_eq!(json["error"]["message"], "must be >= 0");
+        assert_eq!(json["error"]["type"], "invalid_request_error");
+        assert_eq!(json["error"]["param"], "temperature");
+        assert!(json["error"]["code"].is_null());
+    }
+
+    #[test]
+    fn engine_errors_map_to_statuses() {
+        let invalid = EngineError::InvalidRequest {
+            field: "top_p",
+            message: "bad".into(),
+        };
+        let mapped = ApiError::from(invalid);
+        assert_eq!(mapped.status, StatusCode::BAD_REQUEST);
+        assert_eq!(mapped.param.as_deref(), Some("top_p"));
+        assert_eq!(
+            ApiError::from(EngineError::ShutDown).status,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            ApiError::from(EngineError::Execution("x".into())).status,
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
+
+    #[test]
+    fn queue_full_carries_retry_after() {
+        let response = ApiError::queue_full(8).into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+    }
+}

@@ -1,0 +1,73 @@
+//! The OpenAI-compatible API: request parsing and checks, choices, response shapes, streaming.
+
+pub mod admission;
+pub mod chat;
+pub mod choice;
+pub mod completions;
+pub mod error;
+pub mod format;
+pub mod params;
+pub mod requests;
+pub mod respond;
+pub mod tokenize;
+pub mod usage;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+
+use crate::state::AppState;
+use error::ApiError;
+use params::GenerationParams;
+
+/// The body, or the reason there is none (413 past the size limit).
+pub fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| {
+        let status = rejection.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                status,
+                "the request body is larger than the server accepts (--max-request-body-bytes)",
+            )
+        } else {
+            ApiError::new(status, format!("cannot read the request body: {rejection}"))
+        }
+    })
+}
+
+/// Runs tokenizer or template work off the async threads (prompts may be megabytes long).
+pub async fn tokenize_blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::internal(format!("tokenizer task failed: {e}")))?
+}
+
+/// Records an accepted generation request: its parameters in the metrics, and one log line
+/// (unless `--disable-log-requests`).
+pub fn record_accepted(
+    state: &AppState,
+    endpoint: &str,
+    num_prompt_tokens: usize,
+    params: &GenerationParams,
+) {
+    state.metrics.record_request_params(
+        params.n,
+        params
+            .stop
+            .max_tokens
+            .unwrap_or(state.engine.info().max_model_len),
+    );
+    if state.log_requests {
+        tracing::info!(
+            endpoint,
+            num_prompt_tokens,
+            max_tokens = ?params.stop.max_tokens,
+            n = params.n,
+            stream = params.stream,
+            temperature = params.sampling.temperature,
+            "request accepted"
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! The request bodies of `/v1/chat/completions` and `/v1/completions`, as OpenAI (and vLLM's
+//! extensions) spell them. Unknown fields are ignored, as OpenAI does.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::template::ChatMessage;
+
+/// `stop`: one string or a list of them.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum StopField {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl StopField {
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            StopField::One(s) => vec![s],
+            StopField::Many(v) => v,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: Option<bool>,
+}
+
+/// The sampling and stopping fields both endpoints share.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CommonFields {
+    pub model: Option<String>,
+    pub max_tokens: Option<u64>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub top_k: Option<i64>,
+    pub min_p: Option<f32>,
+    pub seed: Option<i64>,
+    pub stop: Option<StopField>,
+    pub stop_token_ids: Option<Vec<u32>>,
+    pub presence_penalty: Option<f32>,
+    pub frequency_penalty: Option<f32>,
+    pub repetition_penalty: Option<f32>,
+    pub n: Option<u32>,
+    pub stream: Option<bool>,
+    pub stream_options: Option<StreamOptions>,
+    pub ignore_eos: Option<bool>,
+    pub min_tokens: Option<u32>,
+    pub skip_special_tokens: Option<bool>,
+    pub user: Option<String>,
+    pub cache_salt: Option<String>,
+    pub logit_bias: Option<Value>,
+}
+
+/// `POST /v1/chat/completions`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct ChatCompletionRequest {
+    pub model: Option<String>,
+    pub messages: Vec<ChatMessage>,
+    pub max_tokens: Option<u64>,
+    pub max_completion_tokens: Option<u64>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub top_k: Option<i64>,
+    pub min_p: Option<f32>,
+    pub seed: Option<i64>,
+    pub stop: Option<StopField>,
+    pub stop_token_ids: Option<Vec<u32>>,
+    pub presence_penalty: Option<f32>,
+    pub frequency_penalty: Option<f32>,
+    pub repetition_penalty: Option<f32>,
+    pub n: Option<u32>,
+    pub stream: Option<bool>,
+    pub stream_options: Option<StreamOptions>,
+    pub ignore_eos: Option<bool>,
+    pub min_tokens: Option<u32>,
+    pub logprobs: Option<bool>,
+    pub top_logprobs: Option<u32>,
+    pub skip_special_tokens: Option<bool>,
+    pub user: Option<String>,
+    pub cache_salt: Option<String>,
+    pub logit_bias: Option<Value>,
+    pub tools: Option<Value>,
+    pub tool_choice: Option<Value>,
+    pub functions: Option<Value>,
+    pub function_call: Option<Value>,
+    pub response_format: Option<Value>,
+    pub add_generation_prompt: Option<bool>,
+}
+
+impl ChatCompletionRequest {
+    /// The shared fields; `max_completion_tokens` wins over the older `max_tokens`.
+    pub fn common(&self) -> CommonFields {
+        CommonFields {
+            model: self.model.clone(),
+            max_tokens: self.max_completion_tokens.or(self.max_tokens),
+            temperature: self.temperature,
+            top_p: self.top_p,
+            top_k: self.top_k,
+            min_p: self.min_p,
+            seed: self.seed,
+            stop: self.stop.clone(),
+            stop_token_ids: self.stop_token_ids.clone(),
+            presence_penalty: self.presence_penalty,
+            frequency_penalty: self.frequency_penalty,
+            repetition_penalty: self.repetition_penalty,
+            n: self.n,
+            stream: self.stream,
+            stream_options: self.stream_options.clone(),
+            ignore_eos: self.ignore_eos,
+            min_tokens: self.min_tokens,
+            skip_special_tokens: self.skip_special_tokens,
+            user: self.user.clone(),
+            cache_salt: self.cache_salt.clone(),
+            logit_bias: self.logit_bias.clone(),
+        }
+    }
+}
+
+/// `prompt` of `/v1/completions`: text, texts, token ids, or lists of token ids.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum PromptInput {
+    Text(String),
+    Texts(Vec<String>),
+    TokenIds(Vec<u32>),
+    TokenIdLists(Vec<Vec<u32>>),
+}
+
+/// `POST /v1/completions`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct CompletionRequest {
+    pub model: Option<String>,
+    pub prompt: PromptInput,
+    pub max_tokens: Option<u64>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub top_k: Option<i64>,
+    pub min_p: Option<f32>,
+    pub seed: Option<i64>,
+    pub stop: Option<StopField>,
+    pub stop_token_ids: Option<Vec<u32>>,
+    pub presence_penalty: Option<f32>,
+    pub frequency_penalty: Option<f32>,
+    pub repetition_penalty: Option<f32>,
+    pub n: Option<u32>,
+    pub best_of: Option<u32>,
+    pub stream: Option<bool>,
+    pub stream_options: Option<StreamOptions>,
+    pub ignore_eos: Option<bool>,
+    pub min_tokens: Option<u32>,
+    pub logprobs: Option<u32>,
+    pub echo: Option<bool>,
+    pub suffix: Option<String>,
+    pub skip_special_tokens: Option<bool>,
+    pub user: Option<String>,
+    pub cache_salt: Option<String>,
+    pub logit_bias: Option<Value>,
+}
+
+/// OpenAI's default `max_tokens` for `/v1/completions`.
+pub const COMPLETIONS_DEFAULT_MAX_TOKENS: u64 = 16;
+
+impl CompletionRequest {
+    pub fn common(&self) -> CommonFields {
+        CommonFields {
+            model: self.model.clone(),
+            max_tokens: Some(self.max_tokens.unwrap_or(COMPLETIONS_DEFAULT_MAX_TOKENS)),
+            temperature: self.temperature,
+            top_p: self.top_p,
+            top_k: self.top_k,
+            min_p: self.min_p,
+            seed: self.seed,
+            stop: self.stop.clone(),
+            stop_token_ids: self.stop_token_ids.clone(),
+            presence_penalty: self.presence_penalty,
+            frequency_penalty: self.frequency_penalty,
+            repetition_penalty: self.repetition_penalty,
+            n: self.n,
+            stream: self.stream,
+            stream_options: self.stream_options.clone(),
+            ignore_eos: self.ignore_eos,
+            min_tokens: self.min_tokens,
+            skip_special_tokens: self.skip_special_tokens,
+            user: self.user.clone(),
+            cache_salt: self.cache_salt.clone(),
+            logit_bias: self.logit_bias.clone(),
+        }
+    }
+}
+
+/// Parses a JSON body, naming the field at fault on error.
+pub fn parse_body<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+) -> Result<T, crate::openai::error::ApiError> {
+    use crate::openai::error::ApiError;
+    let text = std::str::from_utf8(body).map_err(|e| {
+        ApiError::invalid("body", format!("the request body is not valid UTF-8 ({e})"))
+    })?;
+    let deserializer = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return ApiError::invalid(
+                "body",
+                format!("the request body is not valid JSON: {inner}"),
+            );
+        }
+        let param = if path == "." {
+            "body".to_string()
+        } else {
+            path
+        };
+        ApiError::invalid(param.clone(), format!("invalid `{param}`: {inner}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_request_parses_text_and_part_messages_ignoring_unknown_fields() {
+        let body = br#"{"model":"m","messages":[{"role":"user","content":"hi"},
+            {"role":"user","content":[{"type":"text","text":"there"}]}],
+            "stop":"x","max_completion_tokens":5,"max_tokens":9,"whatever":{"a":1}}"#;
+        let request: ChatCompletionRequest = parse_body(body).expect("parses");
+        assert_eq!(request.messages.len(), 2);
+        let common = request.common();
+        assert_eq!(common.max_tokens, Some(5));
+        assert_eq!(
+            common.stop.map(StopField::into_vec),
+            Some(vec!["x".to_string()])
+        );
+    }
+
+    #[test]
+    fn prompt_forms_are_all_accepted() {
+        let forms = [
+            (r#""hi""#, "Text"),
+            (r#"["a","b"]"#, "Texts"),
+            ("[1,2,3]", "TokenIds"),
+            ("[[1],[2,3]]", "TokenIdLists"),
+        ];
+        for (prompt, kind) in forms {
+            let body = format!(r#"{{"prompt":{prompt}}}"#);
+            let request: CompletionRequest = parse_body(body.as_bytes()).expect("parses");
+            let got = match request.prompt {
+                PromptInput::Text(_) => "Text",
+                PromptInput::Texts(_) => "Texts",
+                PromptInput::TokenIds(_) => "TokenIds",
+                PromptInput::TokenIdLists(_) => "TokenIdLists",
+            };
+            assert_eq!(got, kind);
+            assert_eq!(request.common().max_tokens, Some(16));
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let wrong_type =
+            parse_body::<ChatCompletionRequest>(br#"{"messages":[],"temperature":"hot"}"#)
+                .expect_err("string temperature");
+        assert_eq!(wrong_type.param.as_deref(), Some("temperature"));
+        let missing =
+            parse_body::<ChatCompletionRequest>(br#"{"model":"m"}"#).expect_err("no messages");
+        assert!(missing.message.contains("messages"), "{}", missing.message);
+        let malformed = parse_body::<ChatCompletionRequest>(b"{\"model\":").expect_err("eof");
+        assert_eq!(malformed.param.as_deref(), Some("body"));
+        let bad_utf8 =
+            parse_body::<ChatCompletionRequest>(b"{\"model\":\"\xff\"}").expect_err("utf8");
+        assert!(bad_utf8.message.contains("UTF-8"));
+    }
+}

@@ -1,0 +1,164 @@
+//! Choices → an HTTP response: one JSON object, or Server-Sent Events (`data: {json}` chunks, a
+//! usage chunk when asked, then `data: [DONE]`, with keep-alive comments while idle).
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::stream::{self, BoxStream, StreamExt};
+use serde_json::Value;
+
+use crate::metrics::Metrics;
+use crate::openai::choice::{ChoiceEvent, ChoiceRun};
+use crate::openai::error::ApiError;
+use crate::openai::format::{FinishedChoice, ResponseFormat};
+use crate::openai::usage::UsageTotals;
+
+/// Seconds between keep-alive comments on an idle stream.
+pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
+
+fn events_of(run: ChoiceRun) -> BoxStream<'static, ChoiceEvent> {
+    stream::unfold(run, |mut run| async move {
+        run.next().await.map(|event| (event, run))
+    })
+    .boxed()
+}
+
+/// Every choice's events, interleaved as they come.
+fn merged(runs: Vec<ChoiceRun>) -> BoxStream<'static, ChoiceEvent> {
+    stream::select_all(runs.into_iter().map(events_of)).boxed()
+}
+
+/// Waits for every choice and writes the whole response.
+pub async fn collect<F: ResponseFormat>(
+    runs: Vec<ChoiceRun>,
+    format: F,
+    mut totals: UsageTotals,
+    metrics: &Metrics,
+) -> Result<Response, ApiError> {
+    let mut choices: Vec<FinishedChoice> = Vec::with_capacity(runs.len());
+    let mut events = merged(runs);
+    while let Some(event) = events.next().await {
+        match event {
+            ChoiceEvent::Delta {
+                index,
+                text,
+                logprobs,
+            } => {
+                let choice = choice_at(&mut choices, index);
+                choice.text.push_str(&text);
+                choice.logprobs.extend(logprobs);
+            }
+            ChoiceEvent::Finished {
+                index,
+                finish_reason,
+                usage,
+            } => {
+                totals.add(index, &usage);
+                choice_at(&mut choices, index).finish_reason = finish_reason.to_string();
+            }
+            ChoiceEvent::Error { error, .. } => return Err(error),
+        }
+    }
+    metrics.record_max_num_generation_tokens(totals.max_choice_completion_tokens());
+    choices.sort_by_key(|c| c.index);
+    Ok(Json(format.response(choices, totals.to_json())).into_response())
+}
+
+fn choice_at(choices: &mut Vec<FinishedChoice>, index: usize) -> &mut FinishedChoice {
+    let position = match choices.iter().position(|c| c.index == index) {
+        Some(position) => position,
+        None => {
+            choices.push(FinishedChoice {
+                index,
+                ..FinishedChoice::default()
+            });
+            choices.len() - 1
+        }
+    };
+    &mut choices[position]
+}
+
+fn data(value: &Value) -> Result<Event, Infallible> {
+    Ok(Event::default().data(value.to_string()))
+}
+
+/// Streams the choices as Server-Sent Events.
+pub fn stream_sse<F: ResponseFormat>(
+    runs: Vec<ChoiceRun>,
+    format: F,
+    totals: UsageTotals,
+    include_usage: bool,
+    metrics: Metrics,
+) -> Response {
+    let format = Arc::new(format);
+    let usage_field = include_usage.then_some(Value::Null);
+    let openings: Vec<Result<Event, Infallible>> = runs
+        .iter()
+        .filter_map(|run| format.opening_choice(run.index()))
+        .map(|choice| data(&format.chunk(vec![choice], usage_field.clone())))
+        .collect();
+    let totals = Arc::new(Mutex::new(totals));
+    let body = {
+        let format = Arc::clone(&format);
+        let totals = Arc::clone(&totals);
+        let usage_field = usage_field.clone();
+        merged(runs).filter_map(move |event| {
+            let chunk = chunk_of(format.as_ref(), &totals, event, usage_field.clone());
+            async move { chunk.map(|value| data(&value)) }
+        })
+    };
+    let ending = stream::once(async move {
+        let mut tail = Vec::new();
+        if let Ok(totals) = totals.lock() {
+            metrics.record_max_num_generation_tokens(totals.max_choice_completion_tokens());
+            if include_usage {
+                tail.push(data(&format.chunk(Vec::new(), Some(totals.to_json()))));
+            }
+        }
+        tail.push(Ok(Event::default().data("[DONE]")));
+        stream::iter(tail)
+    })
+    .flatten();
+    let events = stream::iter(openings).chain(body).chain(ending);
+    Sse::new(events)
+        .keep_alive(
+            KeepAlive::new()
+                .interval(KEEP_ALIVE_INTERVAL)
+                .text("keep-alive"),
+        )
+        .into_response()
+}
+
+/// The chunk one event becomes; an error becomes an OpenAI error object.
+fn chunk_of<F: ResponseFormat>(
+    format: &F,
+    totals: &Mutex<UsageTotals>,
+    event: ChoiceEvent,
+    usage_field: Option<Value>,
+) -> Option<Value> {
+    match event {
+        ChoiceEvent::Delta {
+            index,
+            text,
+            logprobs,
+        } => Some(format.chunk(
+            vec![format.delta_choice(index, &text, &logprobs)],
+            usage_field,
+        )),
+        ChoiceEvent::Finished {
+            index,
+            finish_reason,
+            usage,
+        } => {
+            if let Ok(mut totals) = totals.lock() {
+                totals.add(index, &usage);
+            }
+            Some(format.chunk(vec![format.final_choice(index, finish_reason)], usage_field))
+        }
+        ChoiceEvent::Error { error, .. } => serde_json::from_str(&error.to_json()).ok(),
+    }
+}

@@ -1,0 +1,81 @@
+//! `POST /tokenize` and `POST /detokenize` (as vLLM): the model's tokenizer over HTTP.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::openai::error::ApiError;
+use crate::openai::requests::parse_body;
+use crate::openai::{body_bytes, tokenize_blocking};
+use crate::state::SharedState;
+use crate::template::ChatMessage;
+
+#[derive(Debug, Deserialize)]
+struct TokenizeRequest {
+    model: Option<String>,
+    prompt: Option<String>,
+    messages: Option<Vec<ChatMessage>>,
+    add_special_tokens: Option<bool>,
+    add_generation_prompt: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+struct DetokenizeRequest {
+    model: Option<String>,
+    tokens: Vec<u32>,
+}
+
+/// Text (`prompt`) or a conversation (`messages`, through the chat template) → token ids.
+pub async fn tokenize(
+    State(state): State<SharedState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let request: TokenizeRequest = parse_body(&body_bytes(body)?)?;
+    state.check_model(request.model.as_deref())?;
+    let tokens = {
+        let state = state.clone();
+        tokenize_blocking(move || match (request.prompt, request.messages) {
+            (Some(prompt), None) => Ok(state
+                .tokenizer
+                .encode(&prompt, request.add_special_tokens.unwrap_or(true))?),
+            (None, Some(messages)) => {
+                let add_generation_prompt = request.add_generation_prompt.unwrap_or(true);
+                let text = state.template.render(&messages, add_generation_prompt)?;
+                Ok(state
+                    .tokenizer
+                    .encode(&text, request.add_special_tokens.unwrap_or(false))?)
+            }
+            _ => Err(ApiError::invalid(
+                "prompt",
+                "give exactly one of `prompt` (text) or `messages` (a conversation)",
+            )),
+        })
+        .await?
+    };
+    Ok(Json(json!({
+        "count": tokens.len(),
+        "max_model_len": state.engine.info().max_model_len,
+        "tokens": tokens,
+    })))
+}
+
+/// Token ids → text.
+pub async fn detokenize(
+    State(state): State<SharedState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let request: DetokenizeRequest = parse_body(&body_bytes(body)?)?;
+    state.check_model(request.model.as_deref())?;
+    let vocab_size = state.engine.info().model.vocab_size;
+    if let Some(bad) = request.tokens.iter().find(|&&id| id as usize >= vocab_size) {
+        return Err(ApiError::invalid(
+            "tokens",
+            format!("token id {bad} is outside the vocabulary (size {vocab_size})"),
+        ));
+    }
+    let text = state.tokenizer.decode(&request.tokens, false)?;
+    Ok(Json(json!({ "prompt": text })))
+}

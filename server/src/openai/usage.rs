@@ -1,0 +1,86 @@
+//! The `usage` object: prompt tokens counted once per prompt, completion tokens of every choice.
+
+use pagoda_engine::Usage;
+use serde_json::{json, Value};
+
+/// Sums the usage of a response's choices. Choice `i` belongs to prompt `i / n`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UsageTotals {
+    prompt_lens: Vec<usize>,
+    /// Per prompt: the most prompt tokens any of its choices found in the prefix cache.
+    cached: Vec<usize>,
+    completion_tokens: usize,
+    max_choice_completion_tokens: usize,
+    n: usize,
+}
+
+impl UsageTotals {
+    pub fn new(prompt_lens: Vec<usize>, n: usize) -> Self {
+        let cached = vec![0; prompt_lens.len()];
+        Self {
+            prompt_lens,
+            cached,
+            completion_tokens: 0,
+            max_choice_completion_tokens: 0,
+            n: n.max(1),
+        }
+    }
+
+    pub fn add(&mut self, choice_index: usize, usage: &Usage) {
+        self.completion_tokens += usage.completion_tokens;
+        self.max_choice_completion_tokens = self
+            .max_choice_completion_tokens
+            .max(usage.completion_tokens);
+        if let Some(cached) = self.cached.get_mut(choice_index / self.n) {
+            *cached = (*cached).max(usage.num_cached_tokens);
+        }
+    }
+
+    pub fn prompt_tokens(&self) -> usize {
+        self.prompt_lens.iter().sum()
+    }
+
+    pub fn completion_tokens(&self) -> usize {
+        self.completion_tokens
+    }
+
+    /// The most tokens any one choice generated.
+    pub fn max_choice_completion_tokens(&self) -> usize {
+        self.max_choice_completion_tokens
+    }
+
+    pub fn to_json(&self) -> Value {
+        let prompt_tokens = self.prompt_tokens();
+        json!({
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": prompt_tokens + self.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": self.cached.iter().sum::<usize>()},
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_count_once_and_choices_add_up() {
+        let mut totals = UsageTotals::new(vec![10, 4], 2);
+        let usage = |completion, cached| Usage {
+            prompt_tokens: 0,
+            completion_tokens: completion,
+            num_cached_tokens: cached,
+        };
+        totals.add(0, &usage(3, 0));
+        totals.add(1, &usage(5, 8));
+        totals.add(2, &usage(1, 0));
+        totals.add(3, &usage(2, 0));
+        let json = totals.to_json();
+        assert_eq!(json["prompt_tokens"], 14);
+        assert_eq!(json["completion_tokens"], 11);
+        assert_eq!(json["total_tokens"], 25);
+        assert_eq!(json["prompt_tokens_details"]["cached_tokens"], 8);
+        assert_eq!(totals.max_choice_completion_tokens(), 5);
+    }
+}

@@ -1,0 +1,115 @@
+//! The router: every route, its layers, and the small handlers (models, health, version,
+//! metrics, admin).
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{middleware, Json, Router};
+use serde_json::json;
+use tower_http::catch_panic::CatchPanicLayer;
+
+use crate::middleware::{http_metrics, request_id, require_api_key};
+use crate::openai::error::ApiError;
+use crate::openai::{chat, completions, tokenize};
+use crate::state::SharedState;
+
+/// The whole API. `max_request_body_bytes` bounds every body (413 past it).
+pub fn router(state: SharedState, max_request_body_bytes: usize) -> Router {
+    let protected = Router::new()
+        .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/completions", post(completions::completions))
+        .route("/v1/models", get(models))
+        .route("/tokenize", post(tokenize::tokenize))
+        .route("/detokenize", post(tokenize::detokenize))
+        .route("/reset_prefix_cache", post(reset_prefix_cache))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            require_api_key,
+        ));
+    let open = Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/version", get(version));
+    protected
+        .merge(open)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(max_request_body_bytes))
+        .route_layer(middleware::from_fn_with_state(state.clone(), http_metrics))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(middleware::from_fn(request_id))
+        .with_state(state)
+}
+
+async fn models(State(state): State<SharedState>) -> Json<serde_json::Value> {
+    let info = state.engine.info();
+    let data: Vec<_> = state
+        .served_model_names
+        .iter()
+        .map(|name| {
+            json!({"id": name, "object": "model", "created": state.started_unix_s,
+                "owned_by": "pagoda", "root": state.model_root, "parent": null,
+                "max_model_len": info.max_model_len})
+        })
+        .collect();
+    Json(json!({"object": "list", "data": data}))
+}
+
+/// 200 while the server takes requests; 503 once it is draining for shutdown.
+async fn health(State(state): State<SharedState>) -> Response {
+    if state.is_draining() {
+        return ApiError::shutting_down().into_response();
+    }
+    StatusCode::OK.into_response()
+}
+
+async fn metrics(State(state): State<SharedState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn version() -> Json<serde_json::Value> {
+    Json(json!({"version": env!("CARGO_PKG_VERSION")}))
+}
+
+async fn reset_prefix_cache(
+    State(state): State<SharedState>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let num_blocks_dropped = state.engine.reset_prefix_cache().await?;
+    tracing::info!(num_blocks_dropped, "prefix cache reset by an admin request");
+    Ok(Json(json!({"num_blocks_dropped": num_blocks_dropped})))
+}
+
+async fn not_found(request: Request) -> ApiError {
+    ApiError::not_found(format!(
+        "no route for {} {}",
+        request.method(),
+        request.uri().path()
+    ))
+}
+
+async fn method_not_allowed(request: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "{} is not allowed on {}",
+            request.method(),
+            request.uri().path()
+        ),
+    )
+}
+
+/// A handler that panicked answers 500 in OpenAI's shape; the server goes on.
+fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into());
+    tracing::error!(%message, "a request handler panicked");
+    ApiError::internal(format!("internal error: {message}")).into_response()
+}

@@ -1,0 +1,141 @@
+//! What every handler shares: the engine, the model's text side, metrics and the server's policy.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use pagoda_engine::{EngineHandle, EngineRequest};
+
+use crate::metrics::Metrics;
+use crate::openai::admission::Admission;
+use crate::openai::choice::{ChoiceContext, ChoiceRun};
+use crate::openai::error::ApiError;
+use crate::openai::params::{GenerationParams, ParamDefaults};
+use crate::template::ChatTemplate;
+use crate::tokenizer::TextTokenizer;
+
+/// Shared by all requests; cheap to clone.
+pub type SharedState = Arc<AppState>;
+
+#[derive(Debug)]
+pub struct AppState {
+    pub engine: EngineHandle,
+    pub tokenizer: Arc<TextTokenizer>,
+    pub template: ChatTemplate,
+    /// Names clients may use in `model`; the first is the one responses carry.
+    pub served_model_names: Vec<String>,
+    /// Where the model came from (shown as `root` in `/v1/models`).
+    pub model_root: String,
+    pub defaults: ParamDefaults,
+    pub metrics: Metrics,
+    pub admission: Admission,
+    pub api_key: Option<String>,
+    pub log_requests: bool,
+    pub started_unix_s: u64,
+    draining: AtomicBool,
+}
+
+impl AppState {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        engine: EngineHandle,
+        tokenizer: Arc<TextTokenizer>,
+        template: ChatTemplate,
+        served_model_names: Vec<String>,
+        model_root: String,
+        defaults: ParamDefaults,
+        metrics: Metrics,
+        admission: Admission,
+    ) -> Self {
+        Self {
+            engine,
+            tokenizer,
+            template,
+            served_model_names,
+            model_root,
+            defaults,
+            metrics,
+            admission,
+            api_key: None,
+            log_requests: true,
+            started_unix_s: unix_now_s(),
+            draining: AtomicBool::new(false),
+        }
+    }
+
+    /// The name responses carry.
+    pub fn model_name(&self) -> &str {
+        self.served_model_names
+            .first()
+            .map(String::as_str)
+            .unwrap_or("pagoda")
+    }
+
+    /// Checks the request's `model`: absent means the served model.
+    pub fn check_model(&self, requested: Option<&str>) -> Result<(), ApiError> {
+        match requested {
+            None => Ok(()),
+            Some(name) if self.served_model_names.iter().any(|n| n == name) => Ok(()),
+            Some(name) => Err(ApiError {
+                param: Some("model".into()),
+                ..ApiError::not_found(format!("The model `{name}` does not exist."))
+            }),
+        }
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    /// From now on new generation requests get 503.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::Release);
+    }
+
+    /// Submits the `n` choices of one prompt; choice `i` gets index `first_index + i`.
+    pub fn start_choices(
+        &self,
+        prompt: &[u32],
+        params: &GenerationParams,
+        first_index: usize,
+        want_logprobs: bool,
+    ) -> Result<Vec<ChoiceRun>, ApiError> {
+        if self.is_draining() {
+            return Err(ApiError::shutting_down());
+        }
+        let slots = self.admission.try_admit(params.n)?;
+        let context = ChoiceContext {
+            engine: self.engine.clone(),
+            tokenizer: Arc::clone(&self.tokenizer),
+            metrics: self.metrics.clone(),
+            stop_strings: params.stop_strings.clone(),
+            skip_special_tokens: params.skip_special_tokens,
+            want_logprobs,
+        };
+        let mut runs = Vec::with_capacity(params.n);
+        for (offset, slot) in slots.into_iter().enumerate() {
+            let mut request = EngineRequest::new(
+                self.engine.next_request_id(),
+                prompt.to_vec(),
+                params.sampling_for_choice(offset),
+                params.stop.clone(),
+            );
+            request.cache_salt = params.cache_salt.clone();
+            // Dropping the runs already started aborts them if a later one is refused.
+            let stream = self.engine.submit(request)?;
+            runs.push(ChoiceRun::new(
+                first_index + offset,
+                stream,
+                context.clone(),
+                slot,
+            ));
+        }
+        Ok(runs)
+    }
+}
+
+pub fn unix_now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
