@@ -22,6 +22,8 @@ pub struct TokenLogprob {
     pub token: String,
     pub logprob: f32,
     pub top: Vec<(String, f32)>,
+    /// Where the token's text starts in the choice's generated text, in characters.
+    pub text_offset: usize,
 }
 
 /// What a choice produces, in order: deltas, then one `Finished` (or one `Error`).
@@ -65,6 +67,8 @@ pub struct ChoiceRun {
     waiting: Option<WaitingSlot>,
     last_token_at: Option<Instant>,
     num_tokens: usize,
+    /// Characters of text the detokenizer has produced so far.
+    num_text_chars: usize,
     /// Tokens generated up to and including the one that completed a stop string.
     stopped_after: Option<usize>,
     pending: VecDeque<ChoiceEvent>,
@@ -92,6 +96,7 @@ impl ChoiceRun {
             waiting: Some(waiting),
             last_token_at: None,
             num_tokens: 0,
+            num_text_chars: 0,
             stopped_after: None,
             pending: VecDeque::new(),
             done: false,
@@ -146,8 +151,10 @@ impl ChoiceRun {
             Ok(text) => text,
             Err(error) => return self.fail(error.into()),
         };
+        let text_offset = self.num_text_chars;
+        self.num_text_chars += text.chars().count();
         let filtered = self.matcher.push(&text);
-        let logprobs = self.logprobs_of(&token);
+        let logprobs = self.logprobs_of(&token, text_offset);
         if filtered.stopped {
             self.stopped_after = Some(self.num_tokens);
             let _ = self.context.engine.abort(self.stream.id());
@@ -204,7 +211,7 @@ impl ChoiceRun {
         });
     }
 
-    fn logprobs_of(&self, token: &GeneratedToken) -> Vec<TokenLogprob> {
+    fn logprobs_of(&self, token: &GeneratedToken, text_offset: usize) -> Vec<TokenLogprob> {
         let (true, Some(logprob)) = (self.context.want_logprobs, token.logprob) else {
             return Vec::new();
         };
@@ -222,6 +229,7 @@ impl ChoiceRun {
                 .iter()
                 .map(|&(id, lp)| (text_of(id), lp))
                 .collect(),
+            text_offset,
         }]
     }
 }

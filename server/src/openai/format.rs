@@ -112,8 +112,9 @@ impl ResponseFormat for ChatFormat {
     }
 }
 
-/// `/v1/completions` log-probabilities; offsets count bytes from the start of this text.
-fn completion_logprobs(logprobs: &[TokenLogprob], mut offset: usize) -> Value {
+/// `/v1/completions` log-probabilities; offsets count characters from the start of the choice's
+/// generated text, the same whether streamed or not.
+fn completion_logprobs(logprobs: &[TokenLogprob]) -> Value {
     let mut tokens = Vec::new();
     let mut token_logprobs = Vec::new();
     let mut top = Vec::new();
@@ -127,8 +128,7 @@ fn completion_logprobs(logprobs: &[TokenLogprob], mut offset: usize) -> Value {
             .map(|(t, l)| (t.clone(), Value::from(*l)))
             .collect();
         top.push(Value::Object(alternatives));
-        offsets.push(Value::from(offset));
-        offset += lp.token.len();
+        offsets.push(Value::from(lp.text_offset));
     }
     json!({"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top,
         "text_offset": offsets})
@@ -149,7 +149,7 @@ impl ResponseFormat for CompletionFormat {
 
     fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Value {
         let logprobs = if self.0.want_logprobs {
-            completion_logprobs(logprobs, 0)
+            completion_logprobs(logprobs)
         } else {
             Value::Null
         };
@@ -165,7 +165,7 @@ impl ResponseFormat for CompletionFormat {
             .into_iter()
             .map(|c| {
                 let logprobs = if self.0.want_logprobs {
-                    completion_logprobs(&c.logprobs, 0)
+                    completion_logprobs(&c.logprobs)
                 } else {
                     Value::Null
                 };

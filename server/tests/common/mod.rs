@@ -1,7 +1,12 @@
-//! Shared by the tests that run the default model.
+//! Shared by the integration tests: the default model's path, the tokenizer reference, and the
+//! helpers that run `pagoda-server` and talk to it (`server`, `api`, `prom`).
 #![allow(dead_code)]
 
+pub mod api;
+pub mod bad_inputs;
+pub mod prom;
 pub mod reference;
+pub mod server;
 
 use std::path::PathBuf;
 
