@@ -157,9 +157,12 @@ impl EngineCore {
         self.publish_stats();
     }
 
+    /// Ends a request and publishes the freed blocks at once: an abort may leave the engine idle,
+    /// and an idle engine publishes nothing until its next command.
     fn abort(&mut self, id: RequestId) {
         if let Some(seq) = self.scheduler.abort(id) {
             self.send_finished(&seq, Instant::now());
+            self.publish_stats();
         }
     }
 

@@ -124,17 +124,17 @@ pub struct ServerArgs {
 
     /// Time-to-first-token histogram buckets, comma-separated seconds. [default: vLLM's]
     #[arg(long, env = "PAGODA_TTFT_BUCKETS", value_name = "SECONDS,...", value_parser = parse_seconds_list)]
-    pub ttft_buckets: Option<Vec<f64>>,
+    pub ttft_buckets: Option<std::vec::Vec<f64>>,
 
     /// Inter-token latency and time-per-output-token buckets, comma-separated seconds.
     /// [default: vLLM's]
     #[arg(long, env = "PAGODA_ITL_BUCKETS", value_name = "SECONDS,...", value_parser = parse_seconds_list)]
-    pub itl_buckets: Option<Vec<f64>>,
+    pub itl_buckets: Option<std::vec::Vec<f64>>,
 
     /// End-to-end, queue, inference, prefill and decode time buckets, comma-separated seconds.
     /// [default: vLLM's]
     #[arg(long, env = "PAGODA_E2E_BUCKETS", value_name = "SECONDS,...", value_parser = parse_seconds_list)]
-    pub e2e_buckets: Option<Vec<f64>>,
+    pub e2e_buckets: Option<std::vec::Vec<f64>>,
 
     /// No log line per request.
     #[arg(long, env = "PAGODA_DISABLE_LOG_REQUESTS")]
@@ -235,6 +235,15 @@ mod tests {
         ] {
             assert!(help.contains(flag), "{flag} missing from --help");
         }
+    }
+
+    #[test]
+    fn bucket_lists_are_one_value_each() {
+        // `std::vec::Vec` (not `Vec`) keeps clap from reading the list as repeated values.
+        let args = ServerArgs::try_parse_from(["pagoda-server", "--ttft-buckets", "0.05,0.2,1"])
+            .expect("valid");
+        assert_eq!(args.ttft_buckets, Some(vec![0.05, 0.2, 1.0]));
+        assert!(ServerArgs::try_parse_from(["pagoda-server", "--itl-buckets", "1,0.5"]).is_err());
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub fn router(state: SharedState, max_request_body_bytes: usize) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_request_body_bytes))
-        .route_layer(middleware::from_fn_with_state(state.clone(), http_metrics))
+        .layer(middleware::from_fn_with_state(state.clone(), http_metrics))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(middleware::from_fn(request_id))
         .with_state(state)

@@ -7,7 +7,7 @@ use pagoda_engine::{EngineHandle, EngineRequest};
 
 use crate::metrics::Metrics;
 use crate::openai::admission::Admission;
-use crate::openai::choice::{ChoiceContext, ChoiceRun};
+use crate::openai::choice::{ChoiceContext, ChoiceRun, Submission};
 use crate::openai::error::ApiError;
 use crate::openai::params::{GenerationParams, ParamDefaults};
 use crate::template::ChatTemplate;
@@ -120,6 +120,10 @@ impl AppState {
                 params.stop.clone(),
             );
             request.cache_salt = params.cache_salt.clone();
+            let submission = Submission {
+                at: request.arrival,
+                num_prompt_tokens: prompt.len(),
+            };
             // Dropping the runs already started aborts them if a later one is refused.
             let stream = self.engine.submit(request)?;
             runs.push(ChoiceRun::new(
@@ -127,6 +131,7 @@ impl AppState {
                 stream,
                 context.clone(),
                 slot,
+                submission,
             ));
         }
         Ok(runs)

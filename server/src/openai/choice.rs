@@ -73,6 +73,17 @@ pub struct ChoiceRun {
     stopped_after: Option<usize>,
     pending: VecDeque<ChoiceEvent>,
     done: bool,
+    /// What a client that leaves early leaves behind, for the metrics.
+    submitted: Instant,
+    first_token_at: Option<Instant>,
+    num_prompt_tokens: usize,
+}
+
+/// When and with what prompt an engine request was submitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Submission {
+    pub at: Instant,
+    pub num_prompt_tokens: usize,
 }
 
 impl ChoiceRun {
@@ -81,6 +92,7 @@ impl ChoiceRun {
         stream: RequestStream,
         context: ChoiceContext,
         waiting: WaitingSlot,
+        submission: Submission,
     ) -> Self {
         let detokenizer = IncrementalDetokenizer::new(
             Arc::clone(&context.tokenizer),
@@ -100,6 +112,9 @@ impl ChoiceRun {
             stopped_after: None,
             pending: VecDeque::new(),
             done: false,
+            submitted: submission.at,
+            first_token_at: None,
+            num_prompt_tokens: submission.num_prompt_tokens,
         }
     }
 
@@ -143,6 +158,7 @@ impl ChoiceRun {
                 .record_inter_token_latency(token.at.saturating_duration_since(previous));
         }
         self.last_token_at = Some(token.at);
+        self.first_token_at.get_or_insert(token.at);
         if self.stopped_after.is_some() {
             return;
         }
@@ -231,5 +247,31 @@ impl ChoiceRun {
                 .collect(),
             text_offset,
         }]
+    }
+}
+
+impl Drop for ChoiceRun {
+    /// A client that went away drops its choices: the engine aborts the request (the stream's own
+    /// drop), and the metrics count it as aborted, with what it had generated.
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let now = Instant::now();
+        self.context.metrics.record_finished(&FinishedSequence {
+            reason: FinishReason::Abort,
+            usage: Usage {
+                prompt_tokens: self.num_prompt_tokens,
+                completion_tokens: self.num_tokens,
+                num_cached_tokens: 0,
+            },
+            timings: RequestTimings {
+                queued: self.submitted,
+                first_scheduled: None,
+                first_token: self.first_token_at,
+                finished: now,
+                num_preemptions: 0,
+            },
+        });
     }
 }

@@ -200,6 +200,18 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
     let text = std::str::from_utf8(body).map_err(|e| {
         ApiError::invalid("body", format!("the request body is not valid UTF-8 ({e})"))
     })?;
+    // A derived struct reader would also take a JSON array, field by field: only objects are bodies.
+    if !text.trim_start().starts_with('{') {
+        let what = if text.trim().is_empty() {
+            "empty"
+        } else {
+            "not a JSON object"
+        };
+        return Err(ApiError::invalid(
+            "body",
+            format!("the request body is {what}"),
+        ));
+    }
     let deserializer = &mut serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let path = error.path().to_string();
@@ -269,6 +281,8 @@ mod tests {
         let missing =
             parse_body::<ChatCompletionRequest>(br#"{"model":"m"}"#).expect_err("no messages");
         assert!(missing.message.contains("messages"), "{}", missing.message);
+        let array = parse_body::<ChatCompletionRequest>(b"[null, [], 3]").expect_err("array");
+        assert_eq!(array.param.as_deref(), Some("body"));
         let malformed = parse_body::<ChatCompletionRequest>(b"{\"model\":").expect_err("eof");
         assert_eq!(malformed.param.as_deref(), Some("body"));
         let bad_utf8 =

@@ -1,9 +1,11 @@
 //! Shared by the integration tests: the default model's path, the tokenizer reference, and the
-//! helpers that run `pagoda-server` and talk to it (`server`, `api`, `prom`).
+//! helpers that run `pagoda-server` and check it over HTTP (`server`, `api`, `prom`, `bad_inputs`,
+//! `known_requests`).
 #![allow(dead_code)]
 
 pub mod api;
 pub mod bad_inputs;
+pub mod known_requests;
 pub mod prom;
 pub mod reference;
 pub mod server;

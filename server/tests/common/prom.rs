@@ -2,6 +2,8 @@
 //! Any line it cannot read fails the test: it doubles as a check of the exposition.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Write;
+use std::process::{Command, Stdio};
 
 /// One sample line: `name{labels} value`.
 #[derive(Debug, Clone, PartialEq)]
@@ -302,4 +304,34 @@ fn parse_labels(mut text: &str) -> Result<(BTreeMap<String, String>, &str), Stri
         text = &rest[end + 1..];
         text = text.strip_prefix(',').unwrap_or(text);
     }
+}
+
+/// `promtool check metrics` on a scrape: its complaints, one per line.
+pub fn promtool_complaints(exposition: &str) -> (Option<i32>, Vec<String>) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(exposition.as_bytes())
+        .expect("promtool reads the exposition");
+    let output = child.wait_with_output().expect("promtool finishes");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (
+        output.status.code(),
+        text.lines()
+            .map(str::to_string)
+            .filter(|l| !l.trim().is_empty())
+            .collect(),
+    )
 }

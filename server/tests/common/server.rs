@@ -87,6 +87,8 @@ impl ServerProcess {
 
 fn wait_for_address(lines: &mpsc::Receiver<String>, child: &mut Child) -> String {
     let deadline = std::time::Instant::now() + STARTUP_TIMEOUT;
+    // What the server said while starting, for the failure message.
+    let mut said = Vec::new();
     while std::time::Instant::now() < deadline {
         match lines.recv_timeout(Duration::from_millis(200)) {
             Ok(line) => {
@@ -94,13 +96,23 @@ fn wait_for_address(lines: &mpsc::Receiver<String>, child: &mut Child) -> String
                     let address = rest.split_whitespace().next().expect("an address");
                     return format!("http://{address}");
                 }
+                said.push(line);
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Ok(Some(status)) = child.try_wait() {
-                    panic!("pagoda-server exited during startup: {status}");
+                    panic!(
+                        "pagoda-server exited during startup: {status}; it said:\n{}",
+                        said.join("\n")
+                    );
                 }
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => panic!("pagoda-server closed stderr"),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+                panic!(
+                    "pagoda-server closed stderr ({status}); it said:\n{}",
+                    said.join("\n")
+                )
+            }
         }
     }
     panic!("pagoda-server did not listen within {STARTUP_TIMEOUT:?}");
