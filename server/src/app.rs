@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use axum::serve::ListenerExt;
 use pagoda_engine::{start_engine, EngineConfig, EngineHandle};
 use tokio::net::TcpListener;
 
@@ -44,6 +45,9 @@ fn check_device(args: &ServerArgs) -> anyhow::Result<()> {
     }
     if !(args.shutdown_timeout.is_finite() && args.shutdown_timeout >= 0.0) {
         bail!("--shutdown-timeout must be a number of seconds >= 0");
+    }
+    if !(args.sse_keep_alive.is_finite() && args.sse_keep_alive > 0.0) {
+        bail!("--sse-keep-alive must be a number of seconds > 0");
     }
     Ok(())
 }
@@ -116,6 +120,7 @@ fn assemble_state(
     );
     state.api_key = args.api_key.clone().filter(|k| !k.is_empty());
     state.log_requests = !args.disable_log_requests;
+    state.sse_keep_alive = std::time::Duration::from_secs_f64(args.sse_keep_alive);
     Ok(state)
 }
 
@@ -140,6 +145,13 @@ pub async fn serve(args: &ServerArgs, state: AppState) -> anyhow::Result<()> {
     let state: SharedState = Arc::new(state);
     tracing::info!(address = %local, model = state.model_name(), "pagoda-server listening on http://{local}");
     let app = router(state.clone(), args.max_request_body_bytes);
+    // Streamed tokens are small writes: without TCP_NODELAY, Nagle's algorithm holds them back
+    // until the client's delayed ACK (up to 40 ms).
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::warn!(%error, "cannot set TCP_NODELAY");
+        }
+    });
     let deadline = Duration::from_secs_f64(args.shutdown_timeout);
     axum::serve(listener, app)
         .with_graceful_shutdown(drain_on_signal(state.clone(), deadline))

@@ -185,6 +185,21 @@ pub struct ServerArgs {
     /// `normal:MEAN:STD_DEV` (capped by the request's max_tokens).
     #[arg(long, env = "PAGODA_MOCK_OUTPUT_LEN", default_value = "max-tokens")]
     pub mock_output_len: String,
+
+    /// Mock fault injection: an engine step in which a request would produce its token number
+    /// N + 1 fails, ending every request of that step with an error (as a crashing model would).
+    /// [default: off]
+    #[arg(long, env = "PAGODA_MOCK_FAIL_AFTER_TOKENS", value_name = "N")]
+    pub mock_fail_after_tokens: Option<usize>,
+
+    /// Seconds between keep-alive comments on an idle SSE stream.
+    #[arg(
+        long,
+        env = "PAGODA_SSE_KEEP_ALIVE",
+        value_name = "SECONDS",
+        default_value_t = 10.0
+    )]
+    pub sse_keep_alive: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -71,6 +71,7 @@ pub fn start_mock(
         seed: args.mock_seed,
         output_len: parse_output_len(&args.mock_output_len)?,
         output_token_ids: mock_output_token_ids(&prompt_side.tokenizer)?,
+        fail_after_tokens: args.mock_fail_after_tokens,
     };
     let engine = start_mock_engine(config, model, mock)?;
     tracing::info!(

@@ -30,6 +30,8 @@ pub struct AppState {
     pub admission: Admission,
     pub api_key: Option<String>,
     pub log_requests: bool,
+    /// Between keep-alive comments on an idle SSE stream.
+    pub sse_keep_alive: std::time::Duration,
     pub started_unix_s: u64,
     draining: AtomicBool,
 }
@@ -57,6 +59,7 @@ impl AppState {
             admission,
             api_key: None,
             log_requests: true,
+            sse_keep_alive: crate::openai::respond::DEFAULT_KEEP_ALIVE_INTERVAL,
             started_unix_s: unix_now_s(),
             draining: AtomicBool::new(false),
         }

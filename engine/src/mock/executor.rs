@@ -11,13 +11,14 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{MockConfig, MockOutputLen};
 use crate::batch::BatchPlan;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::models::ModelConfig;
 use crate::request::{EngineRequest, RequestId};
 use crate::runner::{StepExecutor, StepOutput};
 
 #[derive(Debug)]
 pub struct MockExecutor {
+    fail_after_tokens: Option<usize>,
     ttft: Duration,
     tpot: Duration,
     jitter: f64,
@@ -58,6 +59,7 @@ impl MockExecutor {
             rng: ChaCha8Rng::seed_from_u64(mock.seed),
             requests: HashMap::new(),
             idle_until: None,
+            fail_after_tokens: mock.fail_after_tokens,
         })
     }
 
@@ -129,6 +131,18 @@ impl StepExecutor for MockExecutor {
             .filter(|s| s.sample)
             .map(|s| self.next_token(s.id, now))
             .collect();
+        if let Some(limit) = self.fail_after_tokens {
+            let faulty = plan.seqs.iter().filter(|s| s.sample).any(|s| {
+                self.requests
+                    .get(&s.id)
+                    .is_some_and(|r| r.num_output_tokens > limit)
+            });
+            if faulty {
+                return Err(EngineError::Execution(format!(
+                    "mock fault injected after {limit} tokens"
+                )));
+            }
+        }
         // Wait only when the step did nothing but find every token not ready: a prefill chunk
         // left to compute, or a token just emitted, means the engine should step again at once.
         let all_waiting = plan.seqs.iter().all(|s| s.sample) && tokens.iter().all(Option::is_none);

@@ -23,6 +23,7 @@ fn executor(ttft_ms: u64, tpot_ms: u64, output_len: MockOutputLen, seed: u64) ->
         seed,
         output_len,
         output_token_ids: vec![10, 11, 12],
+        fail_after_tokens: None,
     };
     MockExecutor::new(mock, &ModelConfig::mock(100, vec![EOS], 1024)).unwrap()
 }

@@ -37,6 +37,9 @@ pub struct MockConfig {
     /// The output cycles through these ids (from an offset that depends on the request id). Not
     /// empty, inside the vocabulary, and no EOS id among them.
     pub output_token_ids: Vec<u32>,
+    /// Fault injection: a step in which some sequence would produce its token number `N + 1`
+    /// fails, as a crashing model would — every request of that step ends with an error.
+    pub fail_after_tokens: Option<usize>,
 }
 
 /// How many tokens a mock request generates. A drawn length `L` ends the request with the
@@ -163,6 +166,7 @@ mod tests {
             seed: 0,
             output_len,
             output_token_ids: vec![10, 11, 12],
+            fail_after_tokens: None,
         }
     }
 

@@ -66,7 +66,7 @@ pub async fn chat_completions(
             format,
             totals,
             params.include_usage,
-            state.metrics.clone(),
+            &state,
         ))
     } else {
         respond::collect(runs, format, totals, &state.metrics).await

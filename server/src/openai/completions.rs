@@ -63,7 +63,7 @@ pub async fn completions(
             format,
             totals,
             params.include_usage,
-            state.metrics.clone(),
+            &state,
         ))
     } else {
         respond::collect(runs, format, totals, &state.metrics).await

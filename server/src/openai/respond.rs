@@ -16,9 +16,10 @@ use crate::openai::choice::{ChoiceEvent, ChoiceRun};
 use crate::openai::error::ApiError;
 use crate::openai::format::{FinishedChoice, ResponseFormat};
 use crate::openai::usage::UsageTotals;
+use crate::state::AppState;
 
-/// Seconds between keep-alive comments on an idle stream.
-pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// Default time between keep-alive comments on an idle stream (`--sse-keep-alive`).
+pub const DEFAULT_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
 
 fn events_of(run: ChoiceRun) -> BoxStream<'static, ChoiceEvent> {
     stream::unfold(run, |mut run| async move {
@@ -92,8 +93,9 @@ pub fn stream_sse<F: ResponseFormat>(
     format: F,
     totals: UsageTotals,
     include_usage: bool,
-    metrics: Metrics,
+    state: &AppState,
 ) -> Response {
+    let metrics = state.metrics.clone();
     let format = Arc::new(format);
     let usage_field = include_usage.then_some(Value::Null);
     let openings: Vec<Result<Event, Infallible>> = runs
@@ -127,7 +129,7 @@ pub fn stream_sse<F: ResponseFormat>(
     Sse::new(events)
         .keep_alive(
             KeepAlive::new()
-                .interval(KEEP_ALIVE_INTERVAL)
+                .interval(state.sse_keep_alive)
                 .text("keep-alive"),
         )
         .into_response()
