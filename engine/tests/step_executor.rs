@@ -67,6 +67,7 @@ fn start() -> (EngineHandle, Arc<Mutex<HashSet<RequestId>>>) {
         seed: 0,
         output_len: MockOutputLen::MaxTokens,
         output_token_ids: vec![40, 41],
+        fail_after_tokens: None,
     };
     let recorder = live.clone();
     let model = ModelConfig::mock(1000, vec![2], 4096);
