@@ -5,8 +5,7 @@
 //! Most tests run the mock engine (`--mock`: the real scheduler, no model compute, one token per
 //! byte); `bad_inputs_on_the_default_model` runs the default model.
 //!
-//! Not tested here: SSE keep-alive comments. Their interval is a constant (10 s,
-//! `KEEP_ALIVE_INTERVAL` in `server/src/openai/respond.rs`), too slow for a test to wait for.
+//! SSE keep-alive comments are tested in `http_features.rs` (with a short `--sse-keep-alive`).
 
 mod common;
 

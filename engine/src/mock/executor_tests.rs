@@ -8,6 +8,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{jittered, MockExecutor};
 use crate::batch::{BatchPlan, ScheduledSeq};
+use crate::error::EngineError;
 use crate::mock::{MockConfig, MockOutputLen};
 use crate::models::ModelConfig;
 use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
@@ -15,8 +16,8 @@ use crate::runner::{StepExecutor, StepOutput};
 
 const EOS: u32 = 2;
 
-fn executor(ttft_ms: u64, tpot_ms: u64, output_len: MockOutputLen, seed: u64) -> MockExecutor {
-    let mock = MockConfig {
+fn config(ttft_ms: u64, tpot_ms: u64, output_len: MockOutputLen, seed: u64) -> MockConfig {
+    MockConfig {
         ttft: Duration::from_millis(ttft_ms),
         tpot: Duration::from_millis(tpot_ms),
         jitter: 0.0,
@@ -24,7 +25,11 @@ fn executor(ttft_ms: u64, tpot_ms: u64, output_len: MockOutputLen, seed: u64) ->
         output_len,
         output_token_ids: vec![10, 11, 12],
         fail_after_tokens: None,
-    };
+    }
+}
+
+fn executor(ttft_ms: u64, tpot_ms: u64, output_len: MockOutputLen, seed: u64) -> MockExecutor {
+    let mock = config(ttft_ms, tpot_ms, output_len, seed);
     MockExecutor::new(mock, &ModelConfig::mock(100, vec![EOS], 1024)).unwrap()
 }
 
@@ -191,4 +196,25 @@ fn jitter_stays_within_bounds() {
     assert_eq!(jittered(&mut rng, base, 0.0), base);
     assert_eq!(jittered(&mut rng, Duration::ZERO, 0.5), Duration::ZERO);
     assert!(jittered(&mut rng, base, 1.0) <= Duration::from_millis(200));
+}
+
+#[test]
+fn an_injected_fault_fails_the_step_that_would_make_one_token_too_many() {
+    let mock = MockConfig {
+        fail_after_tokens: Some(2),
+        ..config(0, 0, MockOutputLen::MaxTokens, 0)
+    };
+    let mut mock = MockExecutor::new(mock, &ModelConfig::mock(100, vec![EOS], 1024)).unwrap();
+    add(&mut mock, 1, StopConditions::default(), 16);
+    for step in 1..=2 {
+        let output = mock.execute(&plan(&[1]));
+        assert!(
+            matches!(&output, Ok(StepOutput::Tokens(t)) if t[0].is_some()),
+            "step {step} makes token {step}: {output:?}"
+        );
+    }
+    match mock.execute(&plan(&[1])) {
+        Err(EngineError::Execution(message)) => assert!(message.contains("fault"), "{message}"),
+        other => panic!("the step making token 3 must fail: {other:?}"),
+    }
 }

@@ -63,7 +63,7 @@ pub fn record_accepted(
         tracing::info!(
             endpoint,
             num_prompt_tokens,
-            max_tokens = ?params.stop.max_tokens,
+            max_tokens = params.stop.max_tokens.map(|n| n as u64),
             n = params.n,
             stream = params.stream,
             temperature = params.sampling.temperature,

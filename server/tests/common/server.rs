@@ -93,7 +93,11 @@ fn wait_for_address(lines: &mpsc::Receiver<String>, child: &mut Child) -> String
         match lines.recv_timeout(Duration::from_millis(200)) {
             Ok(line) => {
                 if let Some(rest) = line.split("listening on http://").nth(1) {
-                    let address = rest.split_whitespace().next().expect("an address");
+                    // Ends at whitespace (text logs) or at the closing quote (JSON logs).
+                    let address = rest
+                        .split(|c: char| c.is_whitespace() || c == '"')
+                        .next()
+                        .expect("an address");
                     return format!("http://{address}");
                 }
                 said.push(line);
