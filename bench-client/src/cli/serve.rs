@@ -1,0 +1,266 @@
+//! `pagoda-bench serve`: workload → schedule → runner → statistics → report and result file.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use pagoda_server::tokenizer::TextTokenizer;
+use serde_json::Value;
+
+use crate::cli::serve_args::{DatasetName, EndpointArg, ServeArgs};
+use crate::client::{discover_model, readiness_check, Endpoint, RequestConfig, Sampling};
+use crate::dataset::{build_workload, DatasetConfig, PrefixRepetitionConfig, RandomConfig};
+use crate::record::RequestRecord;
+use crate::runner::{run, RunConfig, RunOutcome};
+use crate::schedule::{
+    arrival_times, arrival_times_for_duration, RampUp, RampUpStrategy, RequestRate, ScheduleConfig,
+};
+use crate::scrape::{Scraper, ServerSideStats};
+use crate::stats::{
+    parse_goodput, parse_percentile_metrics, parse_percentiles, summarize, BenchSummary,
+    IntegrityThresholds, SummaryOptions,
+};
+use crate::workload::RequestSpec;
+
+/// One finished run: what was sent, what came back, and the statistics.
+#[derive(Debug)]
+pub struct ServeRun {
+    pub model: String,
+    pub outcome: RunOutcome,
+    pub summary: BenchSummary,
+    pub server_side: Option<Value>,
+}
+
+/// Everything a run needs that does not change between repeated runs.
+#[derive(Debug)]
+pub struct Prepared {
+    pub model: String,
+    pub specs: Vec<RequestSpec>,
+    pub arrivals_s: Vec<f64>,
+    pub schedule: ScheduleConfig,
+    pub run_config: RunConfig,
+    pub options: SummaryOptions,
+    /// `--scrape-metrics` URL and interval.
+    pub scrape: Option<(String, Duration)>,
+}
+
+fn endpoint(arg: EndpointArg) -> Endpoint {
+    match arg {
+        EndpointArg::Chat => Endpoint::Chat,
+        EndpointArg::Completions => Endpoint::Completions,
+    }
+}
+
+fn dataset_config(args: &ServeArgs) -> anyhow::Result<DatasetConfig> {
+    let path = || {
+        args.dataset_path
+            .clone()
+            .context("--dataset-path is required for this dataset")
+    };
+    Ok(match args.dataset_name {
+        DatasetName::Random => DatasetConfig::Random(RandomConfig {
+            input_tokens: args.random_input_len,
+            output_tokens: args.random_output_len,
+            range_ratio: args.random_range_ratio,
+            prefix_tokens: args.random_prefix_len,
+        }),
+        DatasetName::PrefixRepetition => DatasetConfig::PrefixRepetition(PrefixRepetitionConfig {
+            num_prefixes: args.prefix_repetition_num_prefixes,
+            prefix_tokens: args.prefix_repetition_prefix_len,
+            suffix_tokens: args.prefix_repetition_suffix_len,
+            output_tokens: args.prefix_repetition_output_len,
+        }),
+        DatasetName::Sharegpt => DatasetConfig::ShareGpt {
+            path: path()?,
+            output_tokens: args.output_len,
+        },
+        DatasetName::Custom => DatasetConfig::CustomJsonl {
+            path: path()?,
+            output_tokens: args.output_len,
+        },
+    })
+}
+
+fn schedule_config(args: &ServeArgs) -> anyhow::Result<ScheduleConfig> {
+    let rate: RequestRate = args.request_rate.parse()?;
+    let ramp_up = match (
+        &args.ramp_up_strategy,
+        args.ramp_up_start_rps,
+        args.ramp_up_end_rps,
+    ) {
+        (None, None, None) => None,
+        (Some(strategy), Some(start_rps), Some(end_rps)) => Some(RampUp {
+            strategy: strategy.parse::<RampUpStrategy>()?,
+            start_rps,
+            end_rps,
+        }),
+        _ => bail!("--ramp-up-strategy, --ramp-up-start-rps and --ramp-up-end-rps go together"),
+    };
+    Ok(ScheduleConfig::new(
+        rate,
+        args.burstiness,
+        ramp_up,
+        args.seed,
+    )?)
+}
+
+fn summary_options(args: &ServeArgs, schedule: &ScheduleConfig) -> anyhow::Result<SummaryOptions> {
+    let integrity = IntegrityThresholds {
+        max_p99_send_lag_ms: args.max_p99_send_lag_ms,
+        ..IntegrityThresholds::default()
+    };
+    Ok(SummaryOptions {
+        percentiles: parse_percentiles(&args.metric_percentiles)?,
+        percentile_metrics: parse_percentile_metrics(&args.percentile_metrics)?,
+        goodput: parse_goodput(&args.goodput)?,
+        target_request_rate: match schedule.rate() {
+            RequestRate::PerSecond(rate) => Some(rate),
+            RequestRate::Infinite => None,
+        },
+        max_concurrency: args.max_concurrency,
+        integrity,
+        ..SummaryOptions::default()
+    })
+}
+
+fn request_config(args: &ServeArgs, model: &str) -> anyhow::Result<RequestConfig> {
+    let mut request = RequestConfig::new(endpoint(args.endpoint), &args.base_url(), model);
+    request.api_key = args.api_key.clone();
+    request.timeout = Duration::from_secs_f64(args.request_timeout);
+    request.client_id = args.client_id;
+    for header in &args.headers {
+        let (name, value) = header
+            .split_once(':')
+            .with_context(|| format!("--header {header:?}: expected NAME:VALUE"))?;
+        request
+            .headers
+            .push((name.trim().to_string(), value.trim().to_string()));
+    }
+    let extra_body = match &args.extra_body {
+        None => serde_json::Map::new(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => map,
+            _ => bail!("--extra-body must be a JSON object, got {text:?}"),
+        },
+    };
+    request.sampling = Sampling {
+        temperature: Some(args.temperature),
+        top_p: args.top_p,
+        ignore_eos: args.ignore_eos(),
+        extra_body,
+    };
+    Ok(request)
+}
+
+/// Loads the tokenizer of `--tokenizer`, else of the default model.
+pub fn load_tokenizer(
+    path: Option<&std::path::Path>,
+) -> anyhow::Result<(Arc<TextTokenizer>, PathBuf)> {
+    let path = pagoda_server::default_model::resolve_model_path(path)?;
+    let side = pagoda_server::prompt_side::PromptSide::load(&path)
+        .with_context(|| format!("cannot load a tokenizer from {}", path.display()))?;
+    Ok((Arc::new(side.tokenizer), path))
+}
+
+/// Checks the server, builds the workload and its schedule.
+pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow::Result<Prepared> {
+    let base_url = args.base_url();
+    readiness_check(
+        &base_url,
+        args.api_key.as_deref(),
+        Duration::from_secs_f64(args.ready_timeout),
+    )
+    .await
+    .with_context(|| format!("the server at {base_url} is not ready"))?;
+    let model = match &args.model {
+        Some(model) => model.clone(),
+        None => discover_model(&base_url, args.api_key.as_deref()).await?,
+    };
+    let schedule = schedule_config(args)?;
+    let options = summary_options(args, &schedule)?;
+    let dataset = dataset_config(args)?;
+    let (num_prompts, seed) = (args.num_prompts, args.seed);
+    let specs = {
+        let tokenizer = Arc::clone(&tokenizer);
+        tokio::task::spawn_blocking(move || build_workload(&dataset, num_prompts, &tokenizer, seed))
+            .await??
+    };
+    let arrivals_s = match args.duration {
+        Some(duration_s) if matches!(schedule.rate(), RequestRate::PerSecond(_)) => {
+            arrival_times_for_duration(duration_s, &schedule)?
+        }
+        _ => arrival_times(specs.len(), &schedule),
+    };
+    let specs = cycle_to(specs, arrivals_s.len());
+    let mut run_config = RunConfig::new(request_config(args, &model)?);
+    run_config.max_concurrency = args.max_concurrency;
+    run_config.num_warmups = args.num_warmups;
+    run_config.max_duration = args.duration.map(Duration::from_secs_f64);
+    run_config.progress = !args.disable_progress;
+    let counter = Arc::clone(&tokenizer);
+    run_config.tokenizer = Some(Arc::new(move |text: &str| {
+        counter
+            .encode(text, false)
+            .map(|ids| ids.len())
+            .unwrap_or(0)
+    }));
+    let scrape = args
+        .scrape_metrics
+        .clone()
+        .map(|url| (url, Duration::from_secs_f64(args.scrape_interval.max(0.05))));
+    Ok(Prepared {
+        model,
+        specs,
+        arrivals_s,
+        schedule,
+        run_config,
+        options,
+        scrape,
+    })
+}
+
+/// The workload repeated (in order) until it has `len` requests.
+fn cycle_to(specs: Vec<RequestSpec>, len: usize) -> Vec<RequestSpec> {
+    if specs.is_empty() || specs.len() == len {
+        return specs;
+    }
+    specs.iter().cycle().take(len).cloned().collect()
+}
+
+/// Runs the prepared workload once and computes its statistics.
+pub async fn run_once(prepared: &Prepared) -> anyhow::Result<(RunOutcome, BenchSummary)> {
+    let outcome = run(&prepared.specs, &prepared.arrivals_s, &prepared.run_config).await?;
+    let mut summary = summarize(&outcome.records, &prepared.options);
+    // The statistics judge send lag and rate from the records; the runner adds what only it
+    // saw: the client's own CPU use.
+    for warning in outcome.client.warnings() {
+        if warning.contains("CPU") {
+            summary.integrity.add_evidence(warning);
+        }
+    }
+    Ok((outcome, summary))
+}
+
+/// [`run_once`], sampling the server's `/metrics` meanwhile when `--scrape-metrics` asks.
+pub async fn run_once_with_server_view(
+    prepared: &Prepared,
+) -> anyhow::Result<(RunOutcome, BenchSummary, Option<ServerSideStats>)> {
+    let Some((url, interval)) = &prepared.scrape else {
+        let (outcome, summary) = run_once(prepared).await?;
+        return Ok((outcome, summary, None));
+    };
+    let scraper = Scraper::start(url, *interval)
+        .await
+        .with_context(|| format!("cannot scrape {url}"))?;
+    let (outcome, summary) = run_once(prepared).await?;
+    let server_side = scraper.finish().await?;
+    Ok((outcome, summary, Some(server_side)))
+}
+
+/// Records of several runs, for `--save-detailed`.
+pub fn all_records(runs: &[ServeRun]) -> Vec<RequestRecord> {
+    runs.iter()
+        .flat_map(|r| r.outcome.records.clone())
+        .collect()
+}

@@ -1,0 +1,212 @@
+//! `pagoda-bench serve` flags, named like `vllm bench serve`'s.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// Which dataset builds the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DatasetName {
+    Random,
+    PrefixRepetition,
+    Sharegpt,
+    Custom,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EndpointArg {
+    #[value(name = "/v1/chat/completions")]
+    Chat,
+    #[value(name = "/v1/completions")]
+    Completions,
+}
+
+/// Serve benchmark against an OpenAI-compatible server.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Server URL, e.g. http://127.0.0.1:8000 (overrides --host/--port).
+    #[arg(long, env = "PAGODA_BENCH_BASE_URL")]
+    pub base_url: Option<String>,
+    /// Server host, when --base-url is not given.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Server port, when --base-url is not given.
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// API route to benchmark.
+    #[arg(long, value_enum, default_value = "/v1/chat/completions")]
+    pub endpoint: EndpointArg,
+    /// Model name sent in requests. [default: the first id of the server's /v1/models]
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Tokenizer for exact prompt lengths and for counting tokens when the server sends no
+    /// usage: a GGUF file or Hugging Face directory. [default: the default model, fetched on first
+    /// use]
+    #[arg(long, value_name = "PATH")]
+    pub tokenizer: Option<PathBuf>,
+    /// Sent as `Authorization: Bearer KEY`.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Extra request header `NAME:VALUE` (repeatable).
+    #[arg(long = "header", value_name = "NAME:VALUE")]
+    pub headers: Vec<String>,
+    /// Seconds to wait for the server to answer /v1/models before starting.
+    #[arg(long, default_value_t = 600.0)]
+    pub ready_timeout: f64,
+    /// Per-request timeout in seconds.
+    #[arg(long, default_value_t = 600.0)]
+    pub request_timeout: f64,
+
+    /// Workload source.
+    #[arg(long, value_enum, default_value = "random")]
+    pub dataset_name: DatasetName,
+    /// Dataset file (ShareGPT JSON or custom JSONL).
+    #[arg(long, value_name = "PATH")]
+    pub dataset_path: Option<PathBuf>,
+    /// Number of requests (cycled over the dataset when it has fewer).
+    #[arg(long, default_value_t = 1000)]
+    pub num_prompts: usize,
+    /// Run for this many seconds instead of --num-prompts (open loop: the schedule fills the
+    /// duration; closed loop: requests keep coming until it ends).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// random: prompt tokens (exact, by the tokenizer).
+    #[arg(long, default_value_t = 1024)]
+    pub random_input_len: usize,
+    /// random: tokens to generate.
+    #[arg(long, default_value_t = 128)]
+    pub random_output_len: usize,
+    /// random: lengths uniform in [len·(1−r), len·(1+r)].
+    #[arg(long, default_value_t = 0.0)]
+    pub random_range_ratio: f64,
+    /// random: tokens of a prefix shared by every prompt.
+    #[arg(long, default_value_t = 0)]
+    pub random_prefix_len: usize,
+    /// prefix-repetition: number of distinct shared prefixes.
+    #[arg(long, default_value_t = 10)]
+    pub prefix_repetition_num_prefixes: usize,
+    /// prefix-repetition: tokens per shared prefix.
+    #[arg(long, default_value_t = 256)]
+    pub prefix_repetition_prefix_len: usize,
+    /// prefix-repetition: tokens of each request's own suffix.
+    #[arg(long, default_value_t = 256)]
+    pub prefix_repetition_suffix_len: usize,
+    /// prefix-repetition: tokens to generate.
+    #[arg(long, default_value_t = 128)]
+    pub prefix_repetition_output_len: usize,
+    /// sharegpt/custom: tokens to generate for every request. [default: the dataset's]
+    #[arg(long)]
+    pub output_len: Option<usize>,
+
+    /// Requests per second, or `inf` to send them all at once.
+    #[arg(long, default_value = "inf")]
+    pub request_rate: String,
+    /// Gamma shape of inter-arrival times: 1 = Poisson, < 1 burstier, > 1 more regular.
+    #[arg(long, default_value_t = 1.0)]
+    pub burstiness: f64,
+    /// Ramp the rate up over the run: linear or exponential (needs --request-rate inf).
+    #[arg(long, value_name = "STRATEGY")]
+    pub ramp_up_strategy: Option<String>,
+    /// Ramp-up start rate (requests/s).
+    #[arg(long)]
+    pub ramp_up_start_rps: Option<f64>,
+    /// Ramp-up end rate (requests/s).
+    #[arg(long)]
+    pub ramp_up_end_rps: Option<f64>,
+    /// At most this many requests in flight (closed loop; with a rate: both).
+    #[arg(long)]
+    pub max_concurrency: Option<usize>,
+    /// Requests sent before the run (not measured).
+    #[arg(long, default_value_t = 0)]
+    pub num_warmups: usize,
+    /// Seed of the workload and of the schedule: the same seed gives the same run.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Sampling temperature sent with every request.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// top_p sent with every request. [default: not sent]
+    #[arg(long)]
+    pub top_p: Option<f64>,
+    /// Ask the server to ignore EOS so outputs have the workload's length (on by default for
+    /// random and prefix-repetition; off for sharegpt and custom).
+    #[arg(long, overrides_with = "no_ignore_eos")]
+    pub ignore_eos: bool,
+    /// Let the model stop at EOS.
+    #[arg(long, overrides_with = "ignore_eos")]
+    pub no_ignore_eos: bool,
+    /// JSON object merged into every request body, e.g. '{"top_k": 20}'.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+
+    /// Metrics to report percentiles for: ttft,tpot,itl,itl_per_token,e2el,ttst.
+    #[arg(long, default_value = "ttft,tpot,itl")]
+    pub percentile_metrics: String,
+    /// Percentiles to report, e.g. 50,90,99,99.9.
+    #[arg(long, default_value = "99")]
+    pub metric_percentiles: String,
+    /// Service-level objectives for goodput, e.g. --goodput ttft:500 tpot:50 (milliseconds).
+    #[arg(long, num_args = 1.., value_name = "METRIC:MS")]
+    pub goodput: Vec<String>,
+    /// Sample this Prometheus endpoint (the server's /metrics) during the run and report the
+    /// server's own view beside the client's.
+    #[arg(long, value_name = "URL")]
+    pub scrape_metrics: Option<String>,
+    /// Seconds between metric scrapes.
+    #[arg(long, default_value_t = 1.0)]
+    pub scrape_interval: f64,
+
+    /// Save the result JSON (vllm bench serve's keys plus ours).
+    #[arg(long)]
+    pub save_result: bool,
+    /// Directory for the result file.
+    #[arg(long, default_value = ".")]
+    pub result_dir: PathBuf,
+    /// Result file name. [default: pagoda-bench-<rate>qps-<concurrency>-<date>.json]
+    #[arg(long)]
+    pub result_filename: Option<String>,
+    /// Put every request's record in the result file (needed by `merge`).
+    #[arg(long)]
+    pub save_detailed: bool,
+    /// Server facts recorded in the result, `KEY=VALUE` (repeatable), e.g. --metadata tp=1.
+    #[arg(long, num_args = 1.., value_name = "KEY=VALUE")]
+    pub metadata: Vec<String>,
+    /// A label for this run (e.g. the engine's name), recorded in the result.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Repeat the benchmark N times and report the mean, spread and coefficient of variation.
+    #[arg(long, default_value_t = 1)]
+    pub num_runs: usize,
+    /// This process's id in a distributed run (records carry it; see `merge`).
+    #[arg(long, default_value_t = 0)]
+    pub client_id: usize,
+    /// No live progress line.
+    #[arg(long)]
+    pub disable_progress: bool,
+    /// Flag the run (the client fell behind) when the p99 send lag exceeds this many ms.
+    #[arg(long, default_value_t = 10.0)]
+    pub max_p99_send_lag_ms: f64,
+}
+
+impl ServeArgs {
+    pub fn base_url(&self) -> String {
+        self.base_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}:{}", self.host, self.port))
+    }
+
+    /// Fixed-length workloads ask the server to ignore EOS unless told otherwise.
+    pub fn ignore_eos(&self) -> bool {
+        if self.ignore_eos {
+            return true;
+        }
+        if self.no_ignore_eos {
+            return false;
+        }
+        matches!(
+            self.dataset_name,
+            DatasetName::Random | DatasetName::PrefixRepetition
+        )
+    }
+}

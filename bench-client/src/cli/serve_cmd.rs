@@ -1,0 +1,250 @@
+//! Runs `pagoda-bench serve` end to end: prints the report, saves the result file.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+
+use crate::cli::run_meta::{format_date, machine_info, unix_now_s};
+use crate::cli::serve::{load_tokenizer, prepare, run_once_with_server_view, Prepared};
+use crate::cli::serve_args::{DatasetName, EndpointArg, ServeArgs};
+use crate::compare::aggregate_runs;
+use crate::record::RequestRecord;
+use crate::report::{render, render_server_side};
+use crate::runner::RunOutcome;
+use crate::stats::{parse_metadata, vllm_result_json, BenchSummary, RampUp, RunMetadata};
+
+/// Where `merge` finds the raw records in a result file saved with `--save-detailed`.
+pub const RECORDS_KEY: &str = "records";
+
+fn backend(args: &ServeArgs) -> &'static str {
+    match args.endpoint {
+        EndpointArg::Chat => "openai-chat",
+        EndpointArg::Completions => "openai",
+    }
+}
+
+fn metadata(
+    args: &ServeArgs,
+    prepared: &Prepared,
+    tokenizer_id: &str,
+    start_unix_s: f64,
+) -> anyhow::Result<RunMetadata> {
+    let dataset_name = match args.dataset_name {
+        DatasetName::Random => "random",
+        DatasetName::PrefixRepetition => "prefix_repetition",
+        DatasetName::Sharegpt => "sharegpt",
+        DatasetName::Custom => "custom",
+    };
+    Ok(RunMetadata {
+        date: format_date(start_unix_s),
+        backend: backend(args).to_string(),
+        label: args.label.clone(),
+        base_url: args.base_url(),
+        endpoint: prepared.run_config.request.endpoint.path().to_string(),
+        model_id: prepared.model.clone(),
+        tokenizer_id: Some(tokenizer_id.to_string()),
+        dataset_name: Some(dataset_name.to_string()),
+        num_prompts: prepared.specs.len(),
+        request_rate: prepared.options.target_request_rate,
+        burstiness: args.burstiness,
+        max_concurrency: args.max_concurrency,
+        ramp_up: prepared.schedule.ramp_up().map(|r| RampUp {
+            strategy: format!("{:?}", r.strategy).to_lowercase(),
+            start_rps: r.start_rps,
+            end_rps: r.end_rps,
+        }),
+        seed: args.seed,
+        command_line: std::env::args().collect(),
+        server_metadata: parse_metadata(&args.metadata)?,
+        machine: machine_info(),
+        pagoda_bench_version: env!("CARGO_PKG_VERSION").to_string(),
+        start_unix_s,
+        num_clients: 1,
+    })
+}
+
+/// The result JSON of one run; raw records under `pagoda.records` with `--save-detailed`.
+fn result_json(
+    args: &ServeArgs,
+    summary: &BenchSummary,
+    outcome: &RunOutcome,
+    meta: &RunMetadata,
+) -> anyhow::Result<Value> {
+    let mut result = vllm_result_json(summary, &outcome.records, meta, args.save_detailed)?;
+    if let Some(pagoda) = result.get_mut("pagoda").and_then(Value::as_object_mut) {
+        pagoda.insert("client".into(), serde_json::to_value(&outcome.client)?);
+        if args.save_detailed {
+            pagoda.insert(RECORDS_KEY.into(), serde_json::to_value(&outcome.records)?);
+        }
+    }
+    Ok(result)
+}
+
+fn result_path(args: &ServeArgs) -> PathBuf {
+    let name = args.result_filename.clone().unwrap_or_else(|| {
+        let concurrency = args
+            .max_concurrency
+            .map_or("inf".to_string(), |c| c.to_string());
+        format!(
+            "pagoda-bench-{}qps-concurrency{concurrency}-{}.json",
+            args.request_rate,
+            format_date(unix_now_s())
+        )
+    });
+    args.result_dir.join(name)
+}
+
+/// The result JSON of one finished run of `prepared` (what `serve --save-result` writes for a
+/// single run), started at `start_unix_s`.
+pub fn run_result(
+    args: &ServeArgs,
+    prepared: &Prepared,
+    tokenizer_id: &str,
+    start_unix_s: f64,
+    outcome: &RunOutcome,
+    summary: &BenchSummary,
+) -> anyhow::Result<Value> {
+    let meta = metadata(args, prepared, tokenizer_id, start_unix_s)?;
+    result_json(args, summary, outcome, &meta)
+}
+
+/// Runs `prepared` `--num-runs` times (at least once), printing each run's report; returns
+/// each run's result JSON in order.
+pub async fn run_repeated(
+    args: &ServeArgs,
+    prepared: &Prepared,
+    tokenizer_id: &str,
+) -> anyhow::Result<Vec<Value>> {
+    let num_runs = args.num_runs.max(1);
+    let mut results = Vec::with_capacity(num_runs);
+    for run_index in 0..num_runs {
+        let start_unix_s = unix_now_s();
+        let (outcome, summary, server_side) = run_once_with_server_view(prepared).await?;
+        let title = if num_runs > 1 {
+            format!(
+                "Serving Benchmark Result (run {} of {num_runs})",
+                run_index + 1
+            )
+        } else {
+            "Serving Benchmark Result".to_string()
+        };
+        println!("{}", render(&summary, &title));
+        let mut result = run_result(
+            args,
+            prepared,
+            tokenizer_id,
+            start_unix_s,
+            &outcome,
+            &summary,
+        )?;
+        if let Some(server_side) = &server_side {
+            println!("{}", render_server_side(server_side));
+            if let Some(pagoda) = result.get_mut("pagoda").and_then(Value::as_object_mut) {
+                pagoda.insert("server_side".into(), serde_json::to_value(server_side)?);
+            }
+        }
+        results.push(result);
+    }
+    Ok(results)
+}
+
+/// The file `serve` saves for several runs: the last run's result, with the mean, spread and
+/// coefficient of variation of all of them under `pagoda.runs` (`{"num_runs", "aggregate"}`)
+/// when there is more than one. `Null` for no runs.
+pub fn combine_runs(results: &[Value]) -> Value {
+    let mut result = results.last().cloned().unwrap_or(Value::Null);
+    if results.len() > 1 {
+        let aggregate = aggregate_runs(results);
+        if let Some(pagoda) = result.get_mut("pagoda").and_then(Value::as_object_mut) {
+            pagoda.insert(
+                "runs".into(),
+                json!({"num_runs": results.len(), "aggregate": aggregate}),
+            );
+        }
+    }
+    result
+}
+
+/// The mean of the runs combined by [`combine_runs`], when there were several.
+pub fn runs_aggregate(result: &Value) -> Option<&Value> {
+    result.pointer("/pagoda/runs/aggregate")
+}
+
+/// `serve`: prepare once, run `--num-runs` times, report each run (and their spread), save.
+pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
+    let tokenizer_arg = args.tokenizer.clone();
+    let (tokenizer, tokenizer_path) =
+        tokio::task::spawn_blocking(move || load_tokenizer(tokenizer_arg.as_deref())).await??;
+    let prepared = prepare(&args, tokenizer).await?;
+    let tokenizer_id = tokenizer_path.display().to_string();
+    let results = run_repeated(&args, &prepared, &tokenizer_id).await?;
+    let result = combine_runs(&results);
+    if let Some(aggregate) = runs_aggregate(&result) {
+        println!("{}", render_spread(aggregate));
+    }
+    if args.save_result || args.save_detailed {
+        let path = result_path(&args);
+        let text = serde_json::to_string_pretty(&result)?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("result saved to {}", path.display());
+    }
+    Ok(())
+}
+
+/// The raw records and start time of a result saved with `--save-detailed`.
+pub fn read_detailed(path: &std::path::Path) -> anyhow::Result<(f64, Vec<RequestRecord>, Value)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let result: Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let pagoda = result
+        .get("pagoda")
+        .context("not a pagoda-bench result (no `pagoda` key)")?;
+    let start = pagoda
+        .pointer("/run/start_unix_s")
+        .and_then(Value::as_f64)
+        .context("the result has no pagoda.run.start_unix_s")?;
+    let records = pagoda
+        .get(RECORDS_KEY)
+        .context("the result has no records: run `serve` with --save-detailed")?;
+    let records: Vec<RequestRecord> = serde_json::from_value(records.clone())?;
+    Ok((start, records, result))
+}
+
+/// Mean ± standard deviation (and CV) of the headline metrics over `--num-runs` runs.
+pub fn render_spread(aggregate: &Value) -> String {
+    const KEYS: [&str; 7] = [
+        "request_throughput",
+        "output_throughput",
+        "mean_ttft_ms",
+        "p99_ttft_ms",
+        "mean_tpot_ms",
+        "mean_itl_ms",
+        "p99_itl_ms",
+    ];
+    let num_runs = aggregate
+        .get("num_runs")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let mut out = format!("{:=^50}\n", format!(" Spread over {num_runs} runs "));
+    for key in KEYS {
+        let (Some(mean), Some(stddev)) = (
+            aggregate.get(key).and_then(Value::as_f64),
+            aggregate
+                .pointer(&format!("/stddev/{key}"))
+                .and_then(Value::as_f64),
+        ) else {
+            continue;
+        };
+        let cv = aggregate
+            .pointer(&format!("/cv/{key}"))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        out.push_str(&format!(
+            "{key:<26} {mean:>10.2} ± {stddev:<8.2} (CV {:.1}%)\n",
+            cv * 100.0
+        ));
+    }
+    out
+}

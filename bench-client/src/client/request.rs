@@ -1,0 +1,207 @@
+//! [`Client::send`]: one streamed request, timed on the run's monotonic clock.
+//!
+//! Timing points: `actual_send_s` is taken after the body is serialised and just before the
+//! request is handed to the connection (so it includes connecting, as the server sees it: a
+//! cold connection's handshake is part of TTFT, as in `vllm bench serve`); every content chunk
+//! is stamped when the read that completed it returned; `end_s` when `[DONE]` arrived, or when
+//! the request failed.
+
+use std::time::Instant;
+
+use reqwest::header::CONTENT_TYPE;
+use tokio::time::timeout_at;
+
+use super::openai::{error_body_message, ChatCompletionRequest, CompletionRequest, StreamOptions};
+use super::stream::{clip, Flow, StreamParser, TokenCounter};
+use super::{Client, Endpoint, RunClock};
+use crate::record::{ErrorKind, RequestRecord};
+use crate::workload::RequestSpec;
+
+/// How much of an error response's body is read for its message.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+/// How long the end of a body is awaited after `[DONE]`.
+const MAX_DRAIN: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A failure: its kind and text.
+type Failure = (ErrorKind, String);
+
+impl Client {
+    /// Sends request `index` (`spec`), due at `target_send_s` on `clock`, and records it. Never
+    /// fails: a failure is the record's `error`. `tokenizer` counts the generated text when the
+    /// server sends no usage.
+    pub async fn send(
+        &self,
+        index: usize,
+        spec: &RequestSpec,
+        target_send_s: f64,
+        clock: RunClock,
+        tokenizer: Option<&TokenCounter>,
+    ) -> RequestRecord {
+        let body = self.body(spec);
+        let request = self.http.post(&self.url).body(body);
+        let sent = Instant::now();
+        let deadline = tokio::time::Instant::from_std(sent + self.config.timeout);
+        let mut parser = StreamParser::new(tokenizer.is_some());
+        let outcome = exchange(request, deadline, clock, &mut parser).await;
+        let end = match &outcome {
+            Ok(done_at) => *done_at,
+            Err(_) => Instant::now(),
+        };
+        let result = parser.into_result();
+        let (output_tokens, token_count_source) = result.output_tokens(tokenizer);
+        let (error, error_message) = match outcome {
+            Ok(_) => (None, None),
+            Err((kind, message)) => (Some(kind), Some(message)),
+        };
+        RequestRecord {
+            index,
+            client_id: self.config.client_id,
+            target_send_s,
+            actual_send_s: clock.secs(sent),
+            first_token_s: result.chunk_times_s.first().copied(),
+            input_tokens: result.usage.map_or(spec.input_tokens, |u| u.prompt_tokens),
+            chunk_times_s: result.chunk_times_s,
+            end_s: clock.secs(end),
+            output_tokens,
+            token_count_source,
+            expected_output_tokens: spec.output_tokens,
+            error,
+            error_message,
+        }
+    }
+
+    /// The JSON body of `spec`'s request, `extra_body` merged in last.
+    pub fn body(&self, spec: &RequestSpec) -> Vec<u8> {
+        let config = &self.config;
+        let sampling = &config.sampling;
+        let stream_options = StreamOptions {
+            include_usage: true,
+        };
+        let value = match config.endpoint {
+            Endpoint::Chat => serde_json::to_value(ChatCompletionRequest {
+                model: &config.model,
+                messages: &spec.prompt.as_messages(),
+                max_tokens: spec.output_tokens,
+                max_completion_tokens: spec.output_tokens,
+                stream: true,
+                stream_options,
+                temperature: sampling.temperature,
+                top_p: sampling.top_p,
+                ignore_eos: sampling.ignore_eos,
+            }),
+            Endpoint::Completions => serde_json::to_value(CompletionRequest {
+                model: &config.model,
+                prompt: &spec.prompt.as_text(),
+                max_tokens: spec.output_tokens,
+                stream: true,
+                stream_options,
+                temperature: sampling.temperature,
+                top_p: sampling.top_p,
+                ignore_eos: sampling.ignore_eos,
+            }),
+        };
+        let mut value = value.unwrap_or_default();
+        if let Some(object) = value.as_object_mut() {
+            for (key, extra) in &sampling.extra_body {
+                object.insert(key.clone(), extra.clone());
+            }
+        }
+        serde_json::to_vec(&value).unwrap_or_default()
+    }
+}
+
+/// Sends, checks the status, reads the stream into `parser`; `Ok(when [DONE] arrived)`.
+async fn exchange(
+    request: reqwest::RequestBuilder,
+    deadline: tokio::time::Instant,
+    clock: RunClock,
+    parser: &mut StreamParser,
+) -> Result<Instant, Failure> {
+    let timed_out = || (ErrorKind::Timeout, "the request timed out".to_string());
+    let mut response = timeout_at(deadline, request.send())
+        .await
+        .map_err(|_| timed_out())?
+        .map_err(transport_failure)?;
+    let status = response.status();
+    if !status.is_success() {
+        let body = read_error_body(&mut response, deadline).await;
+        let message = error_body_message(&body).unwrap_or_else(|| clip(&body));
+        return Err((ErrorKind::Http(status.as_u16()), message));
+    }
+    if is_json(&response) {
+        let body = read_error_body(&mut response, deadline).await;
+        let message = format!("the server answered JSON, not a stream: {}", clip(&body));
+        return Err((ErrorKind::Stream, message));
+    }
+    loop {
+        let read = timeout_at(deadline, response.chunk())
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(transport_failure)?;
+        let now = Instant::now();
+        let flow = match read {
+            Some(bytes) => parser.push(&bytes, clock.secs(now)),
+            None => parser.end_of_body(clock.secs(now)),
+        };
+        match flow {
+            Flow::Continue => continue,
+            Flow::Done => {
+                drain(&mut response, deadline).await;
+                return Ok(now);
+            }
+            Flow::Failed(message) => return Err((ErrorKind::Stream, message)),
+        }
+    }
+}
+
+/// Reads what follows `[DONE]` (the chunked body's terminator), so the connection goes back to
+/// the pool instead of being closed; gives up after `MAX_DRAIN` (a server that keeps the stream
+/// open after `[DONE]` must not hold a concurrency slot).
+async fn drain(response: &mut reqwest::Response, deadline: tokio::time::Instant) {
+    let deadline = deadline.min(tokio::time::Instant::now() + MAX_DRAIN);
+    while let Ok(Ok(Some(_))) = timeout_at(deadline, response.chunk()).await {}
+}
+
+async fn read_error_body(
+    response: &mut reqwest::Response,
+    deadline: tokio::time::Instant,
+) -> String {
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY_BYTES {
+        match timeout_at(deadline, response.chunk()).await {
+            Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// A transport error: the connection could not be made, or broke.
+fn transport_failure(error: reqwest::Error) -> Failure {
+    let kind = if error.is_timeout() {
+        ErrorKind::Timeout
+    } else {
+        ErrorKind::Connection
+    };
+    (kind, error_chain(&error))
+}
+
+/// An error and its sources, `: `-joined (reqwest's own message is only "error sending request").
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,216 @@
+//! The `random` dataset (as vLLM's): random token text of exact lengths, lengths drawn uniformly
+//! around the requested ones, optionally after one shared random prefix.
+
+use std::ops::RangeInclusive;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::{parallel, DatasetError, ExactTextGenerator};
+use crate::workload::{Prompt, RequestSpec};
+
+/// `--random-input-len`, `--random-output-len`, `--random-range-ratio`, `--random-prefix-len`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RandomConfig {
+    /// Mean prompt tokens after the prefix.
+    pub input_tokens: usize,
+    /// Mean tokens to generate.
+    pub output_tokens: usize,
+    /// Lengths are uniform in `[len·(1−r), len·(1+r)]`; `0 ≤ r < 1`.
+    pub range_ratio: f64,
+    /// Tokens of one random prefix shared by every prompt (0: none).
+    pub prefix_tokens: usize,
+}
+
+impl Default for RandomConfig {
+    /// vLLM's defaults.
+    fn default() -> Self {
+        Self {
+            input_tokens: 1024,
+            output_tokens: 128,
+            range_ratio: 0.0,
+            prefix_tokens: 0,
+        }
+    }
+}
+
+impl RandomConfig {
+    fn validate(&self) -> Result<(), DatasetError> {
+        let invalid = |msg: String| Err(DatasetError::InvalidConfig(msg));
+        if !(self.range_ratio.is_finite() && (0.0..1.0).contains(&self.range_ratio)) {
+            return invalid(format!(
+                "--random-range-ratio {} must be in [0, 1)",
+                self.range_ratio
+            ));
+        }
+        if self.input_tokens == 0 || self.output_tokens == 0 {
+            return invalid("--random-input-len and --random-output-len must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// The lengths `len` with ratio `r` draws from: `[⌊len·(1−r)⌋, ⌈len·(1+r)⌉]`, at least 1 (vLLM's
+/// bounds, without its float artefacts: `100·1.1` is `110.00000000000001`, whose ceiling is 111).
+pub fn length_range(len: usize, range_ratio: f64) -> RangeInclusive<usize> {
+    const EPSILON: f64 = 1e-9;
+    let low = (len as f64 * (1.0 - range_ratio) + EPSILON).floor() as usize;
+    let high = (len as f64 * (1.0 + range_ratio) - EPSILON).ceil() as usize;
+    low.max(1)..=high.max(1)
+}
+
+pub(super) fn build(
+    config: &RandomConfig,
+    num_prompts: usize,
+    generator: &ExactTextGenerator,
+    rng: &mut impl Rng,
+) -> Result<Vec<RequestSpec>, DatasetError> {
+    config.validate()?;
+    let prefix = generator.text(config.prefix_tokens, rng)?;
+    let input_range = length_range(config.input_tokens, config.range_ratio);
+    let output_range = length_range(config.output_tokens, config.range_ratio);
+    // (input tokens, output tokens, text seed) per request, drawn in order: request `i` is the
+    // same whatever `num_prompts` and however many threads write the texts.
+    let plans: Vec<(usize, usize, u64)> = (0..num_prompts)
+        .map(|_| {
+            let input_tokens = rng.random_range(input_range.clone());
+            (
+                input_tokens,
+                rng.random_range(output_range.clone()),
+                rng.random(),
+            )
+        })
+        .collect();
+    parallel::try_map(&plans, |&(input_tokens, output_tokens, seed)| {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let suffix = generator.continuation(&prefix, input_tokens, &mut rng)?;
+        Ok(RequestSpec {
+            prompt: Prompt::Text(format!("{}{suffix}", prefix.text)),
+            input_tokens: config.prefix_tokens + input_tokens,
+            output_tokens,
+            conversation: None,
+        })
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::dataset::test_support::tokenizer;
+
+    fn build_random(config: &RandomConfig, num_prompts: usize, seed: u64) -> Vec<RequestSpec> {
+        let generator = ExactTextGenerator::new(tokenizer()).unwrap();
+        build(
+            config,
+            num_prompts,
+            &generator,
+            &mut ChaCha8Rng::seed_from_u64(seed),
+        )
+        .unwrap()
+    }
+
+    fn text(request: &RequestSpec) -> &str {
+        match &request.prompt {
+            Prompt::Text(text) => text,
+            Prompt::Messages(_) => panic!("random prompts are texts"),
+        }
+    }
+
+    #[test]
+    fn length_range_matches_vllm_bounds() {
+        assert_eq!(length_range(100, 0.1), 90..=110);
+        assert_eq!(length_range(100, 0.0), 100..=100);
+        assert_eq!(length_range(10, 0.25), 7..=13);
+        assert_eq!(length_range(1, 0.9), 1..=2);
+    }
+
+    #[test]
+    fn prompts_have_exactly_their_token_counts() {
+        let config = RandomConfig {
+            input_tokens: 300,
+            output_tokens: 50,
+            range_ratio: 0.9,
+            prefix_tokens: 0,
+        };
+        let requests = build_random(&config, 60, 4);
+        let (input_range, output_range) = (length_range(300, 0.9), length_range(50, 0.9));
+        for request in &requests {
+            assert_eq!(
+                tokenizer().encode(text(request), false).unwrap().len(),
+                request.input_tokens
+            );
+            assert!(input_range.contains(&request.input_tokens));
+            assert!(output_range.contains(&request.output_tokens));
+        }
+        let distinct: std::collections::HashSet<_> =
+            requests.iter().map(|r| r.input_tokens).collect();
+        assert!(distinct.len() > 30, "lengths should vary: {distinct:?}");
+    }
+
+    #[test]
+    fn a_shared_prefix_keeps_its_tokens_in_every_prompt() {
+        for (prefix_tokens, input_tokens) in [(1, 1), (16, 3), (200, 100), (1000, 24)] {
+            let config = RandomConfig {
+                input_tokens,
+                output_tokens: 8,
+                range_ratio: 0.5,
+                prefix_tokens,
+            };
+            let requests = build_random(&config, 12, prefix_tokens as u64);
+            let first = tokenizer().encode(text(&requests[0]), false).unwrap();
+            let prefix_ids = &first[..prefix_tokens];
+            for request in &requests {
+                let ids = tokenizer().encode(text(request), false).unwrap();
+                assert_eq!(ids.len(), request.input_tokens);
+                assert!(request.input_tokens > prefix_tokens);
+                assert_eq!(
+                    &ids[..prefix_tokens],
+                    prefix_ids,
+                    "the shared prefix's tokens differ"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_longer_workload_starts_with_the_shorter_one() {
+        let config = RandomConfig {
+            input_tokens: 20,
+            output_tokens: 4,
+            range_ratio: 0.5,
+            prefix_tokens: 3,
+        };
+        let long = build_random(&config, 20, 6);
+        assert_eq!(build_random(&config, 5, 6), long[..5]);
+    }
+
+    #[test]
+    fn rejects_invalid_options() {
+        let generator = ExactTextGenerator::new(tokenizer()).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        for config in [
+            RandomConfig {
+                range_ratio: 1.0,
+                ..RandomConfig::default()
+            },
+            RandomConfig {
+                range_ratio: -0.1,
+                ..RandomConfig::default()
+            },
+            RandomConfig {
+                input_tokens: 0,
+                ..RandomConfig::default()
+            },
+            RandomConfig {
+                output_tokens: 0,
+                ..RandomConfig::default()
+            },
+        ] {
+            assert!(matches!(
+                build(&config, 1, &generator, &mut rng),
+                Err(DatasetError::InvalidConfig(_))
+            ));
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Shared by the dataset tests: the default model's tokenizer, loaded once.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use pagoda_server::tokenizer::TextTokenizer;
+
+pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// The default model: `models/` of the repository, or `$PAGODA_MODEL_DIR` (as
+/// `scripts/fetch-default-model.sh` uses). Fails the test when it is missing.
+pub fn model_path() -> PathBuf {
+    let dir = std::env::var_os("PAGODA_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models"));
+    let path = dir.join(MODEL_FILE);
+    assert!(
+        path.is_file(),
+        "default model missing: run scripts/fetch-default-model.sh (looked for {})",
+        path.display()
+    );
+    path
+}
+
+/// The default model's tokenizer (read from the GGUF header once per test binary).
+pub fn tokenizer() -> &'static TextTokenizer {
+    static TOKENIZER: OnceLock<TextTokenizer> = OnceLock::new();
+    TOKENIZER
+        .get_or_init(|| TextTokenizer::from_gguf(model_path()).expect("default model's tokenizer"))
+}
+
+/// A file under `bench-client/tests/data/`.
+pub fn data_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}

@@ -1,0 +1,285 @@
+//! The terminal summary of a serve run, in the layout `vllm bench serve` users know, followed by
+//! what vLLM's client does not tell them: send integrity, the steady-state window, errors by type,
+//! where token counts came from, and the server's own view.
+
+use std::fmt::Write;
+
+use crate::stats::{BenchSummary, Metric, MetricStats, WindowSummary};
+
+const WIDTH: usize = 50;
+
+fn rule(title: &str, fill: char) -> String {
+    if title.is_empty() {
+        return fill.to_string().repeat(WIDTH);
+    }
+    let padding = WIDTH.saturating_sub(title.len() + 2);
+    let left = padding / 2;
+    format!(
+        "{} {title} {}",
+        fill.to_string().repeat(left),
+        fill.to_string().repeat(padding - left)
+    )
+}
+
+fn line(out: &mut String, label: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(out, "{:<40} {value}", label);
+}
+
+fn metric_block(out: &mut String, metric: Metric, stats: &MetricStats) {
+    let title = match metric {
+        Metric::Ttft => "Time to First Token".to_string(),
+        Metric::Tpot => "Time per Output Token (excl. 1st token)".to_string(),
+        Metric::ItlPerChunk => "Inter-token Latency (per chunk)".to_string(),
+        Metric::ItlPerToken => "Inter-token Latency (per token)".to_string(),
+        Metric::E2el => "End-to-end Latency".to_string(),
+        other => other.label().to_string(),
+    };
+    let short = metric
+        .label()
+        .split(' ')
+        .next()
+        .unwrap_or("")
+        .to_uppercase();
+    let _ = writeln!(out, "{}", rule(&title, '-'));
+    line(
+        out,
+        &format!("Mean {short} (ms):"),
+        format!("{:.2}", stats.mean_ms),
+    );
+    line(
+        out,
+        &format!("Median {short} (ms):"),
+        format!("{:.2}", stats.median_ms),
+    );
+    for p in &stats.percentiles_ms {
+        line(
+            out,
+            &format!("P{} {short} (ms):", format_percentile(p.percentile)),
+            format!("{:.2}", p.value_ms),
+        );
+    }
+}
+
+/// `99` → "99", `99.9` → "99.9" (as vLLM names its keys).
+pub fn format_percentile(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p}")
+    }
+}
+
+/// The whole summary as text.
+pub fn render(summary: &BenchSummary, title: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", rule(title, '='));
+    line(&mut out, "Successful requests:", summary.num_completed);
+    line(&mut out, "Failed requests:", summary.num_failed);
+    line(
+        &mut out,
+        "Benchmark duration (s):",
+        format!("{:.2}", summary.duration_s),
+    );
+    line(&mut out, "Total input tokens:", summary.total_input_tokens);
+    line(
+        &mut out,
+        "Total generated tokens:",
+        summary.total_output_tokens,
+    );
+    line(
+        &mut out,
+        "Request throughput (req/s):",
+        format!("{:.2}", summary.request_throughput),
+    );
+    if let Some(goodput) = &summary.goodput {
+        line(
+            &mut out,
+            "Request goodput (req/s):",
+            format!("{:.2}", goodput.request_goodput),
+        );
+    }
+    line(
+        &mut out,
+        "Output token throughput (tok/s):",
+        format!("{:.2}", summary.output_throughput),
+    );
+    line(
+        &mut out,
+        "Peak output token throughput (tok/s):",
+        format!("{:.2}", summary.max_output_tokens_per_s),
+    );
+    line(
+        &mut out,
+        "Peak concurrent requests:",
+        summary.max_concurrent_requests,
+    );
+    line(
+        &mut out,
+        "Total Token throughput (tok/s):",
+        format!("{:.2}", summary.total_token_throughput),
+    );
+    for &metric in &summary.percentile_metrics {
+        if let Some(stats) = summary.metric(metric) {
+            metric_block(&mut out, metric, stats);
+        }
+    }
+    render_extras(&mut out, summary);
+    let _ = writeln!(out, "{}", rule("", '='));
+    out
+}
+
+fn render_extras(out: &mut String, summary: &BenchSummary) {
+    let integrity = &summary.integrity;
+    let _ = writeln!(out, "{}", rule("Send integrity", '-'));
+    if let Some(rate) = integrity.scheduled_rate {
+        line(out, "Scheduled rate (req/s):", format!("{rate:.2}"));
+    }
+    if let Some(rate) = integrity.achieved_rate {
+        line(out, "Achieved send rate (req/s):", format!("{rate:.2}"));
+    }
+    if let Some(lag) = &integrity.send_lag {
+        line(
+            out,
+            "Send lag p50 / p99 / max (ms):",
+            format!("{:.3} / {:.3} / {:.3}", lag.p50_ms, lag.p99_ms, lag.max_ms),
+        );
+    }
+    if let Some(lag) = &integrity.client_lag {
+        line(
+            out,
+            "Client lag p50 / p99 / max (ms):",
+            format!("{:.3} / {:.3} / {:.3}", lag.p50_ms, lag.p99_ms, lag.max_ms),
+        );
+    }
+    if integrity.fell_behind {
+        let _ = writeln!(
+            out,
+            "!!! THE CLIENT FELL BEHIND: these numbers understate the server !!!"
+        );
+        for reason in &integrity.reasons {
+            let _ = writeln!(out, "!!! {reason}");
+        }
+    } else {
+        line(out, "Client kept up:", "yes");
+    }
+    if !summary.errors_by_kind.is_empty() {
+        let _ = writeln!(out, "{}", rule("Errors", '-'));
+        for error in &summary.errors_by_kind {
+            line(out, &format!("{}:", error.label), error.count);
+        }
+    }
+    let sources = &summary.token_count_sources;
+    if sources.num_tokenizer > 0 {
+        let _ = writeln!(
+            out,
+            "Note: {} of {} requests had no server usage; their output tokens were counted with the tokenizer.",
+            sources.num_tokenizer,
+            sources.num_tokenizer + sources.num_server_usage
+        );
+    }
+    if let Some(window) = &summary.steady_state {
+        render_window(out, window);
+    }
+}
+
+fn render_window(out: &mut String, window: &WindowSummary) {
+    let _ = writeln!(
+        out,
+        "{}",
+        rule("Steady state (ramp-up and drain excluded)", '-')
+    );
+    line(
+        out,
+        "Window (s):",
+        format!("{:.2} – {:.2}", window.start_s, window.end_s),
+    );
+    line(
+        out,
+        "Request throughput (req/s):",
+        format!("{:.2}", window.request_throughput),
+    );
+    line(
+        out,
+        "Output token throughput (tok/s):",
+        format!("{:.2}", window.output_throughput),
+    );
+    line(
+        out,
+        "Mean concurrency:",
+        format!("{:.1}", window.mean_concurrency),
+    );
+    for summary in &window.metrics {
+        if let (Some(stats), true) = (
+            &summary.stats,
+            matches!(
+                summary.metric,
+                Metric::Ttft | Metric::Tpot | Metric::ItlPerChunk
+            ),
+        ) {
+            let label = summary.metric.label();
+            line(
+                out,
+                &format!("Mean / median {label} (ms):"),
+                format!("{:.2} / {:.2}", stats.mean_ms, stats.median_ms),
+            );
+        }
+    }
+}
+
+/// The server's own view of the run (`--scrape-metrics`), beside the client's.
+pub fn render_server_side(stats: &crate::scrape::ServerSideStats) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", rule("Server side (from its /metrics)", '-'));
+    line(&mut out, "Metrics namespace:", &stats.namespace);
+    let quantiles = |s: &Option<crate::scrape::HistogramSummary>| {
+        s.as_ref().map(|h| {
+            format!(
+                "{:.2} / {:.2} / {:.2}",
+                h.p50 * 1e3,
+                h.p90 * 1e3,
+                h.p99 * 1e3
+            )
+        })
+    };
+    for (label, summary) in [
+        ("Server TTFT p50 / p90 / p99 (ms):", &stats.ttft_s),
+        ("Server ITL p50 / p90 / p99 (ms):", &stats.itl_s),
+        (
+            "Server queue time p50 / p90 / p99 (ms):",
+            &stats.queue_time_s,
+        ),
+    ] {
+        if let Some(text) = quantiles(summary) {
+            line(&mut out, label, text);
+        }
+    }
+    let optional = |value: Option<f64>, scale: f64, digits: usize| {
+        value.map_or("n/a".to_string(), |v| format!("{:.*}", digits, v * scale))
+    };
+    line(
+        &mut out,
+        "Mean queue time (ms):",
+        optional(stats.mean_queue_time_s, 1e3, 2),
+    );
+    line(
+        &mut out,
+        "Peak waiting requests:",
+        optional(stats.peak_num_requests_waiting, 1.0, 0),
+    );
+    line(
+        &mut out,
+        "Peak KV-cache usage (%):",
+        optional(stats.peak_kv_cache_usage, 100.0, 1),
+    );
+    line(
+        &mut out,
+        "Preemptions:",
+        optional(stats.num_preemptions, 1.0, 0),
+    );
+    line(
+        &mut out,
+        "Prefix-cache hit rate (%):",
+        optional(stats.prefix_cache_hit_rate, 100.0, 1),
+    );
+    out
+}

@@ -1,0 +1,324 @@
+//! The runner against the real `pagoda-server` (mock engine), over HTTP.
+//!
+//! Tests that start a server hold `SERIAL`, so timing tests never share the machine with another
+//! server test of this crate.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::test_server::{TestServer, SERIAL};
+use super::*;
+use crate::client::{discover_model, readiness_check, ClientError, Endpoint};
+use crate::record::{ErrorKind, TokenCountSource};
+use crate::workload::Prompt;
+
+fn specs(n: usize, output_tokens: usize) -> Vec<RequestSpec> {
+    (0..n)
+        .map(|i| RequestSpec {
+            prompt: Prompt::Text(format!("request {i}: tell me about benchmarks")),
+            input_tokens: 8,
+            output_tokens,
+            conversation: None,
+        })
+        .collect()
+}
+
+fn config(base_url: &str, endpoint: Endpoint) -> RunConfig {
+    let mut request = RequestConfig::new(endpoint, base_url, "mock");
+    request.timeout = Duration::from_secs(60);
+    RunConfig::new(request)
+}
+
+/// Arrival times of a constant rate.
+fn constant_rate(n: usize, rate: f64) -> Vec<f64> {
+    (0..n).map(|i| i as f64 / rate).collect()
+}
+
+fn assert_all_succeeded(outcome: &RunOutcome) {
+    let failed: Vec<_> = outcome.records.iter().filter(|r| !r.is_success()).collect();
+    assert!(
+        failed.is_empty(),
+        "{} failed, first: {:?}",
+        failed.len(),
+        failed.first()
+    );
+}
+
+fn ms(seconds: f64) -> String {
+    format!("{:.3} ms", seconds * 1e3)
+}
+
+/// With TTFT 50 ms and TPOT 10 ms, the client sees what the mock does. The mock starts a
+/// request's TTFT clock when the engine first schedules it, after the HTTP parse and the
+/// tokenization, and each token is due `tpot` after the step that produced the previous one; so
+/// TTFT ≥ 50 ms by construction (less would be a client clock error) and each gap ≥ 10 ms on the
+/// server's side. The client's view adds the request's trip before scheduling and the engine
+/// thread's wake-ups: a few ms on a debug server. Bounds: TTFT in [50, 65) ms, median gap in
+/// [10, 12) ms, every gap under 25 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttft_and_token_gaps_match_the_mock_server() {
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start_mock(&["--mock-ttft-ms", "50", "--mock-tpot-ms", "10"]);
+    for endpoint in [Endpoint::Chat, Endpoint::Completions] {
+        let specs = specs(10, 20);
+        let outcome = run(
+            &specs,
+            &constant_rate(10, 8.0),
+            &config(&server.base_url, endpoint),
+        )
+        .await
+        .expect("runs");
+        assert_all_succeeded(&outcome);
+        let mut ttfts: Vec<f64> = outcome.records.iter().filter_map(|r| r.ttft_s()).collect();
+        let mut gaps: Vec<f64> = outcome
+            .records
+            .iter()
+            .flat_map(|r| r.chunk_times_s.windows(2).map(|w| w[1] - w[0]))
+            .collect();
+        ttfts.sort_by(f64::total_cmp);
+        gaps.sort_by(f64::total_cmp);
+        let median_gap = gaps[gaps.len() / 2];
+        eprintln!(
+            "{endpoint:?}: TTFT min {} median {} max {}; gaps min {} median {} max {}",
+            ms(ttfts[0]),
+            ms(ttfts[ttfts.len() / 2]),
+            ms(ttfts[ttfts.len() - 1]),
+            ms(gaps[0]),
+            ms(median_gap),
+            ms(gaps[gaps.len() - 1]),
+        );
+        for record in &outcome.records {
+            assert_eq!(record.output_tokens, 20);
+            assert_eq!(record.token_count_source, TokenCountSource::ServerUsage);
+            assert_eq!(record.chunk_times_s.len(), 20, "one chunk per token");
+            assert!(record.input_tokens > 0);
+        }
+        assert!(ttfts.len() == 10);
+        assert!(ttfts[0] >= 0.050, "TTFT under the mock's 50 ms");
+        assert!(ttfts[ttfts.len() - 1] < 0.065);
+        assert!((0.010..0.012).contains(&median_gap));
+        assert!(gaps[gaps.len() - 1] < 0.025);
+    }
+}
+
+/// The integrity goal: 200 req/s for 2 s, every request sent on time (p99 client lag < 1 ms)
+/// and ≥ 99 % of the target rate achieved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_at_200_rps_keeps_the_schedule() {
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start_mock(&["--mock-ttft-ms", "50", "--mock-tpot-ms", "10"]);
+    let mut config = config(&server.base_url, Endpoint::Chat);
+    config.num_warmups = 4;
+    let outcome = run(&specs(400, 20), &constant_rate(400, 200.0), &config)
+        .await
+        .expect("runs");
+    assert_all_succeeded(&outcome);
+    let health = &outcome.client;
+    let send_lags: Vec<f64> = outcome.records.iter().map(|r| r.send_lag_s()).collect();
+    let send_lag = LagSummary::of(&send_lags);
+    eprintln!("200 req/s × 2 s: {health:#?}\nrecords' send lag: {send_lag:?}");
+    eprintln!("warnings: {:?}", health.warnings());
+    assert_eq!(outcome.records.len(), 400);
+    assert_eq!(outcome.num_warmup_errors, 0);
+    let target = health.target_send_rate.expect("a rate");
+    let achieved = health.achieved_send_rate.expect("a rate");
+    assert!((target - 200.0).abs() < 1e-6);
+    assert!(achieved >= 0.99 * target, "achieved {achieved:.2} req/s");
+    // When this fails, the machine's load says whether the client's threads waited for a CPU.
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    assert!(
+        send_lag.p99 < 0.001,
+        "p99 send lag {} (dispatcher's own wake-up p99 {}); load average {load}",
+        ms(send_lag.p99),
+        ms(health.dispatcher_lag_s.p99)
+    );
+    assert!(health.client_lag_s.p99 < 0.001);
+    assert!(health.peak_in_flight >= 40, "~200 req/s × 0.24 s in flight");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_concurrency_is_respected() {
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start_mock(&["--mock-ttft-ms", "20", "--mock-tpot-ms", "5"]);
+    let mut config = config(&server.base_url, Endpoint::Completions);
+    config.max_concurrency = Some(4);
+    // Closed loop: everything due at t = 0.
+    let outcome = run(&specs(24, 5), &[0.0; 24], &config).await.expect("runs");
+    assert_all_succeeded(&outcome);
+    let health = &outcome.client;
+    eprintln!("closed loop, 4 slots: {health:#?}");
+    assert_eq!(health.peak_in_flight, 4);
+    assert_eq!(health.target_send_rate, None);
+    // Each wave of 4 takes ≥ 40 ms: the last wave waited ≥ 5 × 40 ms for its slots, and that
+    // wait shows in the records' send lag, not in the client's own lag.
+    assert!(health.slot_wait_s.max >= 0.2, "{:?}", health.slot_wait_s);
+    let last = &outcome.records[23];
+    assert!(last.send_lag_s() >= 0.2);
+    assert!(health.client_lag_s.p99 < 0.005);
+    // No more than 4 requests overlap at any instant, by the records themselves.
+    for record in &outcome.records {
+        let t = record.actual_send_s;
+        let overlapping = outcome
+            .records
+            .iter()
+            .filter(|r| r.actual_send_s <= t && t < r.end_s)
+            .count();
+        assert!(overlapping <= 4);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_classified() {
+    let _serial = SERIAL.lock().await;
+    // Connection refused: a port that was just free.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let refused = config(&format!("http://127.0.0.1:{port}"), Endpoint::Chat);
+    let outcome = run(&specs(1, 4), &[0.0], &refused).await.expect("runs");
+    let record = &outcome.records[0];
+    assert_eq!(record.error, Some(ErrorKind::Connection), "{record:?}");
+    eprintln!("refused: {:?}", record.error_message);
+
+    let server = TestServer::start_mock(&["--mock-ttft-ms", "50", "--mock-tpot-ms", "10"]);
+    let mut wrong_model = config(&server.base_url, Endpoint::Chat);
+    wrong_model.request.model = "no-such-model".into();
+    let outcome = run(&specs(1, 4), &[0.0], &wrong_model).await.expect("runs");
+    let record = &outcome.records[0];
+    assert_eq!(record.error, Some(ErrorKind::Http(404)));
+    assert!(record
+        .error_message
+        .as_deref()
+        .is_some_and(|m| m.contains("does not exist")));
+
+    // 20 tokens take ≥ 240 ms: a 150 ms timeout cuts the stream, keeping what arrived.
+    let mut hasty = config(&server.base_url, Endpoint::Chat);
+    hasty.request.timeout = Duration::from_millis(150);
+    let outcome = run(&specs(1, 20), &[0.0], &hasty).await.expect("runs");
+    let record = &outcome.records[0];
+    assert_eq!(record.error, Some(ErrorKind::Timeout));
+    assert!(!record.chunk_times_s.is_empty() && record.chunk_times_s.len() < 20);
+    assert!(
+        (record.e2el_s() - 0.150).abs() < 0.02,
+        "{}",
+        record.e2el_s()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_usage_falls_back_to_the_tokenizer() {
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start_mock(&["--mock-tpot-ms", "1"]);
+    let mut config = config(&server.base_url, Endpoint::Completions);
+    config.request.sampling.extra_body.insert(
+        "stream_options".into(),
+        serde_json::json!({"include_usage": false}),
+    );
+    let counted = Arc::new(std::sync::Mutex::new(String::new()));
+    let seen = Arc::clone(&counted);
+    config.tokenizer = Some(Arc::new(move |text: &str| {
+        *seen.lock().expect("lock") = text.to_string();
+        1234
+    }));
+    let outcome = run(&specs(1, 6), &[0.0], &config).await.expect("runs");
+    assert_all_succeeded(&outcome);
+    let record = &outcome.records[0];
+    assert_eq!(record.token_count_source, TokenCountSource::Tokenizer);
+    assert_eq!(record.output_tokens, 1234);
+    assert_eq!(
+        record.input_tokens, 8,
+        "the workload's own count without usage"
+    );
+    assert!(
+        !counted.lock().expect("lock").is_empty(),
+        "the generated text was counted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_limit_stops_sending() {
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start_mock(&["--mock-tpot-ms", "1"]);
+    let mut config = config(&server.base_url, Endpoint::Chat);
+    config.max_duration = Some(Duration::from_millis(450));
+    let outcome = run(&specs(10, 4), &constant_rate(10, 10.0), &config)
+        .await
+        .expect("runs");
+    assert_all_succeeded(&outcome);
+    assert_eq!(outcome.records.len(), 5);
+    assert_eq!(outcome.num_not_sent, 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_find_the_model_and_wait_for_readiness() {
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start_mock(&[]);
+    readiness_check(&server.base_url, None, Duration::from_secs(5))
+        .await
+        .expect("ready");
+    let model = discover_model(&format!("{}/v1/", server.base_url), None)
+        .await
+        .expect("a model");
+    assert_eq!(model, "mock");
+    let keyed = TestServer::start_mock(&["--api-key", "sesame"]);
+    let wrong_key = readiness_check(&keyed.base_url, Some("nope"), Duration::from_secs(5)).await;
+    assert!(matches!(
+        wrong_key,
+        Err(ClientError::Status { status: 401, .. })
+    ));
+    let model = discover_model(&keyed.base_url, Some("sesame")).await;
+    assert_eq!(model.expect("a model"), "mock");
+    drop(keyed);
+    drop(server);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let down = readiness_check(
+        &format!("http://127.0.0.1:{port}"),
+        None,
+        Duration::from_millis(300),
+    )
+    .await;
+    assert!(
+        matches!(down, Err(ClientError::NotReady { .. })),
+        "{down:?}"
+    );
+}
+
+/// 2,000 streams open at once (20 tokens, 100 ms apart: ~2 s each) all complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_thousand_concurrent_streams() {
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start_mock(&[
+        "--mock-ttft-ms",
+        "50",
+        "--mock-tpot-ms",
+        "100",
+        "--max-num-seqs",
+        "2048",
+        "--kv-cache-memory",
+        "32GiB",
+        "--max-waiting-requests",
+        "4096",
+    ]);
+    let n = 2000;
+    let config = config(&server.base_url, Endpoint::Chat);
+    let started = std::time::Instant::now();
+    let outcome = run(&specs(n, 20), &vec![0.0; n], &config)
+        .await
+        .expect("runs");
+    eprintln!(
+        "2000 streams in {:.2} s: {:#?}",
+        started.elapsed().as_secs_f64(),
+        outcome.client
+    );
+    assert_all_succeeded(&outcome);
+    assert_eq!(outcome.records.len(), n);
+    assert!(outcome.records.iter().all(|r| r.output_tokens == 20));
+    assert_eq!(
+        outcome.client.peak_in_flight, n,
+        "all 2000 were open at once"
+    );
+}

@@ -1,0 +1,97 @@
+//! What a result file says about the run besides its statistics: the configuration, the
+//! command, the machine. The runner fills it (reading the clock, hostname and environment); the
+//! statistics only copy it into the JSON.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::StatsError;
+
+/// The client machine.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    pub hostname: String,
+    pub num_cpus: usize,
+    /// e.g. `linux x86_64`.
+    pub os: String,
+}
+
+/// `--ramp-up-strategy` and its rates, as vLLM records them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RampUp {
+    /// `linear` or `exponential`.
+    pub strategy: String,
+    pub start_rps: f64,
+    pub end_rps: f64,
+}
+
+/// The run's configuration and provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMetadata {
+    /// When the run ended, `%Y%m%d-%H%M%S` local time (vLLM's format).
+    pub date: String,
+    /// The endpoint type (`openai`, `openai-chat`, …): vLLM's `backend`.
+    pub backend: String,
+    /// `--label`.
+    pub label: Option<String>,
+    pub base_url: String,
+    pub endpoint: String,
+    pub model_id: String,
+    pub tokenizer_id: Option<String>,
+    pub dataset_name: Option<String>,
+    pub num_prompts: usize,
+    /// `--request-rate`; `None` for `inf`.
+    pub request_rate: Option<f64>,
+    pub burstiness: f64,
+    pub max_concurrency: Option<usize>,
+    pub ramp_up: Option<RampUp>,
+    pub seed: u64,
+    /// The client's command line, program name first.
+    pub command_line: Vec<String>,
+    /// `--metadata KEY=VALUE` pairs (about the server: version, tp, …).
+    pub server_metadata: BTreeMap<String, String>,
+    pub machine: MachineInfo,
+    pub pagoda_bench_version: String,
+    /// `t = 0` of the records, Unix seconds (for [`super::merge`]).
+    pub start_unix_s: f64,
+    /// Client processes whose records the result covers (1 unless merged).
+    pub num_clients: usize,
+}
+
+/// Parses `--metadata` pairs `KEY=VALUE` (split at the first `=`, both sides trimmed, as vLLM).
+pub fn parse_metadata(pairs: &[String]) -> Result<BTreeMap<String, String>, StatsError> {
+    pairs
+        .iter()
+        .map(|pair| {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| StatsError::InvalidMetadata(pair.clone()))?;
+            let key = key.trim();
+            if key.is_empty() {
+                return Err(StatsError::InvalidMetadata(pair.clone()));
+            }
+            Ok((key.to_string(), value.trim().to_string()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_pairs() {
+        let pairs = [
+            "version=0.3.3".to_string(),
+            " tp = 2 ".into(),
+            "note=a=b".into(),
+        ];
+        let parsed = parse_metadata(&pairs).expect("valid");
+        assert_eq!(parsed.get("version").map(String::as_str), Some("0.3.3"));
+        assert_eq!(parsed.get("tp").map(String::as_str), Some("2"));
+        assert_eq!(parsed.get("note").map(String::as_str), Some("a=b"));
+        assert!(parse_metadata(&["novalue".to_string()]).is_err());
+        assert!(parse_metadata(&["=x".to_string()]).is_err());
+    }
+}

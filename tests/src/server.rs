@@ -1,0 +1,151 @@
+//! Runs the real `pagoda-server` binary on a free port and talks to it over HTTP.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A running server; killed when dropped.
+#[derive(Debug)]
+pub struct ServerProcess {
+    child: Child,
+    pub base_url: String,
+    /// Every stderr line so far arrives here (after the listening line).
+    pub log_lines: mpsc::Receiver<String>,
+}
+
+/// How long a server may take to load its model and listen.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
+
+impl ServerProcess {
+    /// Starts `pagoda-server --port 0 --host 127.0.0.1 <args>` and waits until it listens.
+    pub fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(crate::binaries::binary_path("pagoda-server"))
+            .args(["--host", "127.0.0.1", "--port", "0"])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("pagoda-server starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let (lines_tx, log_lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[server] {line}");
+                if lines_tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let base_url = wait_for_address(&log_lines, &mut child);
+        Self {
+            child,
+            base_url,
+            log_lines,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the process to exit; returns its exit code.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    /// Every log line received so far.
+    pub fn drain_logs(&self) -> Vec<String> {
+        self.log_lines.try_iter().collect()
+    }
+
+    /// Waits for a log line containing `needle` and returns it (consuming the lines before it);
+    /// `None` after `timeout`. Blocks the calling thread.
+    pub fn wait_for_log(&self, needle: &str, timeout: Duration) -> Option<String> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.log_lines.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return Some(line),
+                Ok(_) => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+fn wait_for_address(lines: &mpsc::Receiver<String>, child: &mut Child) -> String {
+    let deadline = std::time::Instant::now() + STARTUP_TIMEOUT;
+    // What the server said while starting, for the failure message.
+    let mut said = Vec::new();
+    while std::time::Instant::now() < deadline {
+        match lines.recv_timeout(Duration::from_millis(200)) {
+            Ok(line) => {
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    // Ends at whitespace (text logs) or at the closing quote (JSON logs).
+                    let address = rest
+                        .split(|c: char| c.is_whitespace() || c == '"')
+                        .next()
+                        .expect("an address");
+                    return format!("http://{address}");
+                }
+                said.push(line);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!(
+                        "pagoda-server exited during startup: {status}; it said:\n{}",
+                        said.join("\n")
+                    );
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+                panic!(
+                    "pagoda-server closed stderr ({status}); it said:\n{}",
+                    said.join("\n")
+                )
+            }
+        }
+    }
+    panic!("pagoda-server did not listen within {STARTUP_TIMEOUT:?}");
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends SIGTERM (the way Kubernetes stops a pod).
+pub fn send_sigterm(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+}
+
+/// Splits an SSE body into its `data:` payloads.
+pub fn sse_data(body: &str) -> Vec<String> {
+    body.split("\n\n")
+        .filter_map(|event| {
+            event
+                .lines()
+                .find_map(|line| line.strip_prefix("data: ").map(str::to_string))
+        })
+        .collect()
+}
