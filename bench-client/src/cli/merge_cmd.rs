@@ -35,9 +35,16 @@ pub struct MergeArgs {
 pub fn execute(args: MergeArgs) -> anyhow::Result<()> {
     let mut parts = Vec::new();
     let mut first_result = None;
+    // Closed-loop clients: the run's concurrency limit is theirs added up (slot waits are then
+    // not counted as client lag).
+    let mut max_concurrency = Some(0usize);
     for path in &args.files {
         let (start, records, result) =
             read_detailed(path).with_context(|| format!("{}", path.display()))?;
+        let limit = result
+            .get("max_concurrency")
+            .and_then(serde_json::Value::as_u64);
+        max_concurrency = max_concurrency.zip(limit).map(|(sum, l)| sum + l as usize);
         first_result.get_or_insert(result);
         parts.push((start, records));
     }
@@ -46,6 +53,7 @@ pub fn execute(args: MergeArgs) -> anyhow::Result<()> {
         percentiles: parse_percentiles(&args.metric_percentiles)?,
         percentile_metrics: parse_percentile_metrics(&args.percentile_metrics)?,
         goodput: parse_goodput(&args.goodput)?,
+        max_concurrency,
         ..SummaryOptions::default()
     };
     let summary = summarize(&merged.records, &options);
@@ -62,6 +70,7 @@ pub fn execute(args: MergeArgs) -> anyhow::Result<()> {
         meta.start_unix_s = merged.start_unix_s;
         meta.num_clients = args.files.len();
         meta.num_prompts = merged.records.len();
+        meta.max_concurrency = max_concurrency;
         let result = vllm_result_json(&summary, &merged.records, &meta, true)?;
         std::fs::write(output, serde_json::to_string_pretty(&result)?)
             .with_context(|| format!("cannot write {}", output.display()))?;

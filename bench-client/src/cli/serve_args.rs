@@ -66,8 +66,9 @@ pub struct ServeArgs {
     /// Number of requests (cycled over the dataset when it has fewer).
     #[arg(long, default_value_t = 1000)]
     pub num_prompts: usize,
-    /// Run for this many seconds instead of --num-prompts (open loop: the schedule fills the
-    /// duration; closed loop: requests keep coming until it ends).
+    /// Run for this many seconds. Open loop (a finite --request-rate): the schedule fills the
+    /// duration, whatever --num-prompts says. Closed loop (--request-rate inf): requests keep
+    /// coming until the duration ends or --num-prompts requests were sent, whichever is first.
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
     /// random: prompt tokens (exact, by the tokenizer).
@@ -163,7 +164,7 @@ pub struct ServeArgs {
     /// Directory for the result file.
     #[arg(long, default_value = ".")]
     pub result_dir: PathBuf,
-    /// Result file name. [default: pagoda-bench-<rate>qps-<concurrency>-<date>.json]
+    /// Result file name. [default: pagoda-bench-<rate>qps-concurrency<N|inf>-<date>.json]
     #[arg(long)]
     pub result_filename: Option<String>,
     /// Put every request's record in the result file (needed by `merge`).

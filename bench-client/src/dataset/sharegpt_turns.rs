@@ -29,7 +29,7 @@ use crate::workload::{Message, Prompt, RequestSpec};
 #[derive(Debug, Clone, Copy)]
 pub(super) struct TurnSelection {
     pub num_prompts: usize,
-    /// Overrides every answer's length (`--sharegpt-output-len`).
+    /// Overrides every answer's length (`--output-len`).
     pub output_tokens: Option<usize>,
 }
 
@@ -53,7 +53,7 @@ impl TurnSelection {
     ) -> Result<Vec<RequestSpec>, DatasetError> {
         if self.output_tokens == Some(0) {
             return Err(DatasetError::InvalidConfig(
-                "--sharegpt-output-len must be at least 1".into(),
+                "--output-len must be at least 1".into(),
             ));
         }
         if self.num_prompts == 0 {
@@ -68,9 +68,8 @@ impl TurnSelection {
         if playable.is_empty() {
             return Err(DatasetError::Empty {
                 path: path.display().to_string(),
-                message:
-                    "no human turn has an answer (--sharegpt-output-len replays unanswered turns)"
-                        .into(),
+                message: "no human turn has an answer (--output-len replays unanswered turns)"
+                    .into(),
             });
         }
         let num_turns: Vec<usize> = playable.iter().map(|(_, turns)| turns.len()).collect();

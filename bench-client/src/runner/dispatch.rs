@@ -232,6 +232,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn follows_the_absolute_schedule_without_drift() {
+        let _serial = super::super::test_server::SERIAL.lock().await;
         // 500 requests at 1 kHz: any per-request drift would add up to milliseconds.
         let arrivals: Vec<f64> = (0..500).map(|i| i as f64 / 1000.0).collect();
         let (launched, report, clock) = launch_times(arrivals, None, Duration::ZERO).await;
@@ -251,6 +252,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_concurrency_limit_holds_requests_back_in_order() {
+        let _serial = super::super::test_server::SERIAL.lock().await;
         // Everything due at 0, 2 slots, each held 30 ms: pairs go out 30 ms apart.
         let slots = Arc::new(Semaphore::new(2));
         let (launched, report, clock) =

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Held by every test that starts a server, so that timing tests run alone.
+/// Held by every test that starts a server or measures timing, so that those run one at a time.
 pub static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A running server; killed when dropped.
