@@ -3,7 +3,8 @@
 //! streamed tokens/s, requests/s, TTFT and the gap between streamed tokens (ITL), as one JSON line.
 //!
 //! Used by `bench/serve_mock_cpu.sh` to measure the serving layer's own cost against
-//! `pagoda-server --mock`. Until `pagoda-bench` exists this is the serving load generator.
+//! `pagoda-server --mock`: a bare closed loop with no schedule, kept so that those recorded
+//! figures can be re-run exactly. `pagoda-bench` is the benchmark client for everything else.
 //!
 //! ```sh
 //! cargo run --release -p pagoda-server --example sse_load -- \
