@@ -53,24 +53,14 @@ pub async fn chat_completions(
     };
     record_accepted(&state, "chat", prompt.len(), &params);
     let runs = state.start_choices(&prompt, &params, 0, logprobs.is_some())?;
-    let format = ChatFormat(ResponseMeta {
+    let meta = ResponseMeta {
         id: format!("chatcmpl-{}", request_id.compact()),
         created_unix_s: unix_now_s(),
         model: state.model_name().to_string(),
         want_logprobs: logprobs.is_some(),
-    });
+    };
     let totals = UsageTotals::new(vec![prompt.len()], params.n);
-    if params.stream {
-        Ok(respond::stream_sse(
-            runs,
-            format,
-            totals,
-            params.include_usage,
-            &state,
-        ))
-    } else {
-        respond::collect(runs, format, totals, &state.metrics).await
-    }
+    respond::respond(runs, ChatFormat(meta), totals, &params, &state).await
 }
 
 fn is_present(value: &Option<Value>) -> bool {

@@ -50,24 +50,14 @@ pub async fn completions(
             logprobs.is_some(),
         )?);
     }
-    let format = CompletionFormat(ResponseMeta {
+    let meta = ResponseMeta {
         id: format!("cmpl-{}", request_id.compact()),
         created_unix_s: unix_now_s(),
         model: state.model_name().to_string(),
         want_logprobs: logprobs.is_some(),
-    });
+    };
     let totals = UsageTotals::new(prompts.iter().map(Vec::len).collect(), params.n);
-    if params.stream {
-        Ok(respond::stream_sse(
-            runs,
-            format,
-            totals,
-            params.include_usage,
-            &state,
-        ))
-    } else {
-        respond::collect(runs, format, totals, &state.metrics).await
-    }
+    respond::respond(runs, CompletionFormat(meta), totals, &params, &state).await
 }
 
 fn reject_unsupported(request: &CompletionRequest) -> Result<(), ApiError> {

@@ -15,6 +15,7 @@ use crate::metrics::Metrics;
 use crate::openai::choice::{ChoiceEvent, ChoiceRun};
 use crate::openai::error::ApiError;
 use crate::openai::format::{FinishedChoice, ResponseFormat};
+use crate::openai::params::GenerationParams;
 use crate::openai::usage::UsageTotals;
 use crate::state::AppState;
 
@@ -31,6 +32,27 @@ fn events_of(run: ChoiceRun) -> BoxStream<'static, ChoiceEvent> {
 /// Every choice's events, interleaved as they come.
 fn merged(runs: Vec<ChoiceRun>) -> BoxStream<'static, ChoiceEvent> {
     stream::select_all(runs.into_iter().map(events_of)).boxed()
+}
+
+/// The response a request asked for: streamed (`stream: true`) or whole.
+pub async fn respond<F: ResponseFormat>(
+    runs: Vec<ChoiceRun>,
+    format: F,
+    totals: UsageTotals,
+    params: &GenerationParams,
+    state: &AppState,
+) -> Result<Response, ApiError> {
+    if params.stream {
+        Ok(stream_sse(
+            runs,
+            format,
+            totals,
+            params.include_usage,
+            state,
+        ))
+    } else {
+        collect(runs, format, totals, &state.metrics).await
+    }
 }
 
 /// Waits for every choice and writes the whole response.
