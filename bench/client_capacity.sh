@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Client capacity: how fast pagoda-bench can send on schedule, side by side with a reference
 # Python asyncio+aiohttp client (bench/reference_client.py: vllm bench serve's approach), against
-# the same pagoda-server --mock on this machine. For each open-loop rate (Poisson, 5 s of
+# the same pagoda-server --mock on this machine. For each open-loop rate (Poisson, 10 s of
 # requests, 16-token streamed completions) both clients report achieved vs scheduled rate and
 # send lag; a rate is *sustained* when achieved >= 99% of scheduled and p99 send lag < 1 ms.
 # Then pagoda-bench's memory at 2,000 concurrent streams (peak RSS from /usr/bin/time -v).
 #
-#   bench/client_capacity.sh [--rates "50 100 200 400 800 1600"] [--seconds 5]
+#   bench/client_capacity.sh [--rates "5 10 20 50 100 200 400 800 1600"] [--seconds 10]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-RATES="50 100 200 400 800 1600"
-SECONDS_PER_RATE=5
+RATES="5 10 20 50 100 200 400 800 1600"
+SECONDS_PER_RATE=10
 while [ $# -gt 0 ]; do
   case "$1" in
     --rates) RATES=$2; shift 2 ;;

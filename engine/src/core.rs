@@ -157,12 +157,13 @@ impl EngineCore {
         self.publish_stats();
     }
 
-    /// Ends a request and publishes the freed blocks at once: an abort may leave the engine idle,
-    /// and an idle engine publishes nothing until its next command.
+    /// Ends a request and publishes the freed blocks at once (before the caller hears of it): an
+    /// abort may leave the engine idle, and an idle engine publishes nothing until its next
+    /// command.
     fn abort(&mut self, id: RequestId) {
         if let Some(seq) = self.scheduler.abort(id) {
-            self.send_finished(&seq, Instant::now());
             self.publish_stats();
+            self.send_finished(&seq, Instant::now());
         }
     }
 
@@ -191,26 +192,27 @@ impl EngineCore {
             self.wait_for_command(Instant::now() + Duration::from_millis(10));
             return;
         }
-        let num_computed_tokens = match self.execute_guarded(&plan) {
+        match self.execute_guarded(&plan) {
             Ok(output) => {
                 let update = self.scheduler.update(&plan, &output);
                 let num_computed_tokens = update.num_computed_tokens;
                 if num_computed_tokens > 0 || !update.tokens.is_empty() {
                     self.totals.num_steps_total += 1;
                 }
+                self.totals.num_computed_tokens_total += num_computed_tokens as u64;
                 self.emit(update);
-                num_computed_tokens
             }
             Err(error) => {
                 tracing::error!(%error, "step failed; ending its requests");
-                for (seq, error) in self.scheduler.fail_plan(&plan, &error) {
+                self.totals.num_steps_total += 1;
+                self.totals.num_computed_tokens_total += plan.num_batched_tokens as u64;
+                let failed = self.scheduler.fail_plan(&plan, &error);
+                self.publish_stats();
+                for (seq, error) in failed {
                     self.send_error(seq.id, error);
                 }
-                self.totals.num_steps_total += 1;
-                plan.num_batched_tokens
             }
-        };
-        self.totals.num_computed_tokens_total += num_computed_tokens as u64;
+        }
         debug_assert_eq!(self.scheduler.check_invariants(), Ok(()));
         self.publish_stats();
         if let Some(deadline) = self.executor.idle_until() {
@@ -255,6 +257,9 @@ impl EngineCore {
     fn emit(&mut self, update: StepUpdate) {
         self.totals.num_generation_tokens_total += update.tokens.len() as u64;
         self.totals.num_prompt_tokens_total += update.num_prompt_tokens as u64;
+        // Publish before sending: a caller that sees its request finish then reads stats that
+        // already count it.
+        self.publish_stats();
         for (id, token) in update.tokens {
             let delivered = self
                 .streams
