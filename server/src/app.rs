@@ -18,7 +18,7 @@ use crate::openai::admission::Admission;
 use crate::openai::params::ParamDefaults;
 use crate::prompt_side::{extra_stop_token_ids, PromptSide};
 use crate::routes::router;
-use crate::state::{AppState, SharedState};
+use crate::state::{AppParts, AppState, SharedState};
 
 /// The engine configuration the flags describe.
 pub fn engine_config(args: &ServerArgs) -> EngineConfig {
@@ -108,16 +108,16 @@ fn assemble_state(
             &info.model.eos_token_ids,
         ),
     };
-    let mut state = AppState::new(
+    let mut state = AppState::new(AppParts {
         engine,
-        Arc::new(prompt_side.tokenizer),
-        prompt_side.template,
+        tokenizer: Arc::new(prompt_side.tokenizer),
+        template: prompt_side.template,
         served_model_names,
         model_root,
-        param_defaults,
+        defaults: param_defaults,
         metrics,
-        Admission::new(args.max_waiting_requests),
-    );
+        admission: Admission::new(args.max_waiting_requests),
+    });
     state.api_key = args.api_key.clone().filter(|k| !k.is_empty());
     state.log_requests = !args.disable_log_requests;
     state.sse_keep_alive = std::time::Duration::from_secs_f64(args.sse_keep_alive);

@@ -36,27 +36,32 @@ pub struct AppState {
     draining: AtomicBool,
 }
 
+/// What an [`AppState`] is built from: the engine and the model's text side, with the server's
+/// policy around them.
+#[derive(Debug)]
+pub struct AppParts {
+    pub engine: EngineHandle,
+    pub tokenizer: Arc<TextTokenizer>,
+    pub template: ChatTemplate,
+    pub served_model_names: Vec<String>,
+    pub model_root: String,
+    pub defaults: ParamDefaults,
+    pub metrics: Metrics,
+    pub admission: Admission,
+}
+
 impl AppState {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        engine: EngineHandle,
-        tokenizer: Arc<TextTokenizer>,
-        template: ChatTemplate,
-        served_model_names: Vec<String>,
-        model_root: String,
-        defaults: ParamDefaults,
-        metrics: Metrics,
-        admission: Admission,
-    ) -> Self {
+    /// A state with no API key, request logging on and the default SSE keep-alive.
+    pub fn new(parts: AppParts) -> Self {
         Self {
-            engine,
-            tokenizer,
-            template,
-            served_model_names,
-            model_root,
-            defaults,
-            metrics,
-            admission,
+            engine: parts.engine,
+            tokenizer: parts.tokenizer,
+            template: parts.template,
+            served_model_names: parts.served_model_names,
+            model_root: parts.model_root,
+            defaults: parts.defaults,
+            metrics: parts.metrics,
+            admission: parts.admission,
             api_key: None,
             log_requests: true,
             sse_keep_alive: crate::openai::respond::DEFAULT_KEEP_ALIVE_INTERVAL,
