@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod bad_inputs;
+pub mod default_model_api;
 pub mod known_requests;
 pub mod prom;
 pub mod reference;
