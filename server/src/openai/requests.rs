@@ -55,6 +55,36 @@ pub struct CommonFields {
     pub logit_bias: Option<Value>,
 }
 
+/// The [`CommonFields`] of a request type that has every one of them as a field of the same
+/// name; only `max_tokens` differs between endpoints, so it is given.
+macro_rules! common_fields {
+    ($request:expr, $max_tokens:expr) => {
+        CommonFields {
+            model: $request.model.clone(),
+            max_tokens: $max_tokens,
+            temperature: $request.temperature,
+            top_p: $request.top_p,
+            top_k: $request.top_k,
+            min_p: $request.min_p,
+            seed: $request.seed,
+            stop: $request.stop.clone(),
+            stop_token_ids: $request.stop_token_ids.clone(),
+            presence_penalty: $request.presence_penalty,
+            frequency_penalty: $request.frequency_penalty,
+            repetition_penalty: $request.repetition_penalty,
+            n: $request.n,
+            stream: $request.stream,
+            stream_options: $request.stream_options.clone(),
+            ignore_eos: $request.ignore_eos,
+            min_tokens: $request.min_tokens,
+            skip_special_tokens: $request.skip_special_tokens,
+            user: $request.user.clone(),
+            cache_salt: $request.cache_salt.clone(),
+            logit_bias: $request.logit_bias.clone(),
+        }
+    };
+}
+
 /// `POST /v1/chat/completions`.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct ChatCompletionRequest {
@@ -94,29 +124,7 @@ pub struct ChatCompletionRequest {
 impl ChatCompletionRequest {
     /// The shared fields; `max_completion_tokens` wins over the older `max_tokens`.
     pub fn common(&self) -> CommonFields {
-        CommonFields {
-            model: self.model.clone(),
-            max_tokens: self.max_completion_tokens.or(self.max_tokens),
-            temperature: self.temperature,
-            top_p: self.top_p,
-            top_k: self.top_k,
-            min_p: self.min_p,
-            seed: self.seed,
-            stop: self.stop.clone(),
-            stop_token_ids: self.stop_token_ids.clone(),
-            presence_penalty: self.presence_penalty,
-            frequency_penalty: self.frequency_penalty,
-            repetition_penalty: self.repetition_penalty,
-            n: self.n,
-            stream: self.stream,
-            stream_options: self.stream_options.clone(),
-            ignore_eos: self.ignore_eos,
-            min_tokens: self.min_tokens,
-            skip_special_tokens: self.skip_special_tokens,
-            user: self.user.clone(),
-            cache_salt: self.cache_salt.clone(),
-            logit_bias: self.logit_bias.clone(),
-        }
+        common_fields!(self, self.max_completion_tokens.or(self.max_tokens))
     }
 }
 
@@ -166,29 +174,10 @@ pub const COMPLETIONS_DEFAULT_MAX_TOKENS: u64 = 16;
 
 impl CompletionRequest {
     pub fn common(&self) -> CommonFields {
-        CommonFields {
-            model: self.model.clone(),
-            max_tokens: Some(self.max_tokens.unwrap_or(COMPLETIONS_DEFAULT_MAX_TOKENS)),
-            temperature: self.temperature,
-            top_p: self.top_p,
-            top_k: self.top_k,
-            min_p: self.min_p,
-            seed: self.seed,
-            stop: self.stop.clone(),
-            stop_token_ids: self.stop_token_ids.clone(),
-            presence_penalty: self.presence_penalty,
-            frequency_penalty: self.frequency_penalty,
-            repetition_penalty: self.repetition_penalty,
-            n: self.n,
-            stream: self.stream,
-            stream_options: self.stream_options.clone(),
-            ignore_eos: self.ignore_eos,
-            min_tokens: self.min_tokens,
-            skip_special_tokens: self.skip_special_tokens,
-            user: self.user.clone(),
-            cache_salt: self.cache_salt.clone(),
-            logit_bias: self.logit_bias.clone(),
-        }
+        common_fields!(
+            self,
+            Some(self.max_tokens.unwrap_or(COMPLETIONS_DEFAULT_MAX_TOKENS))
+        )
     }
 }
 
