@@ -3,4 +3,6 @@
 
 pub mod bench;
 pub mod binaries;
+pub mod prometheus;
 pub mod server;
+pub mod tools;

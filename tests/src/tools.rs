@@ -1,0 +1,81 @@
+//! External validators the deployment and observability tests run: `promtool` and `prometheus`
+//! (Debian package `prometheus`), and the pinned PyPI tools `scripts/install-test-tools.sh`
+//! puts in `.tools/bin` (or `$PAGODA_TOOLS_DIR/bin`). A missing tool fails the test with the
+//! command that installs it: these tests never skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root (this crate lives in `<root>/tests`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// A file of the repository, by its path from the root.
+pub fn repo_file(relative: &str) -> PathBuf {
+    repo_root().join(relative)
+}
+
+fn tools_bin_dir() -> PathBuf {
+    match std::env::var_os("PAGODA_TOOLS_DIR") {
+        Some(dir) => PathBuf::from(dir).join("bin"),
+        None => repo_root().join(".tools").join("bin"),
+    }
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The path of tool `name`: `.tools/bin` first, then `PATH`; panics with the install command.
+pub fn tool(name: &str) -> PathBuf {
+    let pinned = tools_bin_dir().join(name);
+    if pinned.is_file() {
+        return pinned;
+    }
+    on_path(name).unwrap_or_else(|| {
+        let install = match name {
+            "promtool" | "prometheus" => "apt-get install prometheus",
+            _ => "scripts/install-test-tools.sh",
+        };
+        panic!(
+            "{name} is not installed (looked in {} and PATH): run `{install}`",
+            tools_bin_dir().display()
+        )
+    })
+}
+
+/// Runs `tool args…` from the repository root and returns its output, echoed for the test log.
+pub fn run_tool(name: &str, args: &[&str]) -> Output {
+    let output = Command::new(tool(name))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .unwrap_or_else(|e| panic!("{name} does not run: {e}"));
+    eprintln!(
+        "[{name} {}] {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    eprintln!("[{name}] {}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+/// Runs `tool args…` and fails the test unless it exits 0; returns its stdout.
+pub fn run_tool_ok(name: &str, args: &[&str]) -> String {
+    let output = run_tool(name, args);
+    assert!(
+        output.status.success(),
+        "{name} {args:?} failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
