@@ -63,6 +63,11 @@ def http_ratio(status_class):
     return f"({errors} or vector(0)) / {total}"
 
 
+def failed_ratio():
+    failed = rate_sum("request_success_total", 'finished_reason="error"')
+    return f"{failed} / {rate_sum('request_success_total')}"
+
+
 ATTAINMENT = steps("red", None, "orange", 0.95, "green", 0.99)
 LATENCY_S = "Quantiles from the server's histogram over each $__rate_interval"
 
@@ -111,7 +116,8 @@ def traffic_row():
         timeseries("Finished requests by finish reason",
                    "Sequences finished per second by finished_reason: stop (EOS, stop token "
                    "or stop string), length (max_tokens or max_model_len), abort (client gone, "
-                   "cancelled or shutdown). A rise in abort usually means clients time out.",
+                   "cancelled or shutdown), error (failed). A rise in abort usually means "
+                   "clients time out.",
                    [(rate_sum("request_success_total", by="finished_reason"),
                      "{{finished_reason}}")], "reqps", stack=True),
         timeseries("HTTP requests by route and status",
@@ -120,11 +126,14 @@ def traffic_row():
                    "counted.",
                    [(f"sum by (handler, status) (rate(http_requests_total{{{HTTP}}}[{RATE}]))",
                      "{{status}} {{handler}}")], "reqps", stack=True),
-        timeseries("HTTP error ratio",
+        timeseries("Error ratios",
                    "Share of API requests answered 5xx (server errors) and 4xx (bad requests, "
-                   "auth, 429 load shedding). Red line at 5 %: the PagodaHighErrorRate alert.",
-                   [(http_ratio("5xx"), "5xx"), (http_ratio("4xx"), "4xx")], "percentunit",
-                   thresholds=steps("green", None, "red", 0.05)),
+                   "auth, 429 load shedding), and share of finished sequences that failed "
+                   "(finished_reason=error: streamed failures, which answer 200, show only "
+                   "here). Red line at 5 %: PagodaHighErrorRate and PagodaRequestErrors.",
+                   [(http_ratio("5xx"), "HTTP 5xx"), (http_ratio("4xx"), "HTTP 4xx"),
+                    (failed_ratio(), "failed sequences")],
+                   "percentunit", thresholds=steps("green", None, "red", 0.05)),
         timeseries("HTTP response time",
                    "Time from request arrival to the last byte of the response, all API "
                    "routes: a streamed response counts its whole length.",

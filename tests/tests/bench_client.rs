@@ -62,7 +62,9 @@ fn the_client_measures_the_mocks_configured_ttft_and_tpot() {
     ]);
     let model = model_path();
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().display().to_string();
+    // A directory that does not exist yet: pagoda-bench creates it.
+    let results = dir.path().join("results").join("mock");
+    let out = results.display().to_string();
     let args = serve_args(
         &server,
         &model,
@@ -87,7 +89,7 @@ fn the_client_measures_the_mocks_configured_ttft_and_tpot() {
         ],
     );
     run_bench_ok(&args);
-    let result = read_json(&dir.path().join("mock.json"));
+    let result = read_json(&results.join("mock.json"));
     assert_eq!(number(&result, "completed"), 20.0);
     assert_eq!(number(&result, "total_output_tokens"), 600.0);
     let ttft = number(&result, "mean_ttft_ms");

@@ -173,6 +173,11 @@ pub fn runs_aggregate(result: &Value) -> Option<&Value> {
 
 /// `serve`: prepare once, run `--num-runs` times, report each run (and their spread), save.
 pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
+    if args.save_result || args.save_detailed {
+        // Before the run, so that a run is never lost for want of its directory.
+        std::fs::create_dir_all(&args.result_dir)
+            .with_context(|| format!("cannot create {}", args.result_dir.display()))?;
+    }
     let tokenizer_arg = args.tokenizer.clone();
     let (tokenizer, tokenizer_path) =
         tokio::task::spawn_blocking(move || load_tokenizer(tokenizer_arg.as_deref())).await??;

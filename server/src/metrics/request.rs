@@ -110,7 +110,12 @@ const PARAMS_MAX_TOKENS: Spec = (
     "Histogram of the max_tokens request parameter.",
 );
 
-/// Every finish reason, so that each `finished_reason` series exists (at 0) from the start.
+/// The `finished_reason` of a sequence that failed (vLLM's `FinishReason.ERROR`): the engine
+/// reported an error, its output could not be decoded, or the engine went away.
+pub(super) const FINISHED_REASON_ERROR: &str = "error";
+
+/// Every finish reason, so that each `finished_reason` series exists (at 0) from the start
+/// (and `error`, which is not an engine finish reason).
 const FINISH_REASONS: [FinishReason; 3] = [
     FinishReason::Stop {
         stop_token_id: None,
@@ -157,6 +162,7 @@ impl RequestMetrics {
         for reason in FINISH_REASONS {
             success.with_label_values(&[reason.as_str()]);
         }
+        success.with_label_values(&[FINISHED_REASON_ERROR]);
         Ok(Self {
             ttft: hist(TTFT, &buckets.ttft_s)?,
             inter_token_latency: hist(ITL, &buckets.itl_s)?,
@@ -208,6 +214,13 @@ impl RequestMetrics {
             .observe(usage.completion_tokens as f64);
         let computed = usage.prompt_tokens.saturating_sub(usage.num_cached_tokens);
         self.prefill_kv_computed_tokens.observe(computed as f64);
+    }
+
+    /// A sequence that failed: only counted, as its timings end in an error, not a finish.
+    pub fn record_failed(&self) {
+        self.success
+            .with_label_values(&[FINISHED_REASON_ERROR])
+            .inc();
     }
 
     pub fn record_request_params(&self, n: usize, max_tokens: usize) {

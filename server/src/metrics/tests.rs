@@ -64,7 +64,12 @@ fn assert_sizes_and_reasons(scrape: &Scrape, namespace: MetricsNamespace) {
     let computed_name = n("request_prefill_kv_computed_tokens");
     assert_histogram(scrape, &computed_name, 2.0, 11.0, &computed);
     let success = n("request_success_total");
-    for (reason, want) in [("stop", 1.0), ("length", 1.0), ("abort", 0.0)] {
+    for (reason, want) in [
+        ("stop", 1.0),
+        ("length", 1.0),
+        ("abort", 0.0),
+        ("error", 0.0),
+    ] {
         let l = labels(&[("finished_reason", reason)]);
         assert_eq!(scrape.value(&success, &l), want, "{success} {reason}");
     }
@@ -121,6 +126,19 @@ fn sequences_without_a_first_token_record_no_ttft() {
     );
     let aborts = labels(&[("finished_reason", "abort")]);
     assert_eq!(scrape.value("vllm:request_success_total", &aborts), 2.0);
+}
+
+#[test]
+fn failed_sequences_count_as_error_and_record_no_latency() {
+    let engine = TinyEngine::start();
+    let metrics = Metrics::new(config(MetricsNamespace::Vllm), (*engine).clone()).unwrap();
+    metrics.record_failed();
+    metrics.record_failed();
+    let scrape = Scrape::parse(&metrics.render());
+    let errors = labels(&[("finished_reason", "error")]);
+    assert_eq!(scrape.value("vllm:request_success_total", &errors), 2.0);
+    let e2e_count = scrape.value("vllm:e2e_request_latency_seconds_count", &labels(&[]));
+    assert_eq!(e2e_count, 0.0);
 }
 
 #[test]

@@ -221,6 +221,7 @@ impl ChoiceRun {
 
     fn fail(&mut self, error: ApiError) {
         self.done = true;
+        self.context.metrics.record_failed();
         self.pending.push_back(ChoiceEvent::Error {
             index: self.index,
             error,

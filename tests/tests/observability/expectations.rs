@@ -61,6 +61,8 @@ pub const PANEL_EXPECTATIONS: &[PanelExpectation] = &[
     expect("KV-cache usage", "A", Role::Overloaded, 0.85, 1.0),
     expect("Preemptions/s", "A", Role::Overloaded, 0.1, 10.0),
     expect("HTTP 5xx ratio", "A", Role::Faulty, 0.99, 1.0),
+    expect("Error ratios", "C", Role::Faulty, 0.99, 1.0),
+    expect("Error ratios", "C", Role::Healthy, 0.0, 0.0),
 ];
 
 /// Whom an alert must fire for.
@@ -72,7 +74,7 @@ pub enum AlertSubject {
 
 pub fn alert_subject(alert: &str) -> AlertSubject {
     match alert {
-        "PagodaHighErrorRate" => AlertSubject::Role(Role::Faulty),
+        "PagodaHighErrorRate" | "PagodaRequestErrors" => AlertSubject::Role(Role::Faulty),
         "PagodaTargetDown" => AlertSubject::DownTarget,
         _ => AlertSubject::Role(Role::Overloaded),
     }
