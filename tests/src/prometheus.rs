@@ -30,13 +30,10 @@ impl Series {
     pub fn label(&self, name: &str) -> &str {
         self.labels.get(name).and_then(Value::as_str).unwrap_or("")
     }
-
-    pub fn last_value(&self) -> f64 {
-        self.samples.last().map_or(f64::NAN, |(_, value)| *value)
-    }
 }
 
-fn free_port() -> u16 {
+/// A port nothing listens on now (bound, then released).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("a free port")

@@ -14,13 +14,16 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The default model's file name (`scripts/fetch-default-model.sh`).
+pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
 /// The default model file, where `scripts/fetch-default-model.sh` puts it (`models/`, or
 /// `$PAGODA_MODEL_DIR`); fails the test when it is not there.
 pub fn default_model() -> PathBuf {
     let dir = std::env::var_os("PAGODA_MODEL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("models"));
-    let path = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let path = dir.join(DEFAULT_MODEL_FILE);
     assert!(
         path.is_file(),
         "run scripts/fetch-default-model.sh ({} missing)",

@@ -5,20 +5,12 @@
 use pagoda_e2e::bench::{number, read_json, run_bench_ok};
 use pagoda_e2e::binaries::ensure_built;
 use pagoda_e2e::server::ServerProcess;
+use pagoda_e2e::tools::default_model;
 use serde_json::Value;
 
 /// The default model (the tests' tokenizer and the real server's model).
 fn model_path() -> String {
-    let dir = std::env::var_os("PAGODA_MODEL_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models"));
-    let path = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    assert!(
-        path.is_file(),
-        "run scripts/fetch-default-model.sh ({} missing)",
-        path.display()
-    );
-    path.display().to_string()
+    default_model().display().to_string()
 }
 
 fn serve_args<'a>(

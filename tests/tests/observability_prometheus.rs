@@ -19,7 +19,7 @@ use observability::dashboards::{self, PanelQuery};
 use observability::expectations::{alert_subject, AlertSubject, PANEL_EXPECTATIONS};
 use observability::rules::{self, render_metrics_query};
 use observability::scenario::{self, Role, Target, DOWN_JOB, K8S_NAMESPACE, NAMESPACES};
-use pagoda_e2e::prometheus::{unix_now, PrometheusProcess, Series};
+use pagoda_e2e::prometheus::{free_port, unix_now, PrometheusProcess, Series};
 
 const LOAD_DURATION: Duration = Duration::from_secs(35);
 const STEP: &str = "1s";
@@ -84,7 +84,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dashboards_rules_and_alerts_work_on_real_prometheus_in_both_namespaces() {
     let targets = scenario::start_targets();
-    let config = scenario::prometheus_config(&targets, scenario::closed_port());
+    let config = scenario::prometheus_config(&targets, free_port());
     let prometheus = PrometheusProcess::start(&config).await;
     prometheus
         .wait_for_scrapes(targets.len() + 1, Duration::from_secs(30))

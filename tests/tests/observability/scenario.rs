@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use pagoda_e2e::binaries::{binary_path, ensure_built};
 use pagoda_e2e::prometheus::yaml_path;
 use pagoda_e2e::server::ServerProcess;
-use pagoda_e2e::tools::repo_file;
+use pagoda_e2e::tools::{default_model, repo_file};
 
 pub const NAMESPACES: [&str; 2] = ["pagoda", "vllm"];
 /// The Kubernetes-style labels every target gets, as a ServiceMonitor would add them.
@@ -134,27 +134,11 @@ pub fn prometheus_config(targets: &[Target], closed_port: u16) -> String {
     config
 }
 
-/// A port nothing listens on (bound, then released).
-pub fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// The default model's file: pagoda-bench counts prompt tokens with its tokenizer.
-fn tokenizer_path() -> String {
-    let output = Command::new(repo_file("scripts/fetch-default-model.sh"))
-        .output()
-        .expect("scripts/fetch-default-model.sh runs");
-    assert!(output.status.success(), "fetching the default model failed");
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
-}
-
 /// Streams load into the healthy and overloaded servers with pagoda-bench for `duration`;
 /// the returned processes are killed when the caller is done with them.
 pub fn start_bench_load(targets: &[Target], duration: Duration) -> Vec<BenchProcess> {
-    let tokenizer = tokenizer_path();
+    // pagoda-bench counts prompt tokens with the default model's tokenizer.
+    let tokenizer = default_model().display().to_string();
     let seconds = duration.as_secs().to_string();
     targets
         .iter()
