@@ -5,21 +5,10 @@ use std::sync::OnceLock;
 
 use pagoda_server::tokenizer::TextTokenizer;
 
-pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-
 /// The default model: `models/` of the repository, or `$PAGODA_MODEL_DIR` (as
 /// `scripts/fetch-default-model.sh` uses). Fails the test when it is missing.
 pub fn model_path() -> PathBuf {
-    let dir = std::env::var_os("PAGODA_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models"));
-    let path = dir.join(MODEL_FILE);
-    assert!(
-        path.is_file(),
-        "default model missing: run scripts/fetch-default-model.sh (looked for {})",
-        path.display()
-    );
-    path
+    pagoda_e2e::tools::default_model()
 }
 
 /// The default model's tokenizer (read from the GGUF header once per test binary).
