@@ -1,7 +1,10 @@
 //! `EngineConfig`: the scheduler's and KV cache's limits, validated once.
 
+use candle_core::DType;
+
+use crate::device::DeviceSpec;
 use crate::error::EngineError;
-use crate::models::WeightFormat;
+use crate::models::{LoadFormat, WeightFormat};
 
 /// Default KV-cache budget on CPU: 1 GiB.
 pub const DEFAULT_KV_CACHE_MEMORY_BYTES: usize = 1 << 30;
@@ -36,6 +39,22 @@ impl ModelDType {
         }
         candle_core::DType::F32
     }
+
+    /// The dtype a device computes in. The CPU: f32. A GPU: the explicit choice, else the
+    /// checkpoint's f16 or bf16, else (f32 checkpoints and GGUF files) bf16, which keeps f32's
+    /// range.
+    pub fn resolve(self, device: &candle_core::Device, saved: Option<DType>) -> DType {
+        if device.is_cpu() {
+            return self.resolve_for_cpu();
+        }
+        match (self, saved) {
+            (Self::F32, _) => DType::F32,
+            (Self::F16, _) => DType::F16,
+            (Self::Bf16, _) => DType::BF16,
+            (Self::Auto, Some(DType::F16)) => DType::F16,
+            (Self::Auto, _) => DType::BF16,
+        }
+    }
 }
 
 /// Limits that shape every step. Build with `Default` and override, then `validate`.
@@ -61,6 +80,13 @@ pub struct EngineConfig {
     pub weight_format: WeightFormat,
     /// The dtype to compute in.
     pub dtype: ModelDType,
+    /// Where the engine runs.
+    pub device: DeviceSpec,
+    /// Where the weights come from (`Dummy`: random, for benchmarks).
+    pub load_format: LoadFormat,
+    /// On a GPU: size the KV cache to fill this fraction of the GPU's memory, after measuring
+    /// the model and a worst-case step (`None`: `kv_cache_memory_bytes` sizes it).
+    pub gpu_memory_utilization: Option<f64>,
 }
 
 impl Default for EngineConfig {
@@ -76,6 +102,9 @@ impl Default for EngineConfig {
             seed: 0,
             weight_format: WeightFormat::default(),
             dtype: ModelDType::default(),
+            device: DeviceSpec::Cpu,
+            load_format: LoadFormat::Auto,
+            gpu_memory_utilization: None,
         }
     }
 }
@@ -101,6 +130,16 @@ impl EngineConfig {
         }
         if self.kv_cache_memory_bytes == 0 {
             return fail("kv_cache_memory must be more than 0 bytes".into());
+        }
+        if let Some(fraction) = self.gpu_memory_utilization {
+            if !self.device.is_cuda() {
+                return fail("gpu_memory_utilization applies to CUDA devices only; size the CPU cache with kv_cache_memory".into());
+            }
+            if !(fraction > 0.0 && fraction <= 1.0) {
+                return fail(format!(
+                    "gpu_memory_utilization must be in (0, 1], got {fraction}"
+                ));
+            }
         }
         Ok(())
     }

@@ -7,8 +7,11 @@ pub mod attention;
 pub mod batch;
 pub mod config;
 mod core;
+pub mod device;
 pub mod error;
 pub mod events;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod handle;
 pub mod kv;
 pub mod mock;
@@ -23,6 +26,7 @@ pub mod testing;
 pub mod validate;
 
 pub use config::EngineConfig;
+pub use device::DeviceSpec;
 pub use error::{EngineError, Result};
 pub use events::{FinishReason, GeneratedToken, RequestTimings, TokenEvent, Usage};
 pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};

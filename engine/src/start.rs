@@ -3,40 +3,123 @@
 
 use std::path::Path;
 
-use candle_core::Device;
+use candle_core::{DType, Device};
 
-use crate::attention::CpuKvCache;
+use crate::attention::{CpuKvCache, PagedKvCache};
 use crate::config::EngineConfig;
 use crate::core::EngineCore;
 use crate::error::{EngineError, Result};
 use crate::handle::{EngineHandle, EngineInfo};
-use crate::models::{load_model, CausalLm, ModelConfig};
+use crate::models::{load_model_with, CausalLm, LoadOptions, ModelConfig};
 use crate::runner::{ModelRunner, StepExecutor};
 
-/// Loads a model file and starts an engine on it (CPU).
+/// Loads a model file and starts an engine on it, on `config.device`.
 pub fn start_engine(config: EngineConfig, model_path: &Path) -> Result<EngineHandle> {
-    config.dtype.resolve_for_cpu();
-    let model = load_model(model_path, &Device::Cpu, config.weight_format)?;
+    config.validate()?;
+    let device = config.device.open()?;
+    if !device.is_cpu() {
+        return start_on_gpu(config, model_path, device);
+    }
+    let model = load_model_with(model_path, &load_options(&config, Device::Cpu))?;
     start_engine_with_model(config, model)
 }
 
-/// Starts an engine thread on an already loaded model.
+#[cfg(feature = "cuda")]
+fn start_on_gpu(config: EngineConfig, model_path: &Path, device: Device) -> Result<EngineHandle> {
+    crate::gpu::start_gpu_engine(config, model_path, device)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn start_on_gpu(_: EngineConfig, _: &Path, device: Device) -> Result<EngineHandle> {
+    Err(EngineError::Config(format!(
+        "{device:?}: this build has no CUDA backend"
+    )))
+}
+
+/// How `config` asks for the model to be loaded onto `device`.
+pub fn load_options(config: &EngineConfig, device: Device) -> LoadOptions {
+    LoadOptions {
+        device,
+        dtype: config.dtype,
+        weight_format: config.weight_format,
+        load_format: config.load_format,
+        seed: config.seed,
+    }
+}
+
+/// Starts an engine thread on an already loaded model, with a KV cache on the model's device in
+/// its compute dtype, sized by `config.kv_cache_memory_bytes`.
 pub fn start_engine_with_model(
     config: EngineConfig,
     model: Box<dyn CausalLm>,
 ) -> Result<EngineHandle> {
     let model_config = model.config().clone();
-    start_engine_with_executor(config, model_config, |info| {
+    let bytes_per_token = kv_bytes_per_token(&model_config, model.dtype());
+    start_with_executor_sized(config, model_config, bytes_per_token, |info| {
         let cfg = &info.model;
-        let kv_cache = CpuKvCache::new(
-            cfg.num_layers,
-            cfg.attn_shape(),
+        let kv_cache = new_kv_cache(
+            model.device(),
+            model.dtype(),
+            cfg,
             info.block_size,
             info.num_kv_blocks,
-        );
-        let runner = ModelRunner::new(model, Box::new(kv_cache), info.block_size);
+        )?;
+        let runner = ModelRunner::new(model, kv_cache, info.block_size);
         Ok(Box::new(runner))
     })
+}
+
+/// Bytes one token's keys and values take across all layers in `dtype` (the CPU cache holds
+/// f32).
+fn kv_bytes_per_token(model: &ModelConfig, dtype: DType) -> usize {
+    2 * model.num_layers * model.num_kv_heads * model.head_dim * dtype.size_in_bytes()
+}
+
+/// The paged KV cache of a model's device.
+fn new_kv_cache(
+    device: &Device,
+    dtype: DType,
+    model: &ModelConfig,
+    block_size: usize,
+    num_blocks: usize,
+) -> Result<Box<dyn PagedKvCache>> {
+    if device.is_cpu() {
+        let cache = CpuKvCache::new(model.num_layers, model.attn_shape(), block_size, num_blocks);
+        return Ok(Box::new(cache));
+    }
+    gpu_kv_cache(device, dtype, model, block_size, num_blocks)
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_kv_cache(
+    device: &Device,
+    dtype: DType,
+    model: &ModelConfig,
+    block_size: usize,
+    num_blocks: usize,
+) -> Result<Box<dyn PagedKvCache>> {
+    let cache = crate::attention::cuda::CudaKvCache::new(
+        device,
+        dtype,
+        model.num_layers,
+        model.attn_shape(),
+        block_size,
+        num_blocks,
+    )?;
+    Ok(Box::new(cache))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_kv_cache(
+    device: &Device,
+    _: DType,
+    _: &ModelConfig,
+    _: usize,
+    _: usize,
+) -> Result<Box<dyn PagedKvCache>> {
+    Err(EngineError::Config(format!(
+        "{device:?}: this build has no CUDA backend"
+    )))
 }
 
 /// Starts an engine thread whose steps run on the executor that `build_executor` makes. The KV
@@ -47,7 +130,17 @@ pub fn start_engine_with_executor(
     model: ModelConfig,
     build_executor: impl FnOnce(&EngineInfo) -> Result<Box<dyn StepExecutor>>,
 ) -> Result<EngineHandle> {
-    let info = engine_info(&config, model)?;
+    let bytes_per_token = CpuKvCache::bytes_per_token(model.num_layers, model.attn_shape());
+    start_with_executor_sized(config, model, bytes_per_token, build_executor)
+}
+
+fn start_with_executor_sized(
+    config: EngineConfig,
+    model: ModelConfig,
+    kv_bytes_per_token: usize,
+    build_executor: impl FnOnce(&EngineInfo) -> Result<Box<dyn StepExecutor>>,
+) -> Result<EngineHandle> {
+    let info = engine_info_sized(&config, model, kv_bytes_per_token)?;
     let executor = build_executor(&info)?;
     let (core, limits, stats, commands_tx) = EngineCore::build(&config, &info, executor);
     tracing::info!(
@@ -69,15 +162,24 @@ pub fn start_engine_with_executor(
 /// Checks the configuration against the model's shape, resolves `max_model_len` and sizes the
 /// KV cache.
 pub fn engine_info(config: &EngineConfig, model: ModelConfig) -> Result<EngineInfo> {
+    let bytes_per_token = CpuKvCache::bytes_per_token(model.num_layers, model.attn_shape());
+    engine_info_sized(config, model, bytes_per_token)
+}
+
+fn engine_info_sized(
+    config: &EngineConfig,
+    model: ModelConfig,
+    kv_bytes_per_token: usize,
+) -> Result<EngineInfo> {
     config.validate()?;
     model.validate()?;
     let max_model_len = config.resolve_max_model_len(model.context_length)?;
-    let num_kv_blocks = num_kv_blocks(config, &model);
+    let num_kv_blocks = config.kv_cache_memory_bytes / (kv_bytes_per_token * config.block_size);
     let kv_capacity_tokens = num_kv_blocks * config.block_size;
     if kv_capacity_tokens < max_model_len {
         return Err(EngineError::Config(format!(
             "the KV cache ({} bytes) holds {kv_capacity_tokens} tokens, fewer than max_model_len {max_model_len}; \
-             raise kv_cache_memory or lower max_model_len",
+             raise kv_cache_memory (on a GPU: gpu_memory_utilization) or lower max_model_len",
             config.kv_cache_memory_bytes
         )));
     }
@@ -89,13 +191,6 @@ pub fn engine_info(config: &EngineConfig, model: ModelConfig) -> Result<EngineIn
         max_concurrency_at_max_model_len: kv_capacity_tokens as f64 / max_model_len as f64,
         model,
     })
-}
-
-/// Sizes the KV cache from the memory budget: whole blocks of all layers' keys and values.
-fn num_kv_blocks(config: &EngineConfig, model: &ModelConfig) -> usize {
-    let bytes_per_block =
-        CpuKvCache::bytes_per_token(model.num_layers, model.attn_shape()) * config.block_size;
-    config.kv_cache_memory_bytes / bytes_per_block
 }
 
 /// Runs the engine loop on a worker of its own rayon pool, so that the parallel kernels it calls

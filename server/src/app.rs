@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use axum::serve::ListenerExt;
-use pagoda_engine::{start_engine, EngineConfig, EngineHandle};
+use pagoda_engine::config::DEFAULT_KV_CACHE_MEMORY_BYTES;
+use pagoda_engine::{start_engine, DeviceSpec, EngineConfig, EngineHandle};
 use tokio::net::TcpListener;
 
-use crate::args::{DeviceKind, ServerArgs};
+use crate::args::ServerArgs;
 use crate::default_model::resolve_model_path;
 use crate::metrics::{HistogramBuckets, Metrics, MetricsConfig};
 use crate::mock_engine::start_mock;
@@ -20,27 +21,49 @@ use crate::prompt_side::{extra_stop_token_ids, PromptSide};
 use crate::routes::router;
 use crate::state::{AppParts, AppState, SharedState};
 
-/// The engine configuration the flags describe.
+/// The share of a GPU's memory the server takes when neither `--gpu-memory-utilization` nor
+/// `--kv-cache-memory` is given (vLLM's default).
+pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
+
+/// The engine configuration the flags describe (`--device auto` resolved; the mock engine
+/// always runs on the CPU).
 pub fn engine_config(args: &ServerArgs) -> EngineConfig {
+    let device = if args.mock {
+        DeviceSpec::Cpu
+    } else {
+        args.device.resolve()
+    };
+    let gpu_memory_utilization = match (device.is_cuda(), args.kv_cache_memory) {
+        (true, None) => Some(
+            args.gpu_memory_utilization
+                .unwrap_or(DEFAULT_GPU_MEMORY_UTILIZATION),
+        ),
+        _ => args.gpu_memory_utilization,
+    };
     EngineConfig {
         block_size: args.block_size,
         max_num_seqs: args.max_num_seqs,
         max_num_batched_tokens: args.max_num_batched_tokens,
         max_model_len: args.max_model_len,
-        kv_cache_memory_bytes: args.kv_cache_memory,
+        kv_cache_memory_bytes: args
+            .kv_cache_memory
+            .unwrap_or(DEFAULT_KV_CACHE_MEMORY_BYTES),
         enable_chunked_prefill: !args.no_enable_chunked_prefill,
         enable_prefix_caching: !args.no_enable_prefix_caching,
         seed: args.seed,
         weight_format: args.weight_format,
         dtype: args.dtype,
+        device,
+        load_format: args.load_format,
+        gpu_memory_utilization,
     }
 }
 
-fn check_device(args: &ServerArgs) -> anyhow::Result<()> {
-    if args.device == DeviceKind::Cuda {
-        bail!("--device cuda: this build has no CUDA backend yet; use --device cpu");
+fn check_device(args: &ServerArgs, config: &EngineConfig) -> anyhow::Result<()> {
+    if args.kv_cache_memory.is_some() && args.gpu_memory_utilization.is_some() {
+        bail!("--kv-cache-memory and --gpu-memory-utilization both size the KV cache; give one");
     }
-    if args.gpu_memory_utilization.is_some() {
+    if args.gpu_memory_utilization.is_some() && !config.device.is_cuda() {
         bail!("--gpu-memory-utilization applies to CUDA only; on CPU size the cache with --kv-cache-memory");
     }
     if !(args.shutdown_timeout.is_finite() && args.shutdown_timeout >= 0.0) {
@@ -54,8 +77,8 @@ fn check_device(args: &ServerArgs) -> anyhow::Result<()> {
 
 /// Loads the model (or starts the mock) and builds everything the handlers share.
 pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
-    check_device(args)?;
     let config = engine_config(args);
+    check_device(args, &config)?;
     config.validate()?;
     let (engine, prompt_side, model_root) = if args.mock {
         start_mock(args, config)?
@@ -63,6 +86,7 @@ pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
         let path = resolve_model_path(args.model.as_deref())?;
         let prompt_side = PromptSide::load(&path)?;
         let started = std::time::Instant::now();
+        tracing::info!(device = %config.device, load_format = config.load_format.as_str(), "starting the engine");
         let engine = start_engine(config, &path)
             .with_context(|| format!("cannot start the engine on {}", path.display()))?;
         tracing::info!(

@@ -5,9 +5,12 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 use pagoda_engine::config::ModelDType;
-use pagoda_engine::models::WeightFormat;
+use pagoda_engine::models::{LoadFormat, WeightFormat};
 
-use crate::cli_values::{parse_bytes, parse_dtype, parse_seconds_list, parse_weight_format};
+use crate::cli_values::{
+    parse_bytes, parse_device, parse_dtype, parse_load_format, parse_seconds_list,
+    parse_weight_format, DeviceArg,
+};
 use crate::metrics::MetricsNamespace;
 
 /// Serve a model behind an OpenAI-compatible HTTP API (chat and text completions, SSE streaming),
@@ -62,12 +65,14 @@ pub struct ServerArgs {
     #[arg(long, env = "PAGODA_BLOCK_SIZE", default_value_t = 16)]
     pub block_size: usize,
 
-    /// KV-cache budget in bytes (KiB, MiB and GiB suffixes accepted).
-    #[arg(long, env = "PAGODA_KV_CACHE_MEMORY", value_name = "BYTES", default_value = "1GiB", value_parser = parse_bytes)]
-    pub kv_cache_memory: usize,
+    /// KV-cache budget in bytes (KiB, MiB and GiB suffixes accepted). [default: 1GiB on CPU; on
+    /// a GPU the cache is sized by --gpu-memory-utilization unless this is given]
+    #[arg(long, env = "PAGODA_KV_CACHE_MEMORY", value_name = "BYTES", value_parser = parse_bytes)]
+    pub kv_cache_memory: Option<usize>,
 
-    /// Fraction of GPU memory for weights and KV cache (CUDA only; on CPU --kv-cache-memory
-    /// sizes the cache and this flag is refused). [default: unset]
+    /// Fraction of the GPU's memory this server may use for weights, activations and KV cache;
+    /// the KV cache gets what a profiled worst-case step leaves (CUDA only; refused on CPU).
+    /// [default: 0.9 on a GPU]
     #[arg(long, env = "PAGODA_GPU_MEMORY_UTILIZATION", value_name = "FRACTION")]
     pub gpu_memory_utilization: Option<f64>,
 
@@ -144,9 +149,15 @@ pub struct ServerArgs {
     #[arg(long, env = "PAGODA_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
 
-    /// Where the model runs: cpu, cuda, or auto (cuda when built with it and a GPU is present).
-    #[arg(long, env = "PAGODA_DEVICE", value_enum, default_value = "auto")]
-    pub device: DeviceKind,
+    /// Where the model runs: cpu, cuda (= cuda:0), cuda:N, or auto (the first GPU when this
+    /// build has CUDA and a GPU opens, else cpu).
+    #[arg(long, env = "PAGODA_DEVICE", default_value = "auto", value_parser = parse_device)]
+    pub device: DeviceArg,
+
+    /// Where weights come from: auto (the model's files) or dummy (random weights in the shapes
+    /// of the directory's config.json, for benchmarks; like vLLM's --load-format dummy).
+    #[arg(long, env = "PAGODA_LOAD_FORMAT", default_value = "auto", value_parser = parse_load_format)]
+    pub load_format: LoadFormat,
 
     /// Compute dtype: auto, float32, float16 or bfloat16 (vLLM's names). CPU computes in float32.
     #[arg(long, env = "PAGODA_DTYPE", default_value = "auto", value_parser = parse_dtype)]
@@ -206,13 +217,6 @@ pub struct ServerArgs {
 pub enum LogFormat {
     Text,
     Json,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DeviceKind {
-    Auto,
-    Cpu,
-    Cuda,
 }
 
 #[cfg(test)]

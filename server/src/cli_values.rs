@@ -2,7 +2,39 @@
 //! lists of seconds.
 
 use pagoda_engine::config::ModelDType;
-use pagoda_engine::models::WeightFormat;
+use pagoda_engine::models::{LoadFormat, WeightFormat};
+use pagoda_engine::DeviceSpec;
+
+/// `--device`: a device, or `auto` (the first GPU when this build has CUDA and one opens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceArg {
+    Auto,
+    Exact(DeviceSpec),
+}
+
+impl DeviceArg {
+    pub fn resolve(self) -> DeviceSpec {
+        match self {
+            Self::Exact(spec) => spec,
+            Self::Auto if pagoda_engine::device::cuda_available(0) => DeviceSpec::Cuda(0),
+            Self::Auto => DeviceSpec::Cpu,
+        }
+    }
+}
+
+pub fn parse_device(text: &str) -> Result<DeviceArg, String> {
+    if text == "auto" {
+        return Ok(DeviceArg::Auto);
+    }
+    DeviceSpec::parse(text)
+        .map(DeviceArg::Exact)
+        .ok_or_else(|| format!("unknown device {text:?}; expected auto, cpu, cuda or cuda:N"))
+}
+
+pub fn parse_load_format(text: &str) -> Result<LoadFormat, String> {
+    LoadFormat::parse(text)
+        .ok_or_else(|| format!("unknown load format {text:?}; expected auto or dummy"))
+}
 
 /// The `--weight-format` values, as `WeightFormat::parse` spells them.
 pub const WEIGHT_FORMATS: &[&str] = &["f32", "int8", "native"];

@@ -2,6 +2,8 @@
 //! its sequence's context through the block table. The CPU path here is also the test oracle.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod metadata;
 #[cfg(test)]
 mod reference;
@@ -31,6 +33,12 @@ impl AttnShape {
 /// A paged KV cache with its attention kernel. Backends (CPU, CUDA) implement it; models only
 /// call `attend`, so no paging logic lives in a model.
 pub trait PagedKvCache: Send + std::fmt::Debug {
+    /// Called once per step before the first layer's `attend`, with the same metadata every
+    /// layer gets: a backend prepares what all layers share (the GPU uploads its tables).
+    fn begin_step(&mut self, _meta: &AttnMetadata) -> Result<()> {
+        Ok(())
+    }
+
     /// Writes `k`, `v` (`[num_tokens, num_kv_heads * head_dim]`) into the slots of `meta`, then
     /// returns attention over the cached context for `q` (`[num_tokens, num_heads * head_dim]`).
     fn attend(

@@ -1,6 +1,7 @@
 //! The paged KV cache's bookkeeping: which block holds which tokens. No tensors here.
 
 pub mod block_pool;
+pub mod budget;
 pub mod free_list;
 pub mod hash;
 pub mod manager;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::QTensor;
-use candle_core::Device;
+use candle_core::{DType, Device};
 
 use super::config::ModelConfig;
 use super::weights::WeightFormat;
@@ -22,6 +22,7 @@ pub struct GgufFile {
     reader: RefCell<BufReader<File>>,
     device: Device,
     weight_format: WeightFormat,
+    dtype: DType,
 }
 
 fn load_error(path: &Path, message: impl std::fmt::Display) -> EngineError {
@@ -43,11 +44,22 @@ impl GgufFile {
             reader: RefCell::new(reader),
             device: device.clone(),
             weight_format,
+            dtype: DType::F32,
         })
+    }
+
+    /// Computes in `dtype` (dense weights and vectors are converted to it at load).
+    pub fn with_dtype(mut self, dtype: DType) -> Self {
+        self.dtype = dtype;
+        self
     }
 
     pub fn weight_format(&self) -> WeightFormat {
         self.weight_format
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
     }
 
     pub fn path(&self) -> &Path {

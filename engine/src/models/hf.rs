@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device, Tensor};
 
@@ -23,6 +23,8 @@ pub struct HfDirectory {
     config: HfConfig,
     tensors: MmapedSafetensors,
     weight_format: WeightFormat,
+    device: Device,
+    dtype: DType,
 }
 
 fn load_error(path: &Path, message: impl std::fmt::Display) -> EngineError {
@@ -106,7 +108,18 @@ impl std::fmt::Debug for HfDirectory {
 }
 
 impl HfDirectory {
+    /// Opens a directory for the CPU (f32).
     pub fn open(dir: &Path, weight_format: WeightFormat) -> Result<Self> {
+        Self::open_on(dir, weight_format, &Device::Cpu, DType::F32)
+    }
+
+    /// Opens a directory whose weights go to `device` in `dtype` (the CPU computes in f32).
+    pub fn open_on(
+        dir: &Path,
+        weight_format: WeightFormat,
+        device: &Device,
+        dtype: DType,
+    ) -> Result<Self> {
         let config = HfConfig::read(&dir.join("config.json"))?;
         config.architecture(&dir.join("config.json"))?;
         let files = safetensors_files(dir)?;
@@ -115,13 +128,18 @@ impl HfDirectory {
             config,
             tensors: map_safetensors(&files)?,
             weight_format,
+            device: device.clone(),
+            dtype: if device.is_cpu() { DType::F32 } else { dtype },
         })
     }
 
     pub fn model_config(&self) -> Result<ModelConfig> {
-        let generation = read_generation_config(&self.dir.join("generation_config.json"));
-        self.config
-            .to_model_config(&self.dir.join("config.json"), &generation)
+        read_model_config(&self.dir, &self.config)
+    }
+
+    /// The checkpoint's own dtype (`torch_dtype` in config.json), when it names one.
+    pub fn saved_dtype(&self) -> Option<DType> {
+        saved_dtype(&self.config)
     }
 
     /// The Hugging Face name of a weight the layers ask for by its GGUF name; a tied model has
@@ -133,7 +151,7 @@ impl HfDirectory {
         hf_tensor_name(name)
     }
 
-    /// Loads a weight as f32, checking its dtype and shape.
+    /// Loads a weight onto the device in the compute dtype, checking its dtype and shape.
     fn load_f32(&self, name: &str, dims: &[usize]) -> Result<Tensor> {
         let hf = self
             .hf_name(name)
@@ -160,7 +178,23 @@ impl HfDirectory {
                 ),
             ));
         }
-        Ok(tensor.to_dtype(DType::F32)?)
+        Ok(tensor.to_device(&self.device)?.to_dtype(self.dtype)?)
+    }
+}
+
+/// The model configuration of a directory's config.json and generation_config.json.
+pub fn read_model_config(dir: &Path, config: &HfConfig) -> Result<ModelConfig> {
+    let generation = read_generation_config(&dir.join("generation_config.json"));
+    config.to_model_config(&dir.join("config.json"), &generation)
+}
+
+/// The dtype config.json says the checkpoint was saved in.
+pub fn saved_dtype(config: &HfConfig) -> Option<DType> {
+    match config.saved_dtype()? {
+        "float32" | "float" => Some(DType::F32),
+        "float16" | "half" => Some(DType::F16),
+        "bfloat16" => Some(DType::BF16),
+        _ => None,
     }
 }
 
@@ -168,7 +202,7 @@ impl WeightSource for HfDirectory {
     fn linear(&self, name: &str, out_dim: usize, in_dim: usize) -> Result<Linear> {
         let tensor = self.load_f32(name, &[out_dim, in_dim])?;
         self.weight_format
-            .convert_dense(tensor)
+            .convert_dense(tensor, self.dtype)
             .map_err(|e| load_error(&self.dir, format!("`{name}`: {e}")))
     }
 
@@ -188,6 +222,37 @@ impl WeightSource for HfDirectory {
 
     fn weight_format(&self) -> WeightFormat {
         self.weight_format
+    }
+
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// On a GPU the table stays dense in the compute dtype and a tied head shares it.
+    fn embedding_and_tied_head(
+        &self,
+        vocab_size: usize,
+        hidden_size: usize,
+    ) -> Result<(QMatMul, Option<Linear>)> {
+        if self.device.is_cpu() {
+            let table = self.matrix("token_embd.weight", vocab_size, hidden_size)?;
+            let head = if self.ties_embeddings() {
+                Some(
+                    self.weight_format
+                        .convert(table.clone(), self.dtype)
+                        .map_err(|e| load_error(&self.dir, format!("output head: {e}")))?,
+                )
+            } else {
+                None
+            };
+            let embedding = QMatMul::from_arc(table).map_err(|e| load_error(&self.dir, e))?;
+            return Ok((embedding, head));
+        }
+        let table = self.load_f32("token_embd.weight", &[vocab_size, hidden_size])?;
+        let head = self
+            .ties_embeddings()
+            .then(|| Linear::Candle(QMatMul::Tensor(table.clone())));
+        Ok((QMatMul::Tensor(table), head))
     }
 
     /// config.json decides: an untied model must bring its own `lm_head.weight`.

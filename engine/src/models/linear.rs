@@ -107,16 +107,14 @@ impl Projection {
     /// Fuses projections of the same input; a part without a bias contributes zeros.
     /// `out_dims` are the parts' output sizes.
     pub fn fuse(parts: Vec<Projection>, out_dims: &[usize]) -> Result<Projection> {
-        let device = parts
-            .iter()
-            .find_map(|p| p.bias.as_ref().map(|b| b.device().clone()));
-        let bias = if let Some(device) = device {
+        let like = parts.iter().find_map(|p| p.bias.clone());
+        let bias = if let Some(like) = like {
             let pieces = parts
                 .iter()
                 .zip(out_dims)
                 .map(|(p, &dim)| match &p.bias {
                     Some(b) => Ok(b.clone()),
-                    None => Ok(Tensor::zeros(dim, candle_core::DType::F32, &device)?),
+                    None => Ok(Tensor::zeros(dim, like.dtype(), like.device())?),
                 })
                 .collect::<Result<Vec<_>>>()?;
             Some(Tensor::cat(&pieces, 0)?)

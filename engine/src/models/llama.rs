@@ -1,9 +1,8 @@
 //! The Llama-family decoder (Llama, Mistral, Qwen2, Qwen3: GQA, RoPE, tied or untied embeddings)
 //! over a paged KV cache. Family differences are flags of `ModelConfig`, read by the layers.
 
-use candle_core::quantized::{QMatMul, QTensor};
-use candle_core::{Device, Tensor};
-use std::sync::Arc;
+use candle_core::quantized::QMatMul;
+use candle_core::{DType, Device, Tensor};
 
 use super::config::ModelConfig;
 use super::layers::{GatedMlp, RmsNorm};
@@ -13,7 +12,7 @@ use super::self_attention::SelfAttention;
 use super::weights::WeightSource;
 use super::{CausalLm, ModelInput};
 use crate::attention::{AttnMetadata, PagedKvCache};
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 
 #[derive(Debug)]
 struct DecoderLayer {
@@ -41,6 +40,8 @@ impl DecoderLayer {
 pub struct Llama {
     config: ModelConfig,
     device: Device,
+    /// The compute dtype of activations (and of the KV cache).
+    dtype: DType,
     embedding: QMatMul,
     layers: Vec<DecoderLayer>,
     final_norm: RmsNorm,
@@ -51,13 +52,12 @@ pub struct Llama {
 impl Llama {
     pub fn load(config: ModelConfig, file: &dyn WeightSource, device: &Device) -> Result<Self> {
         let device = device.clone();
-        let embedding = file.matrix("token_embd.weight", config.vocab_size, config.hidden_size)?;
-        let lm_head = if !file.ties_embeddings() {
-            file.linear("output.weight", config.vocab_size, config.hidden_size)?
-        } else {
-            file.weight_format()
-                .convert(embedding.clone())
-                .map_err(|e| EngineError::ModelLoad(format!("output head: {e}")))?
+        let dtype = file.dtype();
+        let (embedding, tied_head) =
+            file.embedding_and_tied_head(config.vocab_size, config.hidden_size)?;
+        let lm_head = match tied_head {
+            Some(head) => head,
+            None => file.linear("output.weight", config.vocab_size, config.hidden_size)?,
         };
         let layers = (0..config.num_layers)
             .map(|i| DecoderLayer::load(file, &config, i))
@@ -68,10 +68,11 @@ impl Llama {
             config.hidden_size,
             config.rms_norm_eps,
         )?;
-        let rotary = RotaryEmbedding::new(&config, &device)?;
+        let rotary = RotaryEmbedding::new(&config, &device, dtype)?;
         Ok(Self {
-            embedding: qmatmul(embedding)?,
+            embedding,
             device,
+            dtype,
             layers,
             final_norm,
             lm_head,
@@ -79,10 +80,6 @@ impl Llama {
             config,
         })
     }
-}
-
-fn qmatmul(tensor: Arc<QTensor>) -> Result<QMatMul> {
-    QMatMul::from_arc(tensor).map_err(|e| EngineError::ModelLoad(e.to_string()))
 }
 
 impl CausalLm for Llama {
@@ -94,13 +91,20 @@ impl CausalLm for Llama {
         &self.device
     }
 
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+
     fn forward(
         &self,
         input: &ModelInput,
         meta: &AttnMetadata,
         kv_cache: &mut dyn PagedKvCache,
     ) -> Result<Tensor> {
-        let mut x = self.embedding.embedding(&input.token_ids)?;
+        let mut x = self
+            .embedding
+            .embedding(&input.token_ids)?
+            .to_dtype(self.dtype)?;
         for (index, layer) in self.layers.iter().enumerate() {
             let normed = layer.attn_norm.forward(&x)?;
             let attn = layer.attention.forward(
@@ -118,12 +122,12 @@ impl CausalLm for Llama {
         if input.logits_indices.dim(0)? == 0 {
             return Ok(Tensor::zeros(
                 (0, self.config.vocab_size),
-                candle_core::DType::F32,
+                DType::F32,
                 &self.device,
             )?);
         }
         let last = x.index_select(&input.logits_indices, 0)?;
         let logits = self.lm_head.forward(&self.final_norm.forward(&last)?)?;
-        Ok(logits)
+        Ok(logits.to_dtype(DType::F32)?)
     }
 }

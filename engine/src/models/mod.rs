@@ -2,6 +2,7 @@
 //! arguments, so no paging logic lives in a model file.
 
 pub mod config;
+pub mod dummy;
 pub mod generation_config;
 pub mod gguf;
 pub mod hf;
@@ -10,6 +11,7 @@ pub mod int8;
 pub mod layers;
 pub mod linear;
 pub mod llama;
+pub mod load;
 pub mod rotary;
 pub mod self_attention;
 pub mod tokenizer_spec;
@@ -20,10 +22,11 @@ use std::path::Path;
 use candle_core::{Device, Tensor};
 
 pub use config::{ModelConfig, RopeScaling};
+pub use load::{load_model_with, LoadFormat, LoadOptions};
 pub use weights::WeightFormat;
 
 use crate::attention::{AttnMetadata, PagedKvCache};
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 
 /// One step's token-level inputs, as tensors on the model's device.
 #[derive(Debug)]
@@ -40,6 +43,10 @@ pub struct ModelInput {
 pub trait CausalLm: Send + std::fmt::Debug {
     fn config(&self) -> &ModelConfig;
     fn device(&self) -> &Device;
+    /// The dtype activations and the KV cache are computed in.
+    fn dtype(&self) -> candle_core::DType {
+        candle_core::DType::F32
+    }
     /// Runs one step; returns `[num_sampled, vocab_size]` f32 logits.
     fn forward(
         &self,
@@ -52,47 +59,17 @@ pub trait CausalLm: Send + std::fmt::Debug {
 /// `general.architecture` values of GGUF files we can run.
 pub const SUPPORTED_GGUF_ARCHITECTURES: &[&str] = &["llama"];
 
-/// Loads any supported model: a GGUF file, or a Hugging Face directory.
+/// Loads any supported model (a GGUF file, or a Hugging Face directory) for the CPU, or onto
+/// `device` in f32; `load_model_with` chooses the dtype and load format.
 pub fn load_model(
     path: &Path,
     device: &Device,
     weight_format: WeightFormat,
 ) -> Result<Box<dyn CausalLm>> {
-    if !path.exists() {
-        return Err(EngineError::ModelLoad(format!(
-            "{} does not exist",
-            path.display()
-        )));
-    }
-    if path.is_dir() {
-        let dir = hf::HfDirectory::open(path, weight_format)?;
-        return Ok(Box::new(llama::Llama::load(
-            dir.model_config()?,
-            &dir,
-            device,
-        )?));
-    }
-    let is_gguf = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
-    if !is_gguf {
-        return Err(EngineError::ModelLoad(format!(
-            "{}: expected a .gguf file or a Hugging Face model directory",
-            path.display()
-        )));
-    }
-    let file = gguf::GgufFile::open(path, device, weight_format)?;
-    let architecture = file.architecture()?;
-    if !SUPPORTED_GGUF_ARCHITECTURES.contains(&architecture.as_str()) {
-        return Err(EngineError::ModelLoad(format!(
-            "unsupported architecture `{architecture}` in {} (supported: {})",
-            path.display(),
-            SUPPORTED_GGUF_ARCHITECTURES.join(", ")
-        )));
-    }
-    Ok(Box::new(llama::Llama::load(
-        file.model_config()?,
-        &file,
-        device,
-    )?))
+    let options = LoadOptions {
+        device: device.clone(),
+        dtype: crate::config::ModelDType::F32,
+        ..LoadOptions::cpu(weight_format)
+    };
+    load_model_with(path, &options)
 }

@@ -55,7 +55,8 @@ pub fn inverse_frequencies(head_dim: usize, theta: f32, scaling: Option<RopeScal
 }
 
 impl RotaryEmbedding {
-    pub fn new(config: &ModelConfig, device: &Device) -> Result<Self> {
+    /// Tables for every position of the context, in the compute dtype `dtype`.
+    pub fn new(config: &ModelConfig, device: &Device, dtype: DType) -> Result<Self> {
         let head_dim = config.head_dim;
         let max_positions = config.context_length;
         let inv_freq = inverse_frequencies(head_dim, config.rope_theta, config.rope_scaling);
@@ -65,8 +66,8 @@ impl RotaryEmbedding {
             .reshape((max_positions, 1))?;
         let angles = positions.broadcast_mul(&inv_freq)?;
         Ok(Self {
-            cos: angles.cos()?,
-            sin: angles.sin()?,
+            cos: angles.cos()?.to_dtype(dtype)?,
+            sin: angles.sin()?.to_dtype(dtype)?,
             interleaved: config.rope_interleaved,
         })
     }

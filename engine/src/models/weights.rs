@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::{DType, Tensor};
 
 use super::int8::{Int8Matrix, GROUP_SIZE};
 use super::linear::Linear;
-use candle_core::Tensor;
 
 use super::gguf::GgufFile;
 use crate::error::{EngineError, Result};
@@ -42,8 +42,12 @@ impl WeightFormat {
         }
     }
 
-    /// Turns a dense f32 `[rows, cols]` weight into a projection in this format.
-    pub fn convert_dense(self, tensor: Tensor) -> candle_core::Result<Linear> {
+    /// Turns a dense `[rows, cols]` weight into a projection in this format. On a GPU the
+    /// weight is kept dense in the compute dtype `dtype` (the format applies to the CPU).
+    pub fn convert_dense(self, tensor: Tensor, dtype: DType) -> candle_core::Result<Linear> {
+        if !tensor.device().is_cpu() {
+            return Ok(Linear::Candle(QMatMul::Tensor(tensor.to_dtype(dtype)?)));
+        }
         let (rows, cols) = tensor.dims2()?;
         match self {
             Self::Int8 if tensor.device().is_cpu() && cols % GROUP_SIZE == 0 => {
@@ -56,9 +60,18 @@ impl WeightFormat {
         }
     }
 
-    /// Turns a `[rows, cols]` weight into a projection in this format.
-    pub fn convert(self, tensor: Arc<QTensor>) -> candle_core::Result<Linear> {
+    /// Turns a `[rows, cols]` weight into a projection in this format. On a GPU, GGUF blocks
+    /// that candle's GPU kernels multiply directly stay quantized; others are dequantized to
+    /// `dtype` at load.
+    pub fn convert(self, tensor: Arc<QTensor>, dtype: DType) -> candle_core::Result<Linear> {
         let device = tensor.device();
+        if !device.is_cpu() {
+            if GPU_QUANTIZED.contains(&tensor.dtype()) {
+                return Ok(Linear::Candle(QMatMul::from_arc(tensor)?));
+            }
+            let dense = tensor.dequantize(&device)?.to_dtype(dtype)?;
+            return Ok(Linear::Candle(QMatMul::Tensor(dense)));
+        }
         let cols = tensor.shape().dims().last().copied().unwrap_or(0);
         match self {
             Self::Native => Ok(Linear::Candle(QMatMul::from_arc(tensor)?)),
@@ -77,6 +90,21 @@ impl WeightFormat {
     }
 }
 
+/// GGUF block types candle's CUDA kernels multiply without dequantizing (its MMVQ/MMQ paths,
+/// which take f32, f16 and bf16 activations).
+pub const GPU_QUANTIZED: &[GgmlDType] = &[
+    GgmlDType::Q4_0,
+    GgmlDType::Q4_1,
+    GgmlDType::Q5_0,
+    GgmlDType::Q5_1,
+    GgmlDType::Q8_0,
+    GgmlDType::Q2K,
+    GgmlDType::Q3K,
+    GgmlDType::Q4K,
+    GgmlDType::Q5K,
+    GgmlDType::Q6K,
+];
+
 /// A source of named weights of known shapes.
 pub trait WeightSource {
     /// A `[out, in]` projection, kept quantized where the file is quantized.
@@ -92,13 +120,37 @@ pub trait WeightSource {
     }
     /// The format projections are converted to.
     fn weight_format(&self) -> WeightFormat;
+    /// The dtype the model computes in: dense weights and vectors come in it.
+    fn dtype(&self) -> DType {
+        DType::F32
+    }
+    /// The token embedding (`[vocab, hidden]`) and, for a tied model, the output head made of it.
+    fn embedding_and_tied_head(
+        &self,
+        vocab_size: usize,
+        hidden_size: usize,
+    ) -> Result<(QMatMul, Option<Linear>)> {
+        let table = self.matrix("token_embd.weight", vocab_size, hidden_size)?;
+        let head = if self.ties_embeddings() {
+            let head = self
+                .weight_format()
+                .convert(table.clone(), self.dtype())
+                .map_err(|e| EngineError::ModelLoad(format!("output head: {e}")))?;
+            Some(head)
+        } else {
+            None
+        };
+        let embedding =
+            QMatMul::from_arc(table).map_err(|e| EngineError::ModelLoad(e.to_string()))?;
+        Ok((embedding, head))
+    }
 }
 
 impl WeightSource for GgufFile {
     fn linear(&self, name: &str, out_dim: usize, in_dim: usize) -> Result<Linear> {
         let tensor = Arc::new(self.tensor(name, &[out_dim, in_dim])?);
         GgufFile::weight_format(self)
-            .convert(tensor)
+            .convert(tensor, GgufFile::dtype(self))
             .map_err(|e| EngineError::ModelLoad(format!("`{name}`: {e}")))
     }
 
@@ -106,6 +158,7 @@ impl WeightSource for GgufFile {
         let tensor = self.tensor(name, &[len])?;
         tensor
             .dequantize(&tensor.device())
+            .and_then(|t| t.to_dtype(GgufFile::dtype(self)))
             .map_err(|e| EngineError::ModelLoad(format!("`{name}`: {e}")))
     }
 
@@ -119,5 +172,9 @@ impl WeightSource for GgufFile {
 
     fn weight_format(&self) -> WeightFormat {
         GgufFile::weight_format(self)
+    }
+
+    fn dtype(&self) -> DType {
+        GgufFile::dtype(self)
     }
 }

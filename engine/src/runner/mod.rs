@@ -35,6 +35,11 @@ impl ModelRunner {
         self.model.as_ref()
     }
 
+    /// Gives the model back (the KV cache is dropped).
+    pub fn into_model(self) -> Box<dyn CausalLm> {
+        self.model
+    }
+
     /// Runs one step; returns one logits row per sequence that samples, in plan order. (Through
     /// `StepExecutor::execute`, the same rows come wrapped in `StepOutput::Logits`.)
     pub fn execute(&mut self, plan: &BatchPlan) -> Result<StepLogits> {
@@ -48,6 +53,7 @@ impl ModelRunner {
         let meta =
             AttnMetadata::from_plan(plan, self.block_size, self.model.config().sliding_window);
         let input = input::build_model_input(plan, &meta, self.model.device())?;
+        self.kv_cache.begin_step(&meta)?;
         let logits = self.model.forward(&input, &meta, self.kv_cache.as_mut())?;
         let values = logits.flatten_all()?.to_vec1::<f32>()?;
         Ok(StepLogits { vocab_size, values })

@@ -278,9 +278,12 @@ mod tests {
         let x = random(&[5, hidden], 12);
         let positions = Tensor::new(&[0u32, 1, 7, 30, 200], &Device::Cpu).expect("positions");
         let rope = |interleaved: bool, w: &Tensor| {
-            let rotary =
-                RotaryEmbedding::new(&rope_config(interleaved, heads, head_dim), &Device::Cpu)
-                    .expect("rotary");
+            let rotary = RotaryEmbedding::new(
+                &rope_config(interleaved, heads, head_dim),
+                &Device::Cpu,
+                candle_core::DType::F32,
+            )
+            .expect("rotary");
             let q = x.matmul(&w.t().expect("t")).expect("matmul");
             rotary.apply(&q, &positions, heads).expect("rope")
         };

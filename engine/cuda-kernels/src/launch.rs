@@ -1,0 +1,233 @@
+//! Launchers of `kernels/paged_attention.cu` on candle's CUDA device and stream.
+
+use candle_core::cuda_backend::cudarc::driver::{
+    CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use candle_core::{CudaDevice, Result};
+
+use crate::plan::{WorkPlan, SUPPORTED_HEAD_DIMS};
+
+/// The kernels' PTX, compiled by build.rs.
+pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/paged_attention.ptx"));
+/// The name candle caches the loaded module under.
+const MODULE: &str = "pagoda_paged_attention";
+
+/// Element types the kernels are instantiated for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelDType {
+    F32,
+    F16,
+    Bf16,
+}
+
+impl KernelDType {
+    fn suffix(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::Bf16 => "bf16",
+        }
+    }
+}
+
+/// `AttnParams` of the kernel (same field order, `repr(C)`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct AttnParams {
+    num_heads: i32,
+    num_kv_heads: i32,
+    block_size: i32,
+    max_blocks_per_seq: i32,
+    q_row_stride: i32,
+    out_row_stride: i32,
+    scale: f32,
+    window: i32,
+    partition_size: i32,
+    max_partitions: i32,
+}
+
+// SAFETY: a plain `repr(C)` struct of 4-byte scalars, passed by value as the kernel declares it.
+#[allow(unsafe_code)]
+unsafe impl DeviceRepr for AttnParams {}
+
+/// Geometry of a paged cache: `[num_blocks, num_kv_heads, block_size, head_dim]` per layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheGeometry {
+    pub num_heads: usize,
+    pub num_kv_heads: usize,
+    pub head_dim: usize,
+    pub block_size: usize,
+}
+
+/// One step's tables on the device, shared by every layer.
+#[derive(Debug)]
+pub struct DeviceStep {
+    pub plan: WorkPlan,
+    pub work: CudaSlice<i32>,
+    pub slot_mapping: CudaSlice<i32>,
+    pub block_tables: CudaSlice<i32>,
+    pub max_blocks_per_seq: usize,
+    pub seq_lens: CudaSlice<i32>,
+    pub num_tokens: usize,
+    /// 0 = no sliding window.
+    pub window: usize,
+}
+
+fn to_i32(value: usize, what: &str) -> Result<i32> {
+    i32::try_from(value).map_err(|_| candle_core::Error::msg(format!("{what} {value} exceeds i32")))
+}
+
+fn check_head_dim(head_dim: usize) -> Result<()> {
+    if SUPPORTED_HEAD_DIMS.contains(&head_dim) {
+        return Ok(());
+    }
+    candle_core::bail!("head_dim {head_dim} is not supported by the CUDA attention kernels (supported: {SUPPORTED_HEAD_DIMS:?})")
+}
+
+/// Writes each token's key and value rows (`row_stride` elements apart) into its cache slot.
+#[allow(clippy::too_many_arguments)]
+pub fn cache_write<T: DeviceRepr>(
+    device: &CudaDevice,
+    dtype: KernelDType,
+    key: &CudaView<'_, T>,
+    key_row_stride: usize,
+    value: &CudaView<'_, T>,
+    value_row_stride: usize,
+    key_cache: &mut CudaSlice<T>,
+    value_cache: &mut CudaSlice<T>,
+    step: &DeviceStep,
+    geometry: CacheGeometry,
+) -> Result<()> {
+    if step.num_tokens == 0 {
+        return Ok(());
+    }
+    let name = format!("cache_write_{}", dtype.suffix());
+    let func = device.get_or_load_custom_func(&name, MODULE, PTX)?;
+    let row = geometry.num_kv_heads * geometry.head_dim;
+    let config = LaunchConfig {
+        grid_dim: (to_i32(step.num_tokens, "num_tokens")? as u32, 1, 1),
+        block_dim: (row.next_multiple_of(32).min(1024) as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (num_kv_heads, head_dim, block_size) = (
+        to_i32(geometry.num_kv_heads, "num_kv_heads")?,
+        to_i32(geometry.head_dim, "head_dim")?,
+        to_i32(geometry.block_size, "block_size")?,
+    );
+    let (key_row_stride, value_row_stride) = (
+        to_i32(key_row_stride, "key row stride")?,
+        to_i32(value_row_stride, "value row stride")?,
+    );
+    let mut builder = func.builder();
+    builder
+        .arg(key)
+        .arg(value)
+        .arg(key_cache)
+        .arg(value_cache)
+        .arg(&step.slot_mapping)
+        .arg(&num_kv_heads)
+        .arg(&head_dim)
+        .arg(&block_size)
+        .arg(&key_row_stride)
+        .arg(&value_row_stride);
+    // SAFETY: the argument list matches `cache_write_*` in paged_attention.cu; `key`/`value`
+    // hold `num_tokens` rows of `row_stride` elements, the caches hold every slot of
+    // `slot_mapping` (the block manager hands out only blocks below `num_blocks`).
+    #[allow(unsafe_code)]
+    unsafe { builder.launch(config) }.map_err(candle_core::Error::wrap)?;
+    Ok(())
+}
+
+/// Attention of every query row of `q` (`q_row_stride` elements apart) over its sequence's
+/// cached context; writes `out` (`[num_tokens, num_heads * head_dim]`, contiguous).
+#[allow(clippy::too_many_arguments)]
+pub fn paged_attention<T: DeviceRepr>(
+    device: &CudaDevice,
+    dtype: KernelDType,
+    q: &CudaView<'_, T>,
+    q_row_stride: usize,
+    key_cache: &CudaSlice<T>,
+    value_cache: &CudaSlice<T>,
+    step: &DeviceStep,
+    geometry: CacheGeometry,
+    scale: f32,
+    out: &mut CudaSlice<T>,
+) -> Result<()> {
+    check_head_dim(geometry.head_dim)?;
+    if step.plan.num_items == 0 {
+        return Ok(());
+    }
+    let plan = &step.plan;
+    let params = AttnParams {
+        num_heads: to_i32(geometry.num_heads, "num_heads")?,
+        num_kv_heads: to_i32(geometry.num_kv_heads, "num_kv_heads")?,
+        block_size: to_i32(geometry.block_size, "block_size")?,
+        max_blocks_per_seq: to_i32(step.max_blocks_per_seq, "blocks per sequence")?,
+        q_row_stride: to_i32(q_row_stride, "q row stride")?,
+        out_row_stride: to_i32(geometry.num_heads * geometry.head_dim, "out row stride")?,
+        scale,
+        window: to_i32(step.window, "sliding window")?,
+        partition_size: to_i32(plan.partition_size, "partition size")?,
+        max_partitions: to_i32(plan.max_partitions, "partitions")?,
+    };
+    let grid = (
+        to_i32(plan.num_items, "work items")? as u32,
+        geometry.num_kv_heads as u32,
+        plan.max_partitions as u32,
+    );
+    // Without a split the kernel writes `out` and never touches the partial buffers.
+    let num_acc = plan
+        .partial_acc_len(geometry.num_kv_heads, geometry.head_dim)
+        .max(1);
+    let num_ml = plan.partial_ml_len(geometry.num_kv_heads).max(1);
+    let mut partial_acc = device.alloc_zeros::<f32>(num_acc)?;
+    let mut partial_ml = device.alloc_zeros::<f32>(num_ml)?;
+    let suffix = format!("{}_d{}", dtype.suffix(), geometry.head_dim);
+    let func = device.get_or_load_custom_func(&format!("paged_attention_{suffix}"), MODULE, PTX)?;
+    {
+        let mut builder = func.builder();
+        builder
+            .arg(q)
+            .arg(key_cache)
+            .arg(value_cache)
+            .arg(&step.block_tables)
+            .arg(&step.seq_lens)
+            .arg(&step.work)
+            .arg(&mut *out)
+            .arg(&mut partial_acc)
+            .arg(&mut partial_ml)
+            .arg(&params);
+        let config = LaunchConfig {
+            grid_dim: grid,
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the argument list matches `paged_attention_*` in paged_attention.cu; the work
+        // items, block tables and sequence lengths come from the same step as `q`, the partial
+        // buffers have the sizes `WorkPlan` computes for this grid.
+        #[allow(unsafe_code)]
+        unsafe { builder.launch(config) }.map_err(candle_core::Error::wrap)?;
+    }
+    if plan.max_partitions == 1 {
+        return Ok(());
+    }
+    let reduce =
+        device.get_or_load_custom_func(&format!("paged_attention_reduce_{suffix}"), MODULE, PTX)?;
+    let mut builder = reduce.builder();
+    builder
+        .arg(&step.seq_lens)
+        .arg(&step.work)
+        .arg(&partial_acc)
+        .arg(&partial_ml)
+        .arg(out)
+        .arg(&params);
+    let config = LaunchConfig {
+        grid_dim: (grid.0, grid.1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: as above; the reduction reads only the partitions the first kernel wrote.
+    #[allow(unsafe_code)]
+    unsafe { builder.launch(config) }.map_err(candle_core::Error::wrap)?;
+    Ok(())
+}

@@ -1,0 +1,323 @@
+//! The GPU paged KV cache: one key and one value buffer per layer,
+//! `[num_blocks, num_kv_heads, block_size, head_dim]` in the compute dtype, written and attended
+//! through by `pagoda-cuda-kernels`. A step's tables (slots, block tables, work items) go to the
+//! GPU once in `begin_step` and serve every layer.
+
+use candle_core::cuda_backend::cudarc::driver::{CudaSlice, CudaView, DeviceRepr, ValidAsZeroBits};
+use candle_core::cuda_backend::CudaDType;
+use candle_core::op::BackpropOp;
+use candle_core::{CudaDevice, CudaStorage, DType, Device, Layout, Storage, Tensor};
+use half::{bf16, f16};
+use pagoda_cuda_kernels::{
+    block_table_matrix, cache_write, paged_attention, CacheGeometry, DeviceStep, HeadCounts,
+    KernelDType, SeqQuery, WorkPlan,
+};
+
+use super::{AttnMetadata, AttnShape, PagedKvCache};
+use crate::error::{EngineError, Result};
+
+/// Key and value buffers of every layer, in one element type.
+#[derive(Debug)]
+enum Buffers {
+    F32(Vec<[CudaSlice<f32>; 2]>),
+    F16(Vec<[CudaSlice<f16>; 2]>),
+    Bf16(Vec<[CudaSlice<bf16>; 2]>),
+}
+
+#[derive(Debug)]
+pub struct CudaKvCache {
+    device: CudaDevice,
+    dtype: DType,
+    shape: AttnShape,
+    block_size: usize,
+    num_blocks: usize,
+    buffers: Buffers,
+    num_sms: usize,
+    step: Option<DeviceStep>,
+}
+
+fn execution(error: impl std::fmt::Display) -> EngineError {
+    EngineError::Execution(format!("CUDA attention: {error}"))
+}
+
+fn zeroed_layers<T: DeviceRepr + ValidAsZeroBits>(
+    device: &CudaDevice,
+    num_layers: usize,
+    len: usize,
+) -> Result<Vec<[CudaSlice<T>; 2]>> {
+    (0..num_layers)
+        .map(|_| Ok([device.alloc_zeros::<T>(len)?, device.alloc_zeros::<T>(len)?]))
+        .collect()
+}
+
+impl CudaKvCache {
+    /// Allocates `num_blocks` blocks for every layer on `device` in `dtype` (f32, f16 or bf16).
+    pub fn new(
+        device: &Device,
+        dtype: DType,
+        num_layers: usize,
+        shape: AttnShape,
+        block_size: usize,
+        num_blocks: usize,
+    ) -> Result<Self> {
+        let device = device.as_cuda_device()?.clone();
+        let len = num_blocks * block_size * shape.num_kv_heads * shape.head_dim;
+        let buffers = match dtype {
+            DType::F32 => Buffers::F32(zeroed_layers(&device, num_layers, len)?),
+            DType::F16 => Buffers::F16(zeroed_layers(&device, num_layers, len)?),
+            DType::BF16 => Buffers::Bf16(zeroed_layers(&device, num_layers, len)?),
+            other => {
+                return Err(EngineError::Config(format!(
+                    "the CUDA KV cache holds f32, f16 or bf16, not {other:?}"
+                )))
+            }
+        };
+        let num_sms = device
+            .cuda_stream()
+            .context()
+            .attribute(
+                candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(execution)?
+            .max(1) as usize;
+        Ok(Self {
+            device,
+            dtype,
+            shape,
+            block_size,
+            num_blocks,
+            buffers,
+            num_sms,
+            step: None,
+        })
+    }
+
+    /// Bytes one token takes across all layers (keys and values) in `dtype`.
+    pub fn bytes_per_token(num_layers: usize, shape: AttnShape, dtype: DType) -> usize {
+        2 * num_layers * shape.num_kv_heads * shape.head_dim * dtype.size_in_bytes()
+    }
+
+    fn geometry(&self) -> CacheGeometry {
+        CacheGeometry {
+            num_heads: self.shape.num_heads,
+            num_kv_heads: self.shape.num_kv_heads,
+            head_dim: self.shape.head_dim,
+            block_size: self.block_size,
+        }
+    }
+
+    /// One layer's keys and values as f32, in the cache layout (tests read slots back).
+    pub fn read_layer(&self, layer: usize) -> Result<(Vec<f32>, Vec<f32>)> {
+        fn read<T: DeviceRepr + Copy>(
+            device: &CudaDevice,
+            pair: &[CudaSlice<T>; 2],
+            convert: fn(T) -> f32,
+        ) -> Result<(Vec<f32>, Vec<f32>)> {
+            let keys = device.clone_dtoh(&pair[0])?;
+            let values = device.clone_dtoh(&pair[1])?;
+            Ok((
+                keys.into_iter().map(convert).collect(),
+                values.into_iter().map(convert).collect(),
+            ))
+        }
+        let missing = || execution(format!("no layer {layer}"));
+        match &self.buffers {
+            Buffers::F32(layers) => {
+                read(&self.device, layers.get(layer).ok_or_else(missing)?, |x| x)
+            }
+            Buffers::F16(layers) => read(
+                &self.device,
+                layers.get(layer).ok_or_else(missing)?,
+                f16::to_f32,
+            ),
+            Buffers::Bf16(layers) => read(
+                &self.device,
+                layers.get(layer).ok_or_else(missing)?,
+                bf16::to_f32,
+            ),
+        }
+    }
+
+    /// Index of `(slot, kv_head, 0)` in a layer buffer.
+    pub fn slot_offset(&self, slot: usize, kv_head: usize) -> usize {
+        let (block, offset) = (slot / self.block_size, slot % self.block_size);
+        ((block * self.shape.num_kv_heads + kv_head) * self.block_size + offset)
+            * self.shape.head_dim
+    }
+
+    fn upload(&self, values: &[i32]) -> Result<CudaSlice<i32>> {
+        // An empty upload still needs a valid pointer.
+        let values = if values.is_empty() { &[0][..] } else { values };
+        Ok(self.device.clone_htod(values)?)
+    }
+}
+
+/// A 2-D tensor's rows on the GPU: the view from its first element, and the row stride.
+fn rows_of<'a, T: CudaDType>(
+    storage: &'a CudaStorage,
+    layout: &Layout,
+) -> Result<(CudaView<'a, T>, usize)> {
+    let (num_rows, width) = layout.shape().dims2()?;
+    let stride = layout.stride();
+    if stride[1] != 1 && (num_rows > 1 || width > 1) {
+        return Err(execution("attention inputs need contiguous rows"));
+    }
+    let row_stride = if num_rows > 1 { stride[0] } else { width };
+    let start = layout.start_offset();
+    let len = if num_rows == 0 {
+        0
+    } else {
+        (num_rows - 1) * row_stride + width
+    };
+    let slice = storage.as_cuda_slice::<T>()?;
+    Ok((slice.slice(start..start + len), row_stride))
+}
+
+fn cuda_storage(storage: &Storage) -> Result<&CudaStorage> {
+    match storage {
+        Storage::Cuda(storage) => Ok(storage),
+        _ => Err(execution("attention inputs must be on the GPU")),
+    }
+}
+
+impl CudaKvCache {
+    fn attend_typed<T: CudaDType + DeviceRepr + ValidAsZeroBits>(
+        &self,
+        kernel_dtype: KernelDType,
+        layer_buffers: &mut [CudaSlice<T>; 2],
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        num_tokens: usize,
+    ) -> Result<Tensor> {
+        let step = self
+            .step
+            .as_ref()
+            .ok_or_else(|| execution("attend before begin_step"))?;
+        let geometry = self.geometry();
+        let (q_storage, q_layout) = q.storage_and_layout();
+        let (k_storage, k_layout) = k.storage_and_layout();
+        let (v_storage, v_layout) = v.storage_and_layout();
+        let (key, key_stride) = rows_of::<T>(cuda_storage(&k_storage)?, k_layout)?;
+        let (value, value_stride) = rows_of::<T>(cuda_storage(&v_storage)?, v_layout)?;
+        let [key_cache, value_cache] = layer_buffers;
+        cache_write(
+            &self.device,
+            kernel_dtype,
+            &key,
+            key_stride,
+            &value,
+            value_stride,
+            key_cache,
+            value_cache,
+            step,
+            geometry,
+        )?;
+        let (queries, q_stride) = rows_of::<T>(cuda_storage(&q_storage)?, q_layout)?;
+        let q_row = geometry.num_heads * geometry.head_dim;
+        let mut out = self.device.alloc_zeros::<T>(num_tokens * q_row)?;
+        let scale = 1.0 / (geometry.head_dim as f32).sqrt();
+        paged_attention(
+            &self.device,
+            kernel_dtype,
+            &queries,
+            q_stride,
+            key_cache,
+            value_cache,
+            step,
+            geometry,
+            scale,
+            &mut out,
+        )?;
+        let storage = Storage::Cuda(T::wrap_cuda_slice(out, self.device.clone()));
+        Ok(Tensor::from_storage(
+            storage,
+            (num_tokens, q_row),
+            BackpropOp::none(),
+            false,
+        ))
+    }
+}
+
+impl PagedKvCache for CudaKvCache {
+    fn begin_step(&mut self, meta: &AttnMetadata) -> Result<()> {
+        let seqs: Vec<SeqQuery> = (0..meta.num_seqs())
+            .map(|i| {
+                let first_token = meta.query_start_loc[i] as usize;
+                let num_tokens = meta.query_start_loc[i + 1] as usize - first_token;
+                SeqQuery {
+                    first_token,
+                    num_tokens,
+                    first_position: meta.seq_lens[i] as usize - num_tokens,
+                }
+            })
+            .collect();
+        let heads = HeadCounts {
+            num_heads: self.shape.num_heads,
+            num_kv_heads: self.shape.num_kv_heads,
+        };
+        let plan = WorkPlan::build(&seqs, heads, meta.sliding_window, self.num_sms);
+        let num_slots = self.num_blocks * self.block_size;
+        if let Some(&slot) = meta.slot_mapping.iter().find(|&&s| s as usize >= num_slots) {
+            return Err(execution(format!("slot {slot} out of range {num_slots}")));
+        }
+        let slot_mapping: Vec<i32> = meta.slot_mapping.iter().map(|&s| s as i32).collect();
+        let (tables, max_blocks_per_seq) = block_table_matrix(&meta.block_tables);
+        let seq_lens: Vec<i32> = meta.seq_lens.iter().map(|&l| l as i32).collect();
+        self.step = Some(DeviceStep {
+            work: self.upload(&plan.work)?,
+            slot_mapping: self.upload(&slot_mapping)?,
+            block_tables: self.upload(&tables)?,
+            max_blocks_per_seq,
+            seq_lens: self.upload(&seq_lens)?,
+            num_tokens: meta.num_tokens(),
+            window: meta.sliding_window.unwrap_or(0),
+            plan,
+        });
+        Ok(())
+    }
+
+    fn attend(
+        &mut self,
+        layer: usize,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        meta: &AttnMetadata,
+    ) -> Result<Tensor> {
+        let num_tokens = meta.num_tokens();
+        for (name, tensor) in [("q", q), ("k", k), ("v", v)] {
+            if tensor.dtype() != self.dtype || tensor.dim(0)? != num_tokens {
+                return Err(execution(format!(
+                    "{name} is {:?} {:?}; expected {num_tokens} rows of {:?}",
+                    tensor.dtype(),
+                    tensor.dims(),
+                    self.dtype
+                )));
+            }
+        }
+        let missing = || execution(format!("no layer {layer}"));
+        // The buffers are taken out for the call so that `self` stays readable inside it.
+        let mut buffers = std::mem::replace(&mut self.buffers, Buffers::F32(Vec::new()));
+        let result = match &mut buffers {
+            Buffers::F32(layers) => layers
+                .get_mut(layer)
+                .ok_or_else(missing)
+                .and_then(|pair| self.attend_typed(KernelDType::F32, pair, q, k, v, num_tokens)),
+            Buffers::F16(layers) => layers
+                .get_mut(layer)
+                .ok_or_else(missing)
+                .and_then(|pair| self.attend_typed(KernelDType::F16, pair, q, k, v, num_tokens)),
+            Buffers::Bf16(layers) => layers
+                .get_mut(layer)
+                .ok_or_else(missing)
+                .and_then(|pair| self.attend_typed(KernelDType::Bf16, pair, q, k, v, num_tokens)),
+        };
+        self.buffers = buffers;
+        result
+    }
+
+    fn num_blocks(&self) -> usize {
+        self.num_blocks
+    }
+}

@@ -1,0 +1,67 @@
+//! Starting the engine on an NVIDIA GPU (`cuda` feature): load the model in its compute dtype,
+//! measure what the model and a worst-case step use, size the paged KV cache from
+//! `gpu_memory_utilization` (or take `kv_cache_memory_bytes`), then run the same engine loop as
+//! the CPU with `attention::cuda::CudaKvCache`.
+
+mod memory;
+mod profile;
+
+use std::path::Path;
+
+use candle_core::Device;
+
+pub use memory::{GpuMemory, MemoryProbe};
+pub use profile::{kv_cache_budget, profile_plan};
+
+use crate::config::EngineConfig;
+use crate::error::{EngineError, Result};
+use crate::handle::EngineHandle;
+use crate::models::load_model_with;
+use crate::start::{load_options, start_engine_with_model};
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// Loads the model onto `device`, sizes the KV cache, starts the engine thread.
+pub fn start_gpu_engine(
+    mut config: EngineConfig,
+    model_path: &Path,
+    device: Device,
+) -> Result<EngineHandle> {
+    let probe = MemoryProbe::new(&device)?;
+    let at_start = probe.snapshot()?;
+    if let Some(fraction) = config.gpu_memory_utilization {
+        let requested = at_start.total_bytes as f64 * fraction;
+        if (at_start.free_bytes as f64) < requested {
+            return Err(EngineError::Config(format!(
+                "gpu_memory_utilization {fraction} asks for {:.2} GiB of the GPU's {:.2} GiB, but only {:.2} GiB are free; \
+                 lower --gpu-memory-utilization or free the GPU",
+                requested / GIB,
+                at_start.total_bytes as f64 / GIB,
+                at_start.free_bytes as f64 / GIB
+            )));
+        }
+    }
+    probe.reset_peak()?;
+    let model = load_model_with(model_path, &load_options(&config, device))?;
+    let after_load = probe.snapshot()?;
+    tracing::info!(
+        dtype = ?model.dtype(),
+        weights_gib = after_load.pool_used_bytes as f64 / GIB,
+        "model loaded on the GPU"
+    );
+    if let Some(fraction) = config.gpu_memory_utilization {
+        let (budget, model) = kv_cache_budget(&config, model, &probe, &at_start, fraction)?;
+        tracing::info!(
+            weights_gib = budget.weights_bytes as f64 / GIB,
+            peak_step_gib = budget.peak_step_bytes as f64 / GIB,
+            other_gib = budget.non_pool_bytes as f64 / GIB,
+            kv_cache_gib = budget.kv_cache_bytes as f64 / GIB,
+            "GPU memory: {:.0}% of {:.2} GiB = weights + peak step activations + CUDA/cuBLAS overhead + KV cache",
+            fraction * 100.0,
+            at_start.total_bytes as f64 / GIB
+        );
+        config.kv_cache_memory_bytes = budget.kv_cache_bytes;
+        return start_engine_with_model(config, model);
+    }
+    start_engine_with_model(config, model)
+}
