@@ -30,6 +30,11 @@ impl CpuKvCache {
         }
     }
 
+    /// One layer's keys and values, `[num_blocks, block_size, num_kv_heads, head_dim]`.
+    pub fn layer(&self, layer: usize) -> (&[f32], &[f32]) {
+        (&self.keys[layer], &self.values[layer])
+    }
+
     /// Bytes one token takes across all layers (keys and values).
     pub fn bytes_per_token(num_layers: usize, shape: AttnShape) -> usize {
         2 * num_layers * shape.num_kv_heads * shape.head_dim * std::mem::size_of::<f32>()
