@@ -56,9 +56,20 @@ fn dummy_weights_need_only_config_json_and_are_deterministic() {
         let dir = config_only(&TinyHfSpec::for_family(family));
         let first = prefill_logits(dir.path(), 1);
         assert!(first.iter().all(|x| x.is_finite()), "{family:?}");
-        assert!(first.iter().any(|&x| x != first[0]), "{family:?}: flat logits");
-        assert_eq!(prefill_logits(dir.path(), 1), first, "{family:?}: same seed");
-        assert_ne!(prefill_logits(dir.path(), 2), first, "{family:?}: another seed");
+        assert!(
+            first.iter().any(|&x| x != first[0]),
+            "{family:?}: flat logits"
+        );
+        assert_eq!(
+            prefill_logits(dir.path(), 1),
+            first,
+            "{family:?}: same seed"
+        );
+        assert_ne!(
+            prefill_logits(dir.path(), 2),
+            first,
+            "{family:?}: another seed"
+        );
     }
 }
 
@@ -69,6 +80,8 @@ fn dummy_loading_needs_a_config() {
         load_format: LoadFormat::Dummy,
         ..LoadOptions::cpu(WeightFormat::F32)
     };
-    let error = load_model_with(dir.path(), &options).unwrap_err().to_string();
+    let error = load_model_with(dir.path(), &options)
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("config.json"), "{error}");
 }

@@ -59,14 +59,21 @@ async fn the_default_model_chats_on_the_gpu() {
         .expect("answered");
     assert_eq!(response.status(), 200);
     let payloads = within(Duration::from_secs(60), "the stream", async {
-        SseReader::new(response).rest().await.expect("a clean stream")
+        SseReader::new(response)
+            .rest()
+            .await
+            .expect("a clean stream")
     })
     .await;
     assert!(payloads.len() >= 16, "{payloads:?}");
     assert_eq!(payloads.last().map(String::as_str), Some("[DONE]"));
 
     let batch = (0..16).map(|i| {
-        let body = chat_body(&format!("Write a sentence about the number {i}."), 32, false);
+        let body = chat_body(
+            &format!("Write a sentence about the number {i}."),
+            32,
+            false,
+        );
         let (http, url) = (http.clone(), url.clone());
         tokio::spawn(async move { post_json(&http, &url, &body).await.json() })
     });
