@@ -14,7 +14,7 @@ use super::config::ModelConfig;
 use super::generation_config::read_generation_config;
 use super::hf_config::HfConfig;
 use super::linear::Linear;
-use super::weights::{WeightFormat, WeightSource};
+use super::weights::{file_embedding_and_tied_head, WeightFormat, WeightSource};
 use crate::error::{EngineError, Result};
 
 /// An open Hugging Face model directory.
@@ -235,18 +235,7 @@ impl WeightSource for HfDirectory {
         hidden_size: usize,
     ) -> Result<(QMatMul, Option<Linear>)> {
         if self.device.is_cpu() {
-            let table = self.matrix("token_embd.weight", vocab_size, hidden_size)?;
-            let head = if self.ties_embeddings() {
-                Some(
-                    self.weight_format
-                        .convert(table.clone(), self.dtype)
-                        .map_err(|e| load_error(&self.dir, format!("output head: {e}")))?,
-                )
-            } else {
-                None
-            };
-            let embedding = QMatMul::from_arc(table).map_err(|e| load_error(&self.dir, e))?;
-            return Ok((embedding, head));
+            return file_embedding_and_tied_head(self, vocab_size, hidden_size);
         }
         let table = self.load_f32("token_embd.weight", &[vocab_size, hidden_size])?;
         let head = self

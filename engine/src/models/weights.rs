@@ -130,20 +130,29 @@ pub trait WeightSource {
         vocab_size: usize,
         hidden_size: usize,
     ) -> Result<(QMatMul, Option<Linear>)> {
-        let table = self.matrix("token_embd.weight", vocab_size, hidden_size)?;
-        let head = if self.ties_embeddings() {
-            let head = self
-                .weight_format()
-                .convert(table.clone(), self.dtype())
-                .map_err(|e| EngineError::ModelLoad(format!("output head: {e}")))?;
-            Some(head)
-        } else {
-            None
-        };
-        let embedding =
-            QMatMul::from_arc(table).map_err(|e| EngineError::ModelLoad(e.to_string()))?;
-        Ok((embedding, head))
+        file_embedding_and_tied_head(self, vocab_size, hidden_size)
     }
+}
+
+/// The embedding as the file stores it (GGUF blocks or f32), and a tied head converted from it to
+/// the source's weight format.
+pub fn file_embedding_and_tied_head<S: WeightSource + ?Sized>(
+    source: &S,
+    vocab_size: usize,
+    hidden_size: usize,
+) -> Result<(QMatMul, Option<Linear>)> {
+    let table = source.matrix("token_embd.weight", vocab_size, hidden_size)?;
+    let head = if source.ties_embeddings() {
+        let head = source
+            .weight_format()
+            .convert(table.clone(), source.dtype())
+            .map_err(|e| EngineError::ModelLoad(format!("output head: {e}")))?;
+        Some(head)
+    } else {
+        None
+    };
+    let embedding = QMatMul::from_arc(table).map_err(|e| EngineError::ModelLoad(e.to_string()))?;
+    Ok((embedding, head))
 }
 
 impl WeightSource for GgufFile {
