@@ -59,6 +59,22 @@ pub struct CacheGeometry {
     pub block_size: usize,
 }
 
+/// What every launch of one cache needs: the device (candle's stream), the element type and the
+/// cache geometry.
+#[derive(Debug, Clone, Copy)]
+pub struct Launch<'a> {
+    pub device: &'a CudaDevice,
+    pub dtype: KernelDType,
+    pub geometry: CacheGeometry,
+}
+
+/// Rows of a 2-D tensor on the device: `row_stride` elements apart.
+#[derive(Debug)]
+pub struct Rows<'a, T> {
+    pub view: CudaView<'a, T>,
+    pub row_stride: usize,
+}
+
 /// One step's tables on the device, shared by every layer.
 #[derive(Debug)]
 pub struct DeviceStep {
@@ -84,25 +100,21 @@ fn check_head_dim(head_dim: usize) -> Result<()> {
     candle_core::bail!("head_dim {head_dim} is not supported by the CUDA attention kernels (supported: {SUPPORTED_HEAD_DIMS:?})")
 }
 
-/// Writes each token's key and value rows (`row_stride` elements apart) into its cache slot.
-#[allow(clippy::too_many_arguments)]
+/// Writes each token's key and value rows into its cache slot.
 pub fn cache_write<T: DeviceRepr>(
-    device: &CudaDevice,
-    dtype: KernelDType,
-    key: &CudaView<'_, T>,
-    key_row_stride: usize,
-    value: &CudaView<'_, T>,
-    value_row_stride: usize,
+    launch: &Launch<'_>,
+    key: &Rows<'_, T>,
+    value: &Rows<'_, T>,
     key_cache: &mut CudaSlice<T>,
     value_cache: &mut CudaSlice<T>,
     step: &DeviceStep,
-    geometry: CacheGeometry,
 ) -> Result<()> {
     if step.num_tokens == 0 {
         return Ok(());
     }
-    let name = format!("cache_write_{}", dtype.suffix());
-    let func = device.get_or_load_custom_func(&name, MODULE, PTX)?;
+    let geometry = launch.geometry;
+    let name = format!("cache_write_{}", launch.dtype.suffix());
+    let func = launch.device.get_or_load_custom_func(&name, MODULE, PTX)?;
     let row = geometry.num_kv_heads * geometry.head_dim;
     let config = LaunchConfig {
         grid_dim: (to_i32(step.num_tokens, "num_tokens")? as u32, 1, 1),
@@ -115,13 +127,13 @@ pub fn cache_write<T: DeviceRepr>(
         to_i32(geometry.block_size, "block_size")?,
     );
     let (key_row_stride, value_row_stride) = (
-        to_i32(key_row_stride, "key row stride")?,
-        to_i32(value_row_stride, "value row stride")?,
+        to_i32(key.row_stride, "key row stride")?,
+        to_i32(value.row_stride, "value row stride")?,
     );
     let mut builder = func.builder();
     builder
-        .arg(key)
-        .arg(value)
+        .arg(&key.view)
+        .arg(&value.view)
         .arg(key_cache)
         .arg(value_cache)
         .arg(&step.slot_mapping)
@@ -138,21 +150,17 @@ pub fn cache_write<T: DeviceRepr>(
     Ok(())
 }
 
-/// Attention of every query row of `q` (`q_row_stride` elements apart) over its sequence's
-/// cached context; writes `out` (`[num_tokens, num_heads * head_dim]`, contiguous).
-#[allow(clippy::too_many_arguments)]
+/// Attention (scale 1/√head_dim) of every query row of `q` over its sequence's cached context;
+/// writes `out` (`[num_tokens, num_heads * head_dim]`, contiguous).
 pub fn paged_attention<T: DeviceRepr>(
-    device: &CudaDevice,
-    dtype: KernelDType,
-    q: &CudaView<'_, T>,
-    q_row_stride: usize,
+    launch: &Launch<'_>,
+    q: &Rows<'_, T>,
     key_cache: &CudaSlice<T>,
     value_cache: &CudaSlice<T>,
     step: &DeviceStep,
-    geometry: CacheGeometry,
-    scale: f32,
     out: &mut CudaSlice<T>,
 ) -> Result<()> {
+    let (device, geometry) = (launch.device, launch.geometry);
     check_head_dim(geometry.head_dim)?;
     if step.plan.num_items == 0 {
         return Ok(());
@@ -163,9 +171,9 @@ pub fn paged_attention<T: DeviceRepr>(
         num_kv_heads: to_i32(geometry.num_kv_heads, "num_kv_heads")?,
         block_size: to_i32(geometry.block_size, "block_size")?,
         max_blocks_per_seq: to_i32(step.max_blocks_per_seq, "blocks per sequence")?,
-        q_row_stride: to_i32(q_row_stride, "q row stride")?,
+        q_row_stride: to_i32(q.row_stride, "q row stride")?,
         out_row_stride: to_i32(geometry.num_heads * geometry.head_dim, "out row stride")?,
-        scale,
+        scale: 1.0 / (geometry.head_dim as f32).sqrt(),
         window: to_i32(step.window, "sliding window")?,
         partition_size: to_i32(plan.partition_size, "partition size")?,
         max_partitions: to_i32(plan.max_partitions, "partitions")?,
@@ -182,12 +190,12 @@ pub fn paged_attention<T: DeviceRepr>(
     let num_ml = plan.partial_ml_len(geometry.num_kv_heads).max(1);
     let mut partial_acc = device.alloc_zeros::<f32>(num_acc)?;
     let mut partial_ml = device.alloc_zeros::<f32>(num_ml)?;
-    let suffix = format!("{}_d{}", dtype.suffix(), geometry.head_dim);
+    let suffix = format!("{}_d{}", launch.dtype.suffix(), geometry.head_dim);
     let func = device.get_or_load_custom_func(&format!("paged_attention_{suffix}"), MODULE, PTX)?;
     {
         let mut builder = func.builder();
         builder
-            .arg(q)
+            .arg(&q.view)
             .arg(key_cache)
             .arg(value_cache)
             .arg(&step.block_tables)

@@ -11,5 +11,7 @@ pub mod plan;
 pub mod launch;
 
 #[cfg(feature = "cuda")]
-pub use launch::{cache_write, paged_attention, CacheGeometry, DeviceStep, KernelDType, PTX};
+pub use launch::{
+    cache_write, paged_attention, CacheGeometry, DeviceStep, KernelDType, Launch, Rows, PTX,
+};
 pub use plan::{block_table_matrix, HeadCounts, SeqQuery, WorkPlan, SUPPORTED_HEAD_DIMS};

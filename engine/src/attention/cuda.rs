@@ -3,14 +3,14 @@
 //! through by `pagoda-cuda-kernels`. A step's tables (slots, block tables, work items) go to the
 //! GPU once in `begin_step` and serve every layer.
 
-use candle_core::cuda_backend::cudarc::driver::{CudaSlice, CudaView, DeviceRepr, ValidAsZeroBits};
+use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use candle_core::cuda_backend::CudaDType;
 use candle_core::op::BackpropOp;
 use candle_core::{CudaDevice, CudaStorage, DType, Device, Layout, Storage, Tensor};
 use half::{bf16, f16};
 use pagoda_cuda_kernels::{
     block_table_matrix, cache_write, paged_attention, CacheGeometry, DeviceStep, HeadCounts,
-    KernelDType, SeqQuery, WorkPlan,
+    KernelDType, Launch, Rows, SeqQuery, WorkPlan,
 };
 
 use super::{AttnMetadata, AttnShape, PagedKvCache};
@@ -153,10 +153,7 @@ impl CudaKvCache {
 }
 
 /// A 2-D tensor's rows on the GPU: the view from its first element, and the row stride.
-fn rows_of<'a, T: CudaDType>(
-    storage: &'a CudaStorage,
-    layout: &Layout,
-) -> Result<(CudaView<'a, T>, usize)> {
+fn rows_of<'a, T: CudaDType>(storage: &'a CudaStorage, layout: &Layout) -> Result<Rows<'a, T>> {
     let (num_rows, width) = layout.shape().dims2()?;
     let stride = layout.stride();
     if stride[1] != 1 && (num_rows > 1 || width > 1) {
@@ -170,7 +167,10 @@ fn rows_of<'a, T: CudaDType>(
         (num_rows - 1) * row_stride + width
     };
     let slice = storage.as_cuda_slice::<T>()?;
-    Ok((slice.slice(start..start + len), row_stride))
+    Ok(Rows {
+        view: slice.slice(start..start + len),
+        row_stride,
+    })
 }
 
 fn cuda_storage(storage: &Storage) -> Result<&CudaStorage> {
@@ -194,41 +194,22 @@ impl CudaKvCache {
             .step
             .as_ref()
             .ok_or_else(|| execution("attend before begin_step"))?;
-        let geometry = self.geometry();
+        let launch = Launch {
+            device: &self.device,
+            dtype: kernel_dtype,
+            geometry: self.geometry(),
+        };
         let (q_storage, q_layout) = q.storage_and_layout();
         let (k_storage, k_layout) = k.storage_and_layout();
         let (v_storage, v_layout) = v.storage_and_layout();
-        let (key, key_stride) = rows_of::<T>(cuda_storage(&k_storage)?, k_layout)?;
-        let (value, value_stride) = rows_of::<T>(cuda_storage(&v_storage)?, v_layout)?;
+        let key = rows_of::<T>(cuda_storage(&k_storage)?, k_layout)?;
+        let value = rows_of::<T>(cuda_storage(&v_storage)?, v_layout)?;
         let [key_cache, value_cache] = layer_buffers;
-        cache_write(
-            &self.device,
-            kernel_dtype,
-            &key,
-            key_stride,
-            &value,
-            value_stride,
-            key_cache,
-            value_cache,
-            step,
-            geometry,
-        )?;
-        let (queries, q_stride) = rows_of::<T>(cuda_storage(&q_storage)?, q_layout)?;
-        let q_row = geometry.num_heads * geometry.head_dim;
+        cache_write(&launch, &key, &value, key_cache, value_cache, step)?;
+        let queries = rows_of::<T>(cuda_storage(&q_storage)?, q_layout)?;
+        let q_row = launch.geometry.num_heads * launch.geometry.head_dim;
         let mut out = self.device.alloc_zeros::<T>(num_tokens * q_row)?;
-        let scale = 1.0 / (geometry.head_dim as f32).sqrt();
-        paged_attention(
-            &self.device,
-            kernel_dtype,
-            &queries,
-            q_stride,
-            key_cache,
-            value_cache,
-            step,
-            geometry,
-            scale,
-            &mut out,
-        )?;
+        paged_attention(&launch, &queries, key_cache, value_cache, step, &mut out)?;
         let storage = Storage::Cuda(T::wrap_cuda_slice(out, self.device.clone()));
         Ok(Tensor::from_storage(
             storage,
