@@ -133,7 +133,10 @@ fn the_gpu_environment_parses_and_asks_for_a_cuda_build() {
                 code.is_some_and(|c| c != 0 && c != 2),
                 "exit {code:?}:\n{log}"
             );
-            assert!(log.contains("--device cuda"), "not a CUDA refusal:\n{log}");
+            assert!(
+                log.contains("this build has no CUDA backend") && log.contains("--features cuda"),
+                "not a CUDA refusal:\n{log}"
+            );
         }
     }
 }
