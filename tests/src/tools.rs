@@ -71,26 +71,38 @@ pub fn tool(name: &str) -> PathBuf {
 
 /// Runs `tool args…` from the repository root and returns its output, echoed for the test log.
 pub fn run_tool(name: &str, args: &[&str]) -> Output {
-    let output = Command::new(tool(name))
-        .args(args)
-        .current_dir(repo_root())
-        .output()
-        .unwrap_or_else(|e| panic!("{name} does not run: {e}"));
-    eprintln!(
-        "[{name} {}] {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stdout)
-    );
-    eprintln!("[{name}] {}", String::from_utf8_lossy(&output.stderr));
-    output
+    run_program(&tool(name).display().to_string(), args, &[])
 }
 
 /// Runs `tool args…` and fails the test unless it exits 0; returns its stdout.
 pub fn run_tool_ok(name: &str, args: &[&str]) -> String {
-    let output = run_tool(name, args);
+    run_program_ok(&tool(name).display().to_string(), args, &[])
+}
+
+/// Runs `program args…` (with extra environment `env`) from the repository root and returns its
+/// output, echoed for the test log.
+pub fn run_program(program: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let output = Command::new(program)
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(repo_root())
+        .output()
+        .unwrap_or_else(|e| panic!("{program} does not run: {e}"));
+    eprintln!(
+        "[{program} {}]\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    eprintln!("[{program}] {}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+/// Runs `program args…` and fails the test unless it exits 0; returns its stdout.
+pub fn run_program_ok(program: &str, args: &[&str], env: &[(&str, &str)]) -> String {
+    let output = run_program(program, args, env);
     assert!(
         output.status.success(),
-        "{name} {args:?} failed ({}):\n{}\n{}",
+        "{program} {args:?} failed ({}):\n{}\n{}",
         output.status,
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)

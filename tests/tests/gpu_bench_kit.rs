@@ -10,7 +10,7 @@ mod gpu_kit;
 use pagoda_e2e::bench::{number, read_json, run_bench_ok};
 use pagoda_e2e::binaries::ensure_built;
 use pagoda_e2e::server::ServerProcess;
-use pagoda_e2e::tools::repo_file;
+use pagoda_e2e::tools::{repo_file, run_program_ok};
 use serde_json::json;
 
 use gpu_kit::*;
@@ -18,11 +18,11 @@ use gpu_kit::*;
 #[test]
 fn pack_and_run_parse_and_agree_on_the_carried_files() {
     for script in [RUN_SH, PACK_SH] {
-        run_ok("bash", &["-n", script], &[]);
+        run_program_ok("bash", &["-n", script], &[]);
     }
     for script in [MAKE_MODEL, SUMMARIZE] {
         let parse = "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])";
-        run_ok("python3", &["-c", parse, script], &[]);
+        run_program_ok("python3", &["-c", parse, script], &[]);
     }
     let pack = std::fs::read_to_string(repo_file(PACK_SH)).expect("pack.sh");
     let run_sh = std::fs::read_to_string(repo_file(RUN_SH)).expect("run.sh");
@@ -178,7 +178,7 @@ fn the_tiny_dummy_model_serves_benchmark_2s_workload_with_exact_counts() {
     ];
     let jsonl: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(folder.join("decode_bench.jsonl"), jsonl).expect("decode lines");
-    let markdown = run_ok("python3", &[SUMMARIZE, &folder.display().to_string()], &[]);
+    let markdown = run_program_ok("python3", &[SUMMARIZE, &folder.display().to_string()], &[]);
     assert!(
         markdown.starts_with("## GPU benchmarks: Test GPU"),
         "{markdown}"
@@ -218,7 +218,7 @@ fn the_published_shapes_tokenizers_build_exact_length_prompts() {
     // (shape, tokens the server adds to a completion prompt: Llama's BOS)
     for (shape, added) in [("llama-3.2-1b", 1), ("qwen3-0.6b", 0)] {
         let model = dir.path().join(shape).display().to_string();
-        run_ok(
+        run_program_ok(
             "python3",
             &[MAKE_MODEL, "--shape", shape, "--out", &model],
             &[],

@@ -12,6 +12,7 @@ use pagoda_e2e::binaries::{binary_path, ensure_built};
 use pagoda_e2e::prometheus::free_port;
 
 use gpu_kit::*;
+use pagoda_e2e::tools::{run_program, run_program_ok};
 
 /// A stand-in for a CUDA-only executable: a shell script.
 fn write_script(path: &Path, body: &str) {
@@ -55,7 +56,7 @@ while [ $# -gt 0 ]; do case "$1" in --out) out=$2; shift 2 ;; --model|--batch-si
 echo "test result: ok. 1 passed; 0 failed""#,
     );
     let carry = dir.path().join("carry");
-    let packed = run_ok(
+    let packed = run_program_ok(
         "bash",
         &[
             PACK_SH,
@@ -84,7 +85,7 @@ echo "test result: ok. 1 passed; 0 failed""#,
 
     let out: PathBuf = dir.path().join("out");
     let port = free_port().to_string();
-    let output = run(
+    let output = run_program(
         "bash",
         &[
             RUN_SH,

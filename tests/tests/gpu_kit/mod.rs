@@ -2,9 +2,8 @@
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-use pagoda_e2e::tools::repo_root;
+use pagoda_e2e::tools::run_program_ok;
 use serde_json::Value;
 
 pub const RUN_SH: &str = "bench/gpu/run.sh";
@@ -12,40 +11,10 @@ pub const PACK_SH: &str = "bench/gpu/pack.sh";
 pub const MAKE_MODEL: &str = "bench/gpu/make_dummy_model.py";
 pub const SUMMARIZE: &str = "bench/gpu/summarize.py";
 
-/// Runs `program args…` from the repository root; echoes its output into the test log.
-pub fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let output = Command::new(program)
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(repo_root())
-        .output()
-        .unwrap_or_else(|e| panic!("{program} does not run: {e}"));
-    eprintln!(
-        "[{program} {}]\n{}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stdout)
-    );
-    eprintln!("[{program}] {}", String::from_utf8_lossy(&output.stderr));
-    output
-}
-
-/// Runs `program args…` and fails the test unless it exits 0; returns its stdout.
-pub fn run_ok(program: &str, args: &[&str], env: &[(&str, &str)]) -> String {
-    let output = run(program, args, env);
-    assert!(
-        output.status.success(),
-        "{program} {args:?} failed ({}):\n{}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 /// `make_dummy_model.py --shape tiny` into `dir`.
 pub fn tiny_model(dir: &Path) -> String {
     let out = dir.display().to_string();
-    run_ok(
+    run_program_ok(
         "python3",
         &[MAKE_MODEL, "--shape", "tiny", "--out", &out],
         &[],
@@ -55,7 +24,7 @@ pub fn tiny_model(dir: &Path) -> String {
 
 /// Benchmark 2's workload flags, as run.sh uses them.
 pub fn serve_flags() -> Vec<String> {
-    run_ok("bash", &[RUN_SH, "--print-serve-flags"], &[])
+    run_program_ok("bash", &[RUN_SH, "--print-serve-flags"], &[])
         .lines()
         .map(str::to_string)
         .collect()
