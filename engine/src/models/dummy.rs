@@ -15,7 +15,7 @@ use super::config::ModelConfig;
 use super::hf::read_model_config;
 use super::hf_config::HfConfig;
 use super::linear::Linear;
-use super::weights::{WeightFormat, WeightSource};
+use super::weights::{dense_embedding_and_tied_head, WeightFormat, WeightSource};
 use crate::error::{EngineError, Result};
 
 #[derive(Debug)]
@@ -116,9 +116,9 @@ impl WeightSource for DummyWeights {
         hidden_size: usize,
     ) -> Result<(QMatMul, Option<Linear>)> {
         let table = self.random(vocab_size, hidden_size)?;
-        let head = self
-            .tie_word_embeddings
-            .then(|| Linear::Candle(QMatMul::Tensor(table.clone())));
-        Ok((QMatMul::Tensor(table), head))
+        Ok(dense_embedding_and_tied_head(
+            table,
+            self.tie_word_embeddings,
+        ))
     }
 }

@@ -14,7 +14,9 @@ use super::config::ModelConfig;
 use super::generation_config::read_generation_config;
 use super::hf_config::HfConfig;
 use super::linear::Linear;
-use super::weights::{file_embedding_and_tied_head, WeightFormat, WeightSource};
+use super::weights::{
+    dense_embedding_and_tied_head, file_embedding_and_tied_head, WeightFormat, WeightSource,
+};
 use crate::error::{EngineError, Result};
 
 /// An open Hugging Face model directory.
@@ -238,10 +240,7 @@ impl WeightSource for HfDirectory {
             return file_embedding_and_tied_head(self, vocab_size, hidden_size);
         }
         let table = self.load_f32("token_embd.weight", &[vocab_size, hidden_size])?;
-        let head = self
-            .ties_embeddings()
-            .then(|| Linear::Candle(QMatMul::Tensor(table.clone())));
-        Ok((QMatMul::Tensor(table), head))
+        Ok(dense_embedding_and_tied_head(table, self.ties_embeddings()))
     }
 
     /// config.json decides: an untied model must bring its own `lm_head.weight`.

@@ -134,6 +134,12 @@ pub trait WeightSource {
     }
 }
 
+/// A dense embedding table (in the compute dtype) and, when `tied`, an output head sharing it.
+pub fn dense_embedding_and_tied_head(table: Tensor, tied: bool) -> (QMatMul, Option<Linear>) {
+    let head = tied.then(|| Linear::Candle(QMatMul::Tensor(table.clone())));
+    (QMatMul::Tensor(table), head)
+}
+
 /// The embedding as the file stores it (GGUF blocks or f32), and a tied head converted from it to
 /// the source's weight format.
 pub fn file_embedding_and_tied_head<S: WeightSource + ?Sized>(
