@@ -30,6 +30,6 @@ pub use device::DeviceSpec;
 pub use error::{EngineError, Result};
 pub use events::{FinishReason, GeneratedToken, RequestTimings, TokenEvent, Usage};
 pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};
-pub use mock::{start_mock_engine, MockConfig, MockOutputLen};
+pub use mock::{start_mock_engine, MockConfig, MockOutputLen, MockStall};
 pub use request::{EngineRequest, RequestId, SamplingParams, StopConditions};
 pub use start::{start_engine, start_engine_with_executor, start_engine_with_model};

@@ -16,6 +16,8 @@ impl std::fmt::Display for RequestId {
 
 /// The largest number of alternatives `top_logprobs` may ask for (as OpenAI).
 pub const MAX_TOP_LOGPROBS: usize = 20;
+/// The largest `logit_bias` magnitude (OpenAI's).
+pub const MAX_LOGIT_BIAS: f32 = 100.0;
 
 /// How the next token is chosen. `temperature == 0` means greedy.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +39,9 @@ pub struct SamplingParams {
     pub seed: Option<u64>,
     /// Return the log-probability of each sampled token, plus this many alternatives.
     pub logprobs: Option<usize>,
+    /// Added to a token's logit before anything else (OpenAI's `logit_bias`: each in
+    /// [-100, 100]; -100 in effect bans the token, 100 in effect forces it).
+    pub logit_bias: Vec<(u32, f32)>,
 }
 
 impl Default for SamplingParams {
@@ -51,6 +56,7 @@ impl Default for SamplingParams {
             frequency_penalty: 0.0,
             seed: None,
             logprobs: None,
+            logit_bias: Vec::new(),
         }
     }
 }
@@ -106,6 +112,16 @@ impl SamplingParams {
             if !(-2.0..=2.0).contains(&value) {
                 return Err(invalid(field, format!("must be in [-2, 2], got {value}")));
             }
+        }
+        if let Some(&(token_id, bias)) = self
+            .logit_bias
+            .iter()
+            .find(|(_, bias)| !(-MAX_LOGIT_BIAS..=MAX_LOGIT_BIAS).contains(bias))
+        {
+            return Err(invalid(
+                "logit_bias",
+                format!("the bias of token {token_id} must be in [-100, 100], got {bias}"),
+            ));
         }
         if let Some(n) = self.logprobs {
             if n > MAX_TOP_LOGPROBS {

@@ -49,6 +49,20 @@ impl RequestLimits {
                 ),
             ));
         }
+        if let Some(&(bad, _)) = request
+            .sampling
+            .logit_bias
+            .iter()
+            .find(|&&(id, _)| id as usize >= self.vocab_size)
+        {
+            return Err(invalid(
+                "logit_bias",
+                format!(
+                    "token id {bad} is outside the vocabulary (size {})",
+                    self.vocab_size
+                ),
+            ));
+        }
         request.sampling.validate()?;
         if request.stop.max_tokens == Some(0) {
             return Err(invalid("max_tokens", "must be at least 1".into()));

@@ -29,6 +29,7 @@ fn mock(ttft_ms: u64, tpot_ms: u64, output_len: MockOutputLen) -> MockConfig {
         output_len,
         output_token_ids: TEXT.to_vec(),
         fail_after_tokens: None,
+        stall: None,
     }
 }
 

@@ -68,6 +68,7 @@ fn start() -> (EngineHandle, Arc<Mutex<HashSet<RequestId>>>) {
         output_len: MockOutputLen::MaxTokens,
         output_token_ids: vec![40, 41],
         fail_after_tokens: None,
+        stall: None,
     };
     let recorder = live.clone();
     let model = ModelConfig::mock(1000, vec![2], 4096);

@@ -6,13 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use axum::serve::ListenerExt;
 use pagoda_engine::config::DEFAULT_KV_CACHE_MEMORY_BYTES;
 use pagoda_engine::{start_engine, DeviceSpec, EngineConfig, EngineHandle};
 use tokio::net::TcpListener;
 
 use crate::args::ServerArgs;
+use crate::chat_prompt::ChatPolicy;
 use crate::default_model::resolve_model_path;
+use crate::listener::limits::fit_connections_to_fd_limit;
+use crate::listener::{serve_http, HttpLimits};
 use crate::metrics::{HistogramBuckets, Metrics, MetricsConfig};
 use crate::mock_engine::start_mock;
 use crate::openai::admission::Admission;
@@ -72,13 +74,38 @@ fn check_device(args: &ServerArgs, config: &EngineConfig) -> anyhow::Result<()> 
     if !(args.sse_keep_alive.is_finite() && args.sse_keep_alive > 0.0) {
         bail!("--sse-keep-alive must be a number of seconds > 0");
     }
+    if !(args.engine_stall_timeout.is_finite() && args.engine_stall_timeout >= 0.0) {
+        bail!("--engine-stall-timeout must be a number of seconds >= 0 (0: off)");
+    }
     Ok(())
+}
+
+/// The HTTP limits the flags set (the connection limit not yet fitted to the open-files limit).
+pub fn http_limits(args: &ServerArgs) -> anyhow::Result<HttpLimits> {
+    let seconds = |value: f64, flag: &str| {
+        if value.is_finite() && value > 0.0 && value <= 86_400.0 {
+            Ok(Duration::from_secs_f64(value))
+        } else {
+            bail!("{flag} must be a number of seconds in (0, 86400], got {value}")
+        }
+    };
+    if args.max_connections == 0 {
+        bail!("--max-connections must be at least 1");
+    }
+    Ok(HttpLimits {
+        header_read_timeout: seconds(args.http_header_read_timeout, "--http-header-read-timeout")?,
+        keep_alive_timeout: seconds(args.http_keep_alive_timeout, "--http-keep-alive-timeout")?,
+        body_read_timeout: seconds(args.http_body_read_timeout, "--http-body-read-timeout")?,
+        max_request_body_bytes: args.max_request_body_bytes,
+        max_connections: args.max_connections,
+    })
 }
 
 /// Loads the model (or starts the mock) and builds everything the handlers share.
 pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
     let config = engine_config(args);
     check_device(args, &config)?;
+    http_limits(args)?;
     config.validate()?;
     let (engine, prompt_side, model_root) = if args.mock {
         start_mock(args, config)?
@@ -145,6 +172,11 @@ fn assemble_state(
     state.api_key = args.api_key.clone().filter(|k| !k.is_empty());
     state.log_requests = !args.disable_log_requests;
     state.sse_keep_alive = std::time::Duration::from_secs_f64(args.sse_keep_alive);
+    state.http_limits = http_limits(args)?;
+    state.chat_policy = ChatPolicy {
+        extra_roles: args.allowed_roles.clone(),
+        allow_special_tokens_in_content: args.allow_special_tokens_in_content,
+    };
     Ok(state)
 }
 
@@ -166,21 +198,23 @@ pub async fn serve(args: &ServerArgs, state: AppState) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {address}"))?;
     let local: SocketAddr = listener.local_addr()?;
+    let mut limits = state.http_limits;
+    limits.max_connections = fit_connections_to_fd_limit(limits.max_connections);
     let state: SharedState = Arc::new(state);
-    tracing::info!(address = %local, model = state.model_name(), "pagoda-server listening on http://{local}");
-    let app = router(state.clone(), args.max_request_body_bytes);
-    // Streamed tokens are small writes: without TCP_NODELAY, Nagle's algorithm holds them back
-    // until the client's delayed ACK (up to 40 ms).
-    let listener = listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::warn!(%error, "cannot set TCP_NODELAY");
-        }
-    });
+    if args.engine_stall_timeout > 0.0 {
+        let timeout = Duration::from_secs_f64(args.engine_stall_timeout);
+        tokio::spawn(crate::watchdog::run(state.clone(), timeout));
+    }
+    tracing::info!(address = %local, model = state.model_name(), max_connections = limits.max_connections, "pagoda-server listening on http://{local}");
+    let app = router(state.clone());
     let deadline = Duration::from_secs_f64(args.shutdown_timeout);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(drain_on_signal(state.clone(), deadline))
-        .await
-        .context("the HTTP server failed")?;
+    serve_http(
+        listener,
+        app,
+        limits,
+        drain_on_signal(state.clone(), deadline),
+    )
+    .await;
     let engine = state.engine.clone();
     tokio::task::spawn_blocking(move || engine.shutdown()).await?;
     tracing::info!("pagoda-server stopped");

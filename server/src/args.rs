@@ -109,6 +109,60 @@ pub struct ServerArgs {
     #[arg(long, env = "PAGODA_MAX_REQUEST_BODY_BYTES", value_name = "BYTES", default_value = "16MiB", value_parser = parse_bytes)]
     pub max_request_body_bytes: usize,
 
+    /// Seconds a client has to send a request head in full (from its first byte, or from the
+    /// connection's opening); the connection is closed past it.
+    #[arg(
+        long,
+        env = "PAGODA_HTTP_HEADER_READ_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 10.0
+    )]
+    pub http_header_read_timeout: f64,
+
+    /// Seconds a keep-alive connection may stay idle between requests before it is closed.
+    #[arg(
+        long,
+        env = "PAGODA_HTTP_KEEP_ALIVE_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 75.0
+    )]
+    pub http_keep_alive_timeout: f64,
+
+    /// Seconds a request body has to arrive in full once the server reads it (408 past it).
+    #[arg(
+        long,
+        env = "PAGODA_HTTP_BODY_READ_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 60.0
+    )]
+    pub http_body_read_timeout: f64,
+
+    /// Most client connections open at once. Past it a new connection replaces the longest idle
+    /// one; when all are busy a few more may still reach /health and /metrics, the rest get 503.
+    /// Capped by the open-files limit (raised to its hard limit at start).
+    #[arg(long, env = "PAGODA_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+
+    /// Chat roles accepted besides OpenAI's (system, developer, user, assistant, tool,
+    /// function); comma-separated or repeated. Any other role is a 400. [default: none]
+    #[arg(long, env = "PAGODA_ALLOWED_ROLES", value_name = "ROLE", num_args = 1.., value_delimiter = ',')]
+    pub allowed_roles: Vec<String>,
+
+    /// Let special-token text inside chat messages (e.g. `<|im_start|>`) become control tokens,
+    /// as before this server tokenized it as text. Unsafe: users can then forge turns.
+    #[arg(long, env = "PAGODA_ALLOW_SPECIAL_TOKENS_IN_CONTENT")]
+    pub allow_special_tokens_in_content: bool,
+
+    /// Seconds without a completed engine step, while requests wait or run, after which the
+    /// engine counts as stalled: /health answers 503 until steps resume. 0 turns it off.
+    #[arg(
+        long,
+        env = "PAGODA_ENGINE_STALL_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 60.0
+    )]
+    pub engine_stall_timeout: f64,
+
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT before they are aborted.
     #[arg(
         long,
@@ -203,6 +257,16 @@ pub struct ServerArgs {
     #[arg(long, env = "PAGODA_MOCK_FAIL_AFTER_TOKENS", value_name = "N")]
     pub mock_fail_after_tokens: Option<usize>,
 
+    /// Mock fault injection: the first engine step in which a request would produce its token
+    /// number N + 1 blocks for --mock-stall-ms (a stuck model, for the stall watchdog).
+    /// [default: off]
+    #[arg(long, env = "PAGODA_MOCK_STALL_AFTER_TOKENS", value_name = "N")]
+    pub mock_stall_after_tokens: Option<usize>,
+
+    /// Mock: how long the injected stall lasts, in milliseconds.
+    #[arg(long, env = "PAGODA_MOCK_STALL_MS", default_value_t = 5000.0)]
+    pub mock_stall_ms: f64,
+
     /// Seconds between keep-alive comments on an idle SSE stream.
     #[arg(
         long,
@@ -233,6 +297,12 @@ mod tests {
         assert_eq!(args.metrics_namespace, MetricsNamespace::Pagoda);
         assert!(!args.no_enable_prefix_caching);
         assert_eq!(args.max_request_body_bytes, 16 << 20);
+        assert_eq!(args.http_header_read_timeout, 10.0);
+        assert_eq!(args.http_keep_alive_timeout, 75.0);
+        assert_eq!(args.http_body_read_timeout, 60.0);
+        assert_eq!(args.max_connections, 4096);
+        assert_eq!(args.engine_stall_timeout, 60.0);
+        assert!(args.allowed_roles.is_empty() && !args.allow_special_tokens_in_content);
     }
 
     #[test]

@@ -5,11 +5,13 @@
 
 pub mod app;
 pub mod args;
+pub mod chat_prompt;
 pub mod cli_values;
 pub mod default_model;
 pub mod detokenizer;
 pub mod generate;
 pub mod hf_files;
+pub mod listener;
 pub mod logging;
 pub mod metrics;
 pub mod middleware;
@@ -22,3 +24,4 @@ pub mod state;
 pub mod stop_strings;
 pub mod template;
 pub mod tokenizer;
+pub mod watchdog;

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pagoda_engine::{EngineHandle, FinishReason, RequestTimings, Usage};
-use prometheus::Registry;
+use prometheus::{IntCounter, IntGauge, Registry};
 
 pub use buckets::{parse_buckets, validate_buckets, HistogramBuckets};
 pub use exposition::CONTENT_TYPE;
@@ -96,7 +96,14 @@ struct Inner {
     registry: Registry,
     request: RequestMetrics,
     http: HttpMetrics,
+    engine_stalled: IntGauge,
+    engine_stalls: IntCounter,
 }
+
+/// 1 while the progress watchdog sees a stalled engine (both namespaces: not an engine series).
+pub const ENGINE_STALLED: &str = "pagoda_engine_stalled";
+/// Times the watchdog found the engine stalled.
+pub const ENGINE_STALLS_TOTAL: &str = "pagoda_engine_stalls_total";
 
 impl Metrics {
     /// Validates the buckets and registers every series in a registry of its own.
@@ -110,13 +117,38 @@ impl Metrics {
             model_name: &config.model_name,
         };
         registry.register(Box::new(EngineCollector::new(engine, series)?))?;
+        let engine_stalled = builder::register(
+            &registry,
+            IntGauge::new(
+                ENGINE_STALLED,
+                "1 while requests wait or run and no engine step has completed for \
+                 --engine-stall-timeout seconds (/health answers 503 meanwhile).",
+            )?,
+        )?;
+        let engine_stalls = builder::register(
+            &registry,
+            IntCounter::new(
+                ENGINE_STALLS_TOTAL,
+                "Times the engine was found stalled by the progress watchdog.",
+            )?,
+        )?;
         Ok(Self {
             inner: Arc::new(Inner {
                 registry,
                 request,
                 http,
+                engine_stalled,
+                engine_stalls,
             }),
         })
+    }
+
+    /// The watchdog's verdict changed: stalled (counted once per stall) or progressing again.
+    pub fn record_engine_stalled(&self, stalled: bool) {
+        self.inner.engine_stalled.set(i64::from(stalled));
+        if stalled {
+            self.inner.engine_stalls.inc();
+        }
     }
 
     /// Per generated token after the first: the gap between consecutive tokens of one sequence.

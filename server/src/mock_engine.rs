@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use pagoda_engine::models::ModelConfig;
-use pagoda_engine::{start_mock_engine, EngineConfig, EngineHandle, MockConfig, MockOutputLen};
+use pagoda_engine::{
+    start_mock_engine, EngineConfig, EngineHandle, MockConfig, MockOutputLen, MockStall,
+};
 
 use crate::args::ServerArgs;
 use crate::mock_text::{byte_tokenizer, mock_output_token_ids, BYTE_TOKENIZER_VOCAB_SIZE};
@@ -72,6 +74,13 @@ pub fn start_mock(
         output_len: parse_output_len(&args.mock_output_len)?,
         output_token_ids: mock_output_token_ids(&prompt_side.tokenizer)?,
         fail_after_tokens: args.mock_fail_after_tokens,
+        stall: match args.mock_stall_after_tokens {
+            None => None,
+            Some(after_tokens) => Some(MockStall {
+                after_tokens,
+                duration: millis(args.mock_stall_ms, "--mock-stall-ms")?,
+            }),
+        },
     };
     let engine = start_mock_engine(config, model, mock)?;
     tracing::info!(

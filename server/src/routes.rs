@@ -14,8 +14,9 @@ use crate::openai::error::ApiError;
 use crate::openai::{chat, completions, tokenize};
 use crate::state::SharedState;
 
-/// The whole API. `max_request_body_bytes` bounds every body (413 past it).
-pub fn router(state: SharedState, max_request_body_bytes: usize) -> Router {
+/// The whole API. `state.http_limits` bounds every body (413 past it).
+pub fn router(state: SharedState) -> Router {
+    let max_request_body_bytes = state.http_limits.max_request_body_bytes;
     let protected = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/completions", post(completions::completions))
@@ -56,10 +57,18 @@ async fn models(State(state): State<SharedState>) -> Json<serde_json::Value> {
     Json(json!({"object": "list", "data": data}))
 }
 
-/// 200 while the server takes requests; 503 once it is draining for shutdown.
+/// 200 while the server takes requests; 503 once it is draining for shutdown, or while the
+/// engine is stalled (`--engine-stall-timeout`), with the reason.
 async fn health(State(state): State<SharedState>) -> Response {
     if state.is_draining() {
         return ApiError::shutting_down().into_response();
+    }
+    if let Some(reason) = state.engine_health.stall_reason() {
+        return ApiError {
+            code: Some("engine_stalled"),
+            ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, reason)
+        }
+        .into_response();
     }
     StatusCode::OK.into_response()
 }

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use pagoda_engine::{EngineHandle, EngineRequest};
 
+use crate::chat_prompt::ChatPolicy;
+use crate::listener::HttpLimits;
 use crate::metrics::Metrics;
 use crate::openai::admission::Admission;
 use crate::openai::choice::{ChoiceContext, ChoiceRun, Submission};
@@ -12,6 +14,7 @@ use crate::openai::error::ApiError;
 use crate::openai::params::{GenerationParams, ParamDefaults};
 use crate::template::ChatTemplate;
 use crate::tokenizer::TextTokenizer;
+use crate::watchdog::EngineHealth;
 
 /// Shared by all requests; cheap to clone.
 pub type SharedState = Arc<AppState>;
@@ -32,6 +35,12 @@ pub struct AppState {
     pub log_requests: bool,
     /// Between keep-alive comments on an idle SSE stream.
     pub sse_keep_alive: std::time::Duration,
+    /// Body size and read-time limits (connection limits are the listener's).
+    pub http_limits: HttpLimits,
+    /// Which roles chat messages may use and whether their content may carry control tokens.
+    pub chat_policy: ChatPolicy,
+    /// Whether the engine is making progress (see `watchdog`).
+    pub engine_health: EngineHealth,
     pub started_unix_s: u64,
     draining: AtomicBool,
 }
@@ -65,6 +74,9 @@ impl AppState {
             api_key: None,
             log_requests: true,
             sse_keep_alive: crate::openai::respond::DEFAULT_KEEP_ALIVE_INTERVAL,
+            http_limits: HttpLimits::default(),
+            chat_policy: ChatPolicy::default(),
+            engine_health: EngineHealth::default(),
             started_unix_s: unix_now_s(),
             draining: AtomicBool::new(false),
         }

@@ -8,6 +8,7 @@ mod build;
 use std::collections::HashSet;
 use std::path::Path;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use pagoda_engine::models::tokenizer_spec::{read_tokenizer_spec, TokenizerSpec};
 use tokenizers::Tokenizer;
 
@@ -52,6 +53,24 @@ pub struct TextTokenizer {
     /// Prepend BOS ourselves (GGUF specs have no post-processor; tokenizer.json ones do it inside).
     add_bos_token: bool,
     special_ids: HashSet<u32>,
+    /// The same tokenizer with special-token text read as plain text.
+    text_only: Tokenizer,
+    /// Finds special-token text (leftmost-longest, as the library does); `None` without any.
+    special_matcher: Option<SpecialMatcher>,
+}
+
+/// Special-token texts and their ids, for finding them in a string.
+struct SpecialMatcher {
+    automaton: AhoCorasick,
+    ids: Vec<u32>,
+}
+
+/// One special token's text found in a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpecialTokenMatch {
+    pub start: usize,
+    pub end: usize,
+    pub id: u32,
 }
 
 impl std::fmt::Debug for TextTokenizer {
@@ -125,12 +144,17 @@ impl TextTokenizer {
                 }
             }
         }
+        let mut text_only = inner.clone();
+        text_only.set_encode_special_tokens(true);
+        let special_matcher = special_matcher(&inner, &special_ids);
         Self {
             inner,
             bos_token_id: bos,
             eos_token_ids,
             add_bos_token: add_bos && bos.is_some(),
             special_ids,
+            text_only,
+            special_matcher,
         }
     }
 
@@ -145,6 +169,42 @@ impl TextTokenizer {
             }
             _ => Ok(ids.to_vec()),
         }
+    }
+
+    /// Token ids of `text` with any special-token text in it read as ordinary text (e.g.
+    /// `<|im_end|>` becomes `<`, `|`, `im`, ... never the control token).
+    pub fn encode_as_text(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>> {
+        let encoding = self.text_only.encode_fast(text, add_special_tokens)?;
+        let ids = encoding.get_ids();
+        match self.bos_token_id {
+            Some(bos) if add_special_tokens && self.add_bos_token => {
+                Ok(std::iter::once(bos).chain(ids.iter().copied()).collect())
+            }
+            _ => Ok(ids.to_vec()),
+        }
+    }
+
+    /// Where special-token texts occur in `text`, left to right (longest first at a position).
+    pub fn find_special_tokens(&self, text: &str) -> Vec<SpecialTokenMatch> {
+        let Some(matcher) = &self.special_matcher else {
+            return Vec::new();
+        };
+        matcher
+            .automaton
+            .find_iter(text)
+            .map(|m| SpecialTokenMatch {
+                start: m.start(),
+                end: m.end(),
+                id: matcher.ids[m.pattern().as_usize()],
+            })
+            .collect()
+    }
+
+    /// Whether `text` holds the text of any special token.
+    pub fn contains_special_text(&self, text: &str) -> bool {
+        self.special_matcher
+            .as_ref()
+            .is_some_and(|m| m.automaton.is_match(text))
     }
 
     /// The text of `ids`; with `skip_special_tokens`, special tokens contribute nothing.
@@ -182,6 +242,29 @@ impl TextTokenizer {
     pub fn inner(&self) -> &Tokenizer {
         &self.inner
     }
+}
+
+fn special_matcher(inner: &Tokenizer, special_ids: &HashSet<u32>) -> Option<SpecialMatcher> {
+    let mut tokens: Vec<(String, u32)> = inner
+        .get_added_vocabulary()
+        .get_added_tokens_decoder()
+        .iter()
+        .filter(|(id, token)| special_ids.contains(id) && !token.content.is_empty())
+        .map(|(&id, token)| (token.content.clone(), id))
+        .collect();
+    if tokens.is_empty() {
+        return None;
+    }
+    tokens.sort();
+    let automaton = AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(tokens.iter().map(|(text, _)| text))
+        .map_err(|error| tracing::warn!(%error, "cannot index the special tokens"))
+        .ok()?;
+    Some(SpecialMatcher {
+        automaton,
+        ids: tokens.into_iter().map(|(_, id)| id).collect(),
+    })
 }
 
 /// `(bos_token, eos_token)` from a `tokenizer_config.json`, where each is a string or an

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{MockConfig, MockOutputLen};
+use super::{MockConfig, MockOutputLen, MockStall};
 use crate::batch::BatchPlan;
 use crate::error::{EngineError, Result};
 use crate::models::ModelConfig;
@@ -19,6 +19,8 @@ use crate::runner::{StepExecutor, StepOutput};
 #[derive(Debug)]
 pub struct MockExecutor {
     fail_after_tokens: Option<usize>,
+    /// Taken (and slept) by the first step that reaches it.
+    stall: Option<MockStall>,
     ttft: Duration,
     tpot: Duration,
     jitter: f64,
@@ -60,6 +62,7 @@ impl MockExecutor {
             requests: HashMap::new(),
             idle_until: None,
             fail_after_tokens: mock.fail_after_tokens,
+            stall: mock.stall,
         })
     }
 
@@ -111,6 +114,15 @@ impl MockExecutor {
         Some(self.output_token_ids[index])
     }
 
+    /// Whether a sampling sequence of `plan` has produced more than `num_tokens` tokens.
+    fn any_past(&self, plan: &BatchPlan, num_tokens: usize) -> bool {
+        plan.seqs.iter().filter(|s| s.sample).any(|s| {
+            self.requests
+                .get(&s.id)
+                .is_some_and(|r| r.num_output_tokens > num_tokens)
+        })
+    }
+
     /// The earliest time a sampling sequence of `plan` is due.
     fn earliest_due(&self, plan: &BatchPlan) -> Option<Instant> {
         plan.seqs
@@ -131,13 +143,18 @@ impl StepExecutor for MockExecutor {
             .filter(|s| s.sample)
             .map(|s| self.next_token(s.id, now))
             .collect();
+        if let Some(stall) = self.stall {
+            if self.any_past(plan, stall.after_tokens) {
+                self.stall = None;
+                tracing::warn!(
+                    duration_s = stall.duration.as_secs_f64(),
+                    "mock stall injected"
+                );
+                std::thread::sleep(stall.duration);
+            }
+        }
         if let Some(limit) = self.fail_after_tokens {
-            let faulty = plan.seqs.iter().filter(|s| s.sample).any(|s| {
-                self.requests
-                    .get(&s.id)
-                    .is_some_and(|r| r.num_output_tokens > limit)
-            });
-            if faulty {
+            if self.any_past(plan, limit) {
                 return Err(EngineError::Execution(format!(
                     "mock fault injected after {limit} tokens"
                 )));

@@ -25,6 +25,7 @@ fn config(ttft_ms: u64, tpot_ms: u64, output_len: MockOutputLen, seed: u64) -> M
         output_len,
         output_token_ids: vec![10, 11, 12],
         fail_after_tokens: None,
+        stall: None,
     }
 }
 
@@ -202,6 +203,7 @@ fn jitter_stays_within_bounds() {
 fn an_injected_fault_fails_the_step_that_would_make_one_token_too_many() {
     let mock = MockConfig {
         fail_after_tokens: Some(2),
+        stall: None,
         ..config(0, 0, MockOutputLen::MaxTokens, 0)
     };
     let mut mock = MockExecutor::new(mock, &ModelConfig::mock(100, vec![EOS], 1024)).unwrap();

@@ -40,6 +40,16 @@ pub struct MockConfig {
     /// Fault injection: a step in which some sequence would produce its token number `N + 1`
     /// fails, as a crashing model would — every request of that step ends with an error.
     pub fail_after_tokens: Option<usize>,
+    /// Fault injection: the first step in which some sequence would produce its token number
+    /// `N + 1` blocks the engine thread this long, as a hung model would (once per engine).
+    pub stall: Option<MockStall>,
+}
+
+/// A one-off stall of the mock's engine thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MockStall {
+    pub after_tokens: usize,
+    pub duration: Duration,
 }
 
 /// How many tokens a mock request generates. A drawn length `L` ends the request with the
@@ -102,9 +112,10 @@ impl MockConfig {
     /// Checks the values, and the output ids against the model's vocabulary and EOS ids.
     pub fn validate(&self, model: &ModelConfig) -> Result<()> {
         let fail = |m: String| Err(EngineError::Config(m));
-        if self.ttft > MAX_MOCK_DELAY || self.tpot > MAX_MOCK_DELAY {
+        let stall = self.stall.map_or(Duration::ZERO, |s| s.duration);
+        if self.ttft > MAX_MOCK_DELAY || self.tpot > MAX_MOCK_DELAY || stall > MAX_MOCK_DELAY {
             return fail(format!(
-                "mock ttft {:?} and tpot {:?} must be at most {MAX_MOCK_DELAY:?}",
+                "mock ttft {:?}, tpot {:?} and stall {stall:?} must be at most {MAX_MOCK_DELAY:?}",
                 self.ttft, self.tpot
             ));
         }
@@ -167,6 +178,7 @@ mod tests {
             output_len,
             output_token_ids: vec![10, 11, 12],
             fail_after_tokens: None,
+            stall: None,
         }
     }
 

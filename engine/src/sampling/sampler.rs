@@ -35,7 +35,7 @@ pub struct SampledToken {
 
 /// Turns one row of logits per step into one token for one sequence.
 ///
-/// Steps, as vLLM: banned ids → repetition penalty → presence/frequency penalties → greedy argmax,
+/// Steps, as vLLM: logit bias → banned ids → repetition penalty → presence/frequency penalties → greedy argmax,
 /// or temperature → softmax → top-k → top-p → min-p → draw. Log-probabilities are reported from
 /// the raw logits. Buffers are kept between steps, so a warm sampler allocates only the result.
 #[derive(Debug)]
@@ -91,8 +91,13 @@ impl SequenceSampler {
         let logits = &mut self.processed_logits;
         logits.clear();
         logits.extend_from_slice(raw_logits);
-        ban_tokens(logits, ctx.banned_token_ids);
         let params = &self.params;
+        for &(token_id, bias) in &params.logit_bias {
+            if let Some(logit) = logits.get_mut(token_id as usize) {
+                *logit += bias;
+            }
+        }
+        ban_tokens(logits, ctx.banned_token_ids);
         if params.repetition_penalty != 1.0 {
             apply_repetition_penalty(
                 logits,

@@ -148,10 +148,13 @@ const VLLM_SERIES: [&str; 23] = [
     "vllm:time_to_first_token_seconds",
 ];
 
-const HTTP_SERIES: [&str; 3] = [
+/// Series outside the engine namespace, exported under both.
+const HTTP_SERIES: [&str; 5] = [
     "http_request_duration_highr_seconds",
     "http_request_duration_seconds",
     "http_requests_total",
+    "pagoda_engine_stalled",
+    "pagoda_engine_stalls_total",
 ];
 
 const PAGODA_EXTRAS: [&str; 6] = [
@@ -179,6 +182,7 @@ fn expected_kind(name: &str) -> &'static str {
         "num_requests_running",
         "num_requests_waiting",
         "kv_cache_usage_perc",
+        "engine_stalled",
     ];
     if name.ends_with("_total") {
         "counter"

@@ -1,27 +1,27 @@
 //! `POST /v1/chat/completions`.
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::response::Response;
 use axum::Extension;
 use serde_json::Value;
 
+use crate::chat_prompt::chat_prompt_ids;
 use crate::middleware::RequestIdValue;
 use crate::openai::error::ApiError;
 use crate::openai::format::{ChatFormat, ResponseMeta};
+use crate::openai::json_body::JsonBody;
 use crate::openai::params::GenerationParams;
 use crate::openai::requests::{parse_body, ChatCompletionRequest};
 use crate::openai::usage::UsageTotals;
-use crate::openai::{body_bytes, record_accepted, respond, tokenize_blocking};
+use crate::openai::{record_accepted, respond, tokenize_blocking};
 use crate::state::{unix_now_s, SharedState};
 
 pub async fn chat_completions(
     State(state): State<SharedState>,
     Extension(request_id): Extension<RequestIdValue>,
-    body: Result<Bytes, BytesRejection>,
+    JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let request: ChatCompletionRequest = parse_body(&body_bytes(body)?)?;
+    let request: ChatCompletionRequest = parse_body(&body)?;
     state.check_model(request.model.as_deref())?;
     reject_unsupported(&request)?;
     if request.messages.is_empty() {
@@ -46,8 +46,14 @@ pub async fn chat_completions(
         let state = state.clone();
         let messages = request.messages;
         tokenize_blocking(move || {
-            let text = state.template.render(&messages, add_generation_prompt)?;
-            Ok(state.tokenizer.encode(&text, false)?)
+            chat_prompt_ids(
+                &state.template,
+                &state.tokenizer,
+                &state.chat_policy,
+                &messages,
+                add_generation_prompt,
+                false,
+            )
         })
         .await?
     };

@@ -1,7 +1,5 @@
 //! `POST /v1/completions`: prompts as text or token ids, one or several.
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::response::Response;
 use axum::Extension;
@@ -9,10 +7,11 @@ use axum::Extension;
 use crate::middleware::RequestIdValue;
 use crate::openai::error::ApiError;
 use crate::openai::format::{CompletionFormat, ResponseMeta};
+use crate::openai::json_body::JsonBody;
 use crate::openai::params::GenerationParams;
 use crate::openai::requests::{parse_body, CompletionRequest, PromptInput};
 use crate::openai::usage::UsageTotals;
-use crate::openai::{body_bytes, record_accepted, respond, tokenize_blocking};
+use crate::openai::{record_accepted, respond, tokenize_blocking};
 use crate::state::{unix_now_s, SharedState};
 
 /// The most prompts one request may batch.
@@ -23,9 +22,9 @@ pub const MAX_COMPLETION_LOGPROBS: u32 = 20;
 pub async fn completions(
     State(state): State<SharedState>,
     Extension(request_id): Extension<RequestIdValue>,
-    body: Result<Bytes, BytesRejection>,
+    JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let request: CompletionRequest = parse_body(&body_bytes(body)?)?;
+    let request: CompletionRequest = parse_body(&body)?;
     state.check_model(request.model.as_deref())?;
     reject_unsupported(&request)?;
     let logprobs = match request.logprobs {

@@ -19,6 +19,8 @@ pub struct ApiError {
     pub param: Option<String>,
     /// Seconds to wait before retrying (429 and 503 answers).
     pub retry_after_s: Option<u64>,
+    /// OpenAI's `code`, when it is not the one the status implies.
+    pub code: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -42,6 +44,7 @@ impl ApiError {
             message: message.into(),
             param: None,
             retry_after_s: None,
+            code: None,
         }
     }
 
@@ -101,7 +104,7 @@ impl ApiError {
     /// OpenAI's `type` for this status.
     pub fn kind(&self) -> &'static str {
         match self.status.as_u16() {
-            400 | 405 | 413 | 422 => "invalid_request_error",
+            400 | 405 | 408 | 413 | 415 | 422 => "invalid_request_error",
             401 => "authentication_error",
             403 => "permission_error",
             404 => "not_found_error",
@@ -112,10 +115,15 @@ impl ApiError {
     }
 
     fn code(&self) -> Option<&'static str> {
+        if self.code.is_some() {
+            return self.code;
+        }
         match self.status.as_u16() {
             401 => Some("invalid_api_key"),
             404 => Some("not_found"),
+            408 => Some("request_timeout"),
             413 => Some("request_too_large"),
+            415 => Some("unsupported_media_type"),
             429 => Some("queue_full"),
             503 => Some("shutting_down"),
             _ => None,

@@ -6,34 +6,16 @@ pub mod choice;
 pub mod completions;
 pub mod error;
 pub mod format;
+pub mod json_body;
 pub mod params;
 pub mod requests;
 pub mod respond;
 pub mod tokenize;
 pub mod usage;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::http::StatusCode;
-
 use crate::state::AppState;
 use error::ApiError;
 use params::GenerationParams;
-
-/// The body, or the reason there is none (413 past the size limit).
-pub fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
-    body.map_err(|rejection| {
-        let status = rejection.status();
-        if status == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                status,
-                "the request body is larger than the server accepts (--max-request-body-bytes)",
-            )
-        } else {
-            ApiError::new(status, format!("cannot read the request body: {rejection}"))
-        }
-    })
-}
 
 /// Runs tokenizer or template work off the async threads (prompts may be megabytes long).
 pub async fn tokenize_blocking<T: Send + 'static>(

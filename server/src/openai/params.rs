@@ -2,6 +2,7 @@
 //! number of choices. Every value is checked here, naming the field at fault.
 
 use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
+use pagoda_engine::request::MAX_LOGIT_BIAS;
 use pagoda_engine::{SamplingParams, StopConditions};
 
 use crate::openai::error::ApiError;
@@ -41,7 +42,6 @@ impl GenerationParams {
         logprobs: Option<usize>,
         defaults: &ParamDefaults,
     ) -> Result<Self, ApiError> {
-        reject_logit_bias(fields)?;
         let sampling = sampling_params(fields, logprobs, &defaults.sampling)?;
         let stop = stop_conditions(fields, &defaults.extra_stop_token_ids)?;
         let stop_strings = stop_strings(fields)?;
@@ -88,13 +88,41 @@ impl GenerationParams {
     }
 }
 
-fn reject_logit_bias(fields: &CommonFields) -> Result<(), ApiError> {
-    match &fields.logit_bias {
-        Some(serde_json::Value::Object(map)) if !map.is_empty() => {
-            Err(ApiError::unsupported("logit_bias", "`logit_bias`"))
+/// `logit_bias`: an object from token ids (as strings, as OpenAI sends them) to numbers in
+/// [-100, 100]. Ids are checked against the vocabulary by the engine.
+fn logit_bias(fields: &CommonFields) -> Result<Vec<(u32, f32)>, ApiError> {
+    let map = match &fields.logit_bias {
+        None | Some(serde_json::Value::Null) => return Ok(Vec::new()),
+        Some(serde_json::Value::Object(map)) => map,
+        Some(other) => {
+            return Err(ApiError::invalid(
+                "logit_bias",
+                format!("`logit_bias` must be an object mapping token ids to biases, got {other}"),
+            ))
         }
-        _ => Ok(()),
-    }
+    };
+    map.iter()
+        .map(|(key, value)| {
+            let token_id = key.trim().parse::<u32>().map_err(|_| {
+                ApiError::invalid(
+                    "logit_bias",
+                    format!("`logit_bias` keys must be token ids, got {key:?}"),
+                )
+            })?;
+            let bias = value
+                .as_f64()
+                .filter(|b| (-MAX_LOGIT_BIAS as f64..=MAX_LOGIT_BIAS as f64).contains(b))
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        "logit_bias",
+                        format!(
+                            "`logit_bias[{key:?}]` must be a number in [-100, 100], got {value}"
+                        ),
+                    )
+                })?;
+            Ok((token_id, bias as f32))
+        })
+        .collect()
 }
 
 fn sampling_params(
@@ -132,6 +160,7 @@ fn sampling_params(
         frequency_penalty: fields.frequency_penalty.unwrap_or(0.0),
         seed,
         logprobs,
+        logit_bias: logit_bias(fields)?,
     };
     let unset = UnsetSampling {
         temperature: fields.temperature.is_none(),
@@ -327,18 +356,41 @@ mod tests {
                 },
                 "stream_options",
             ),
-            (
-                CommonFields {
-                    logit_bias: Some(serde_json::json!({"1": 5})),
-                    ..Default::default()
-                },
-                "logit_bias",
-            ),
         ];
+        let bad_biases = [
+            serde_json::json!("x"),
+            serde_json::json!([1, 2]),
+            serde_json::json!(3),
+            serde_json::json!({"x": 5}),
+            serde_json::json!({"-1": 5}),
+            serde_json::json!({"1": "5"}),
+            serde_json::json!({"1": 100.5}),
+            serde_json::json!({"1": -101}),
+        ];
+        let cases = cases.into_iter().chain(bad_biases.into_iter().map(|bias| {
+            let fields = CommonFields {
+                logit_bias: Some(bias),
+                ..Default::default()
+            };
+            (fields, "logit_bias")
+        }));
         for (fields, field) in cases {
             let error = params(fields).expect_err(field);
             assert_eq!(error.param.as_deref(), Some(field), "{}", error.message);
         }
+    }
+
+    #[test]
+    fn logit_bias_maps_token_ids_to_biases() {
+        let fields = CommonFields {
+            logit_bias: Some(serde_json::json!({"7": 100, " 3 ": -100, "12": 0.5})),
+            ..Default::default()
+        };
+        let mut bias = params(fields).expect("valid").sampling.logit_bias;
+        bias.sort_by_key(|&(id, _)| id);
+        assert_eq!(bias, [(3, -100.0), (7, 100.0), (12, 0.5)]);
+        let none = params(CommonFields::default()).expect("valid");
+        assert!(none.sampling.logit_bias.is_empty());
     }
 
     #[test]

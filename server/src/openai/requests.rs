@@ -201,8 +201,8 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
             format!("the request body is {what}"),
         ));
     }
-    let deserializer = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner();
         if inner.is_syntax() || inner.is_eof() {
@@ -217,7 +217,15 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
             path
         };
         ApiError::invalid(param.clone(), format!("invalid `{param}`: {inner}"))
-    })
+    })?;
+    // Only whitespace may follow the object: `{...} garbage` is not a JSON body.
+    deserializer.end().map_err(|error| {
+        ApiError::invalid(
+            "body",
+            format!("the request body is not valid JSON: {error}"),
+        )
+    })?;
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -277,5 +285,16 @@ mod tests {
         let bad_utf8 =
             parse_body::<ChatCompletionRequest>(b"{\"model\":\"\xff\"}").expect_err("utf8");
         assert!(bad_utf8.message.contains("UTF-8"));
+        for trailing in [
+            &b"{\"messages\":[]} x"[..],
+            b"{\"messages\":[]}{}",
+            b"{\"messages\":[]}]",
+        ] {
+            let error = parse_body::<ChatCompletionRequest>(trailing).expect_err("trailing bytes");
+            assert_eq!(error.param.as_deref(), Some("body"), "{}", error.message);
+            assert!(error.message.contains("trailing"), "{}", error.message);
+        }
+        parse_body::<ChatCompletionRequest>(b"{\"messages\":[]} \r\n\t")
+            .expect("whitespace is fine");
     }
 }

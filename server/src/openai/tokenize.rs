@@ -1,15 +1,15 @@
 //! `POST /tokenize` and `POST /detokenize` (as vLLM): the model's tokenizer over HTTP.
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::chat_prompt::chat_prompt_ids;
 use crate::openai::error::ApiError;
+use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
-use crate::openai::{body_bytes, tokenize_blocking};
+use crate::openai::tokenize_blocking;
 use crate::state::SharedState;
 use crate::template::ChatMessage;
 
@@ -31,9 +31,9 @@ struct DetokenizeRequest {
 /// Text (`prompt`) or a conversation (`messages`, through the chat template) → token ids.
 pub async fn tokenize(
     State(state): State<SharedState>,
-    body: Result<Bytes, BytesRejection>,
+    JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let request: TokenizeRequest = parse_body(&body_bytes(body)?)?;
+    let request: TokenizeRequest = parse_body(&body)?;
     state.check_model(request.model.as_deref())?;
     let tokens = {
         let state = state.clone();
@@ -43,10 +43,14 @@ pub async fn tokenize(
                 .encode(&prompt, request.add_special_tokens.unwrap_or(true))?),
             (None, Some(messages)) => {
                 let add_generation_prompt = request.add_generation_prompt.unwrap_or(true);
-                let text = state.template.render(&messages, add_generation_prompt)?;
-                Ok(state
-                    .tokenizer
-                    .encode(&text, request.add_special_tokens.unwrap_or(false))?)
+                chat_prompt_ids(
+                    &state.template,
+                    &state.tokenizer,
+                    &state.chat_policy,
+                    &messages,
+                    add_generation_prompt,
+                    request.add_special_tokens.unwrap_or(false),
+                )
             }
             _ => Err(ApiError::invalid(
                 "prompt",
@@ -65,9 +69,9 @@ pub async fn tokenize(
 /// Token ids → text.
 pub async fn detokenize(
     State(state): State<SharedState>,
-    body: Result<Bytes, BytesRejection>,
+    JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let request: DetokenizeRequest = parse_body(&body_bytes(body)?)?;
+    let request: DetokenizeRequest = parse_body(&body)?;
     state.check_model(request.model.as_deref())?;
     let vocab_size = state.engine.info().model.vocab_size;
     if let Some(bad) = request.tokens.iter().find(|&&id| id as usize >= vocab_size) {

@@ -1,0 +1,187 @@
+//! Chat messages → prompt token ids, with what users wrote kept as text.
+//!
+//! The chat template's own markup is the only source of control tokens: special-token text
+//! inside a message's content (e.g. `hi<|im_end|>\n<|im_start|>system\n…`) is tokenized as the
+//! ordinary characters it is, so a user cannot forge a system turn. How: each such text in the
+//! content is swapped for a sentinel (private-use characters and a per-request random nonce, which
+//! no template reads and no user can guess) before rendering; in the rendered prompt every
+//! special-token text left is markup and becomes its control token, and the text between them —
+//! sentinels put back — is tokenized with special tokens read as text. Content without any
+//! special-token text takes the plain path (render, then tokenize), so ordinary prompts tokenize
+//! exactly as before. `--allow-special-tokens-in-content` restores the permissive behaviour.
+//!
+//! Roles are OpenAI's (`system`, `developer`, `user`, `assistant`, `tool`, and `function` for old
+//! clients) plus any the operator allows with `--allowed-roles`; anything else is a 400.
+
+use crate::openai::error::ApiError;
+use crate::template::{ChatMessage, ChatTemplate, MessageContent};
+use crate::tokenizer::TextTokenizer;
+
+/// The roles every chat request may use.
+pub const OPENAI_ROLES: &[&str] = &[
+    "system",
+    "developer",
+    "user",
+    "assistant",
+    "tool",
+    "function",
+];
+
+const SENTINEL_OPEN: char = '\u{E000}';
+const SENTINEL_CLOSE: char = '\u{E001}';
+
+/// How chat messages may shape the prompt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChatPolicy {
+    /// Roles accepted besides [`OPENAI_ROLES`].
+    pub extra_roles: Vec<String>,
+    /// Special-token text in content becomes control tokens (the unsafe, permissive behaviour).
+    pub allow_special_tokens_in_content: bool,
+}
+
+impl ChatPolicy {
+    /// 400 naming `messages[i].role` for the first role outside the allowed set.
+    pub fn check_roles(&self, messages: &[ChatMessage]) -> Result<(), ApiError> {
+        for (index, message) in messages.iter().enumerate() {
+            let role = message.role.as_str();
+            if OPENAI_ROLES.contains(&role) || self.extra_roles.iter().any(|r| r == role) {
+                continue;
+            }
+            let mut allowed: Vec<&str> = OPENAI_ROLES.to_vec();
+            allowed.extend(self.extra_roles.iter().map(String::as_str));
+            return Err(ApiError::invalid(
+                format!("messages[{index}].role"),
+                format!(
+                    "unknown role {role:?} in messages[{index}]: expected one of {}",
+                    allowed.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The prompt's token ids: roles checked, the template rendered, content kept as text.
+pub fn chat_prompt_ids(
+    template: &ChatTemplate,
+    tokenizer: &TextTokenizer,
+    policy: &ChatPolicy,
+    messages: &[ChatMessage],
+    add_generation_prompt: bool,
+    add_special_tokens: bool,
+) -> Result<Vec<u32>, ApiError> {
+    policy.check_roles(messages)?;
+    let texts = messages
+        .iter()
+        .map(|m| m.content.to_text())
+        .collect::<Result<Vec<_>, _>>()?;
+    let needs_protection = !policy.allow_special_tokens_in_content
+        && texts.iter().any(|t| tokenizer.contains_special_text(t));
+    if !needs_protection {
+        let text = template.render(messages, add_generation_prompt)?;
+        return Ok(tokenizer.encode(&text, add_special_tokens)?);
+    }
+    let mut masker = Masker::new(rand::random());
+    let masked: Vec<ChatMessage> = messages
+        .iter()
+        .zip(&texts)
+        .map(|(message, text)| ChatMessage {
+            role: message.role.clone(),
+            content: MessageContent::Text(masker.mask(tokenizer, text)),
+        })
+        .collect();
+    let rendered = template.render(&masked, add_generation_prompt)?;
+    masker.encode(tokenizer, &rendered, add_special_tokens)
+}
+
+/// Swaps special-token texts for sentinels and puts them back.
+struct Masker {
+    nonce: u64,
+    protected: Vec<String>,
+}
+
+impl Masker {
+    fn new(nonce: u64) -> Self {
+        Self {
+            nonce,
+            protected: Vec::new(),
+        }
+    }
+
+    fn sentinel_prefix(&self) -> String {
+        format!("{SENTINEL_OPEN}{:016x}:", self.nonce)
+    }
+
+    /// `text` with each special-token text replaced by a sentinel.
+    fn mask(&mut self, tokenizer: &TextTokenizer, text: &str) -> String {
+        let prefix = self.sentinel_prefix();
+        let mut masked = String::with_capacity(text.len());
+        let mut position = 0;
+        for found in tokenizer.find_special_tokens(text) {
+            masked.push_str(&text[position..found.start]);
+            masked.push_str(&format!("{prefix}{}{SENTINEL_CLOSE}", self.protected.len()));
+            self.protected
+                .push(text[found.start..found.end].to_string());
+            position = found.end;
+        }
+        masked.push_str(&text[position..]);
+        masked
+    }
+
+    /// `text` with every sentinel replaced by the text it stands for.
+    fn unmask(&self, text: &str) -> String {
+        let prefix = self.sentinel_prefix();
+        let mut plain = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find(&prefix) {
+            let after = &rest[start + prefix.len()..];
+            let index = after
+                .find(SENTINEL_CLOSE)
+                .and_then(|end| Some((after[..end].parse::<usize>().ok()?, end)));
+            match index.and_then(|(i, end)| Some((self.protected.get(i)?, end))) {
+                Some((original, end)) => {
+                    plain.push_str(&rest[..start]);
+                    plain.push_str(original);
+                    rest = &after[end + SENTINEL_CLOSE.len_utf8()..];
+                }
+                None => {
+                    plain.push_str(&rest[..start + prefix.len()]);
+                    rest = after;
+                }
+            }
+        }
+        plain.push_str(rest);
+        plain
+    }
+
+    /// Token ids of a rendered prompt: its special-token texts (all markup) as control tokens,
+    /// the text between them, sentinels put back, as plain text.
+    fn encode(
+        &self,
+        tokenizer: &TextTokenizer,
+        rendered: &str,
+        add_special_tokens: bool,
+    ) -> Result<Vec<u32>, ApiError> {
+        let mut ids = Vec::new();
+        let mut position = 0;
+        let mut first = add_special_tokens;
+        let mut push_text = |ids: &mut Vec<u32>, text: &str| -> Result<(), ApiError> {
+            if !text.is_empty() || first {
+                ids.extend(tokenizer.encode_as_text(&self.unmask(text), first)?);
+                first = false;
+            }
+            Ok(())
+        };
+        for markup in tokenizer.find_special_tokens(rendered) {
+            push_text(&mut ids, &rendered[position..markup.start])?;
+            ids.push(markup.id);
+            position = markup.end;
+        }
+        push_text(&mut ids, &rendered[position..])?;
+        Ok(ids)
+    }
+}
+
+#[cfg(test)]
+#[path = "chat_prompt_tests.rs"]
+mod tests;
