@@ -434,6 +434,7 @@ async fn request_ids_are_echoed_and_logged() {
     let response = client
         .post(server.url(CHAT))
         .header("x-request-id", "bad-one-7")
+        .header("content-type", "application/json")
         .body("{")
         .send()
         .await

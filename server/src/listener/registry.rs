@@ -206,10 +206,13 @@ mod tests {
             }
         }
         // A full probe lane makes room by closing its longest idle connection...
-        assert!(matches!(
-            registry.admit(Instant::now()),
-            Admission::ProbeOnly(_)
-        ));
+        match registry.admit(Instant::now()) {
+            Admission::ProbeOnly(ticket) => probes.push(ticket),
+            other => panic!("expected a probe connection, got {other:?}"),
+        }
+        let num_before = probes.len();
+        probes.retain(|probe| !is_notified(probe));
+        assert_eq!(probes.len(), num_before - 1, "one probe connection evicted");
         // ... and refuses only when every probe connection is busy too.
         let _busy_probes: Vec<_> = probes.iter().map(|p| p.clock.start_request()).collect();
         assert!(matches!(registry.admit(Instant::now()), Admission::Refused));
