@@ -114,7 +114,7 @@ impl EngineCore {
     fn handle(&mut self, command: EngineCommand) -> bool {
         match command {
             EngineCommand::Submit(request, max_output_tokens, events) => {
-                self.admit(request, max_output_tokens, events)
+                self.admit(*request, max_output_tokens, events)
             }
             EngineCommand::Abort(id) => self.abort(id),
             EngineCommand::AbortOwned(id, owner) => {

@@ -17,7 +17,7 @@ use crate::validate::RequestLimits;
 /// What the engine thread is told.
 #[derive(Debug)]
 pub enum EngineCommand {
-    Submit(EngineRequest, usize, UnboundedSender<TokenEvent>),
+    Submit(Box<EngineRequest>, usize, UnboundedSender<TokenEvent>),
     Abort(RequestId),
     /// Sent when a stream is dropped early: aborts the request only if that stream still owns it
     /// (a stream rejected as a duplicate must not cancel the request that holds the id).
@@ -117,7 +117,11 @@ impl EngineHandle {
         let owner = events_tx.downgrade();
         let id = request.id;
         self.commands
-            .send(EngineCommand::Submit(request, max_output_tokens, events_tx))
+            .send(EngineCommand::Submit(
+                Box::new(request),
+                max_output_tokens,
+                events_tx,
+            ))
             .map_err(|_| EngineError::ShutDown)?;
         Ok(RequestStream {
             id,

@@ -167,6 +167,17 @@ mod tests {
         let mut min = request(vec![1], Some(2));
         min.stop.min_tokens = 3;
         assert_eq!(field_of(min), "min_tokens");
+        let mut outside = request(vec![1], Some(1));
+        outside.sampling.logit_bias = vec![(1, 5.0), (100, 5.0)];
+        assert_eq!(field_of(outside), "logit_bias");
+        for bias in [100.5, -101.0, f32::NAN, f32::INFINITY] {
+            let mut strong = request(vec![1], Some(1));
+            strong.sampling.logit_bias = vec![(1, bias)];
+            assert_eq!(field_of(strong), "logit_bias", "{bias}");
+        }
+        let mut fine = request(vec![1], Some(1));
+        fine.sampling.logit_bias = vec![(0, -100.0), (99, 100.0)];
+        assert!(LIMITS.validate(&fine).is_ok());
     }
 
     #[test]

@@ -289,3 +289,46 @@ fn empty_logits_are_an_error() {
         Err(EngineError::Execution("empty logits".to_string()))
     );
 }
+
+#[test]
+fn logit_bias_shifts_logits_before_sampling_but_not_logprobs_and_bans_still_win() {
+    let row = vocab_row(4_321);
+    let forced = SamplingParams {
+        logit_bias: vec![(7, 100.0)],
+        ..SamplingParams::greedy()
+    };
+    assert_eq!(draws(&forced, 0, &row, 2), vec![7, 7]);
+    let hot = SamplingParams {
+        logit_bias: vec![(7, 100.0)],
+        temperature: 1.5,
+        ..params(1.5)
+    };
+    assert_eq!(
+        draws(&hot, 3, &row, 20),
+        vec![7; 20],
+        "a +100 bias takes all the mass"
+    );
+    let banned_winner = SamplingParams {
+        logit_bias: vec![(4_321, -100.0)],
+        ..SamplingParams::greedy()
+    };
+    assert_ne!(draws(&banned_winner, 0, &row, 1), vec![4_321]);
+    // A banned id (EOS before min_tokens) stays banned whatever its bias.
+    let mut sampler = SequenceSampler::new(&forced, 0);
+    let ctx = SamplingContext {
+        banned_token_ids: &[7],
+        ..NO_CONTEXT
+    };
+    assert_eq!(sample_one(&mut sampler, &row, &ctx), 4_321);
+    // Reported log-probabilities stay those of the model's raw logits.
+    let with_logprobs = SamplingParams {
+        logprobs: Some(0),
+        ..forced
+    };
+    let mut sampler = SequenceSampler::new(&with_logprobs, 0);
+    let sampled = sampler.sample(&row, &NO_CONTEXT).expect("samples");
+    assert_eq!(sampled.token_id, 7);
+    let mut raw = Vec::new();
+    crate::sampling::logprobs::log_softmax_into(&row, &mut raw);
+    assert_eq!(sampled.logprob, Some(raw[7]));
+}

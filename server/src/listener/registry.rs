@@ -92,9 +92,9 @@ impl ConnectionRegistry {
             .values()
             .filter(|e| !e.probe_only && !e.evicting)
             .count();
-        let probe_only = if num_full < self.max_connections {
-            false
-        } else if evict_longest_idle(&mut entries, Some(false)) {
+        let has_room =
+            num_full < self.max_connections || evict_longest_idle(&mut entries, Some(false));
+        let probe_only = if has_room {
             false
         } else if entries
             .values()

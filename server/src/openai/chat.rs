@@ -58,7 +58,9 @@ pub async fn chat_completions(
         .await?
     };
     record_accepted(&state, "chat", prompt.len(), &params);
-    let runs = state.start_choices(&prompt, &params, 0, logprobs.is_some())?;
+    let runs = state
+        .start_choices(&prompt, &params, 0, logprobs.is_some())
+        .map_err(|e| e.naming_prompt("messages"))?;
     let meta = ResponseMeta {
         id: format!("chatcmpl-{}", request_id.compact()),
         created_unix_s: unix_now_s(),

@@ -42,12 +42,11 @@ pub async fn completions(
     record_accepted(&state, "completion", num_prompt_tokens, &params);
     let mut runs = Vec::with_capacity(prompts.len() * params.n);
     for (prompt_index, prompt) in prompts.iter().enumerate() {
-        runs.extend(state.start_choices(
-            prompt,
-            &params,
-            prompt_index * params.n,
-            logprobs.is_some(),
-        )?);
+        runs.extend(
+            state
+                .start_choices(prompt, &params, prompt_index * params.n, logprobs.is_some())
+                .map_err(|e| e.naming_prompt("prompt"))?,
+        );
     }
     let meta = ResponseMeta {
         id: format!("cmpl-{}", request_id.compact()),

@@ -37,7 +37,18 @@ struct ErrorDetail<'a> {
     code: Option<&'static str>,
 }
 
+/// OpenAI's `code` for a prompt (plus `max_tokens`) longer than the model or cache allows.
+pub const CONTEXT_LENGTH_EXCEEDED: &str = "context_length_exceeded";
+
 impl ApiError {
+    /// A too-long request names the prompt field of its endpoint (`messages` or `prompt`).
+    pub fn naming_prompt(mut self, field: &str) -> Self {
+        if self.code == Some(CONTEXT_LENGTH_EXCEEDED) && self.param.is_none() {
+            self.param = Some(field.to_string());
+        }
+        self
+    }
+
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self {
             status,
@@ -165,9 +176,10 @@ impl From<EngineError> for ApiError {
             EngineError::InvalidRequest { field, .. } => {
                 ApiError::invalid(*field, error.to_string())
             }
-            EngineError::RequestTooLarge(_) => {
-                ApiError::new(StatusCode::BAD_REQUEST, error.to_string())
-            }
+            EngineError::RequestTooLarge(_) => ApiError {
+                code: Some(CONTEXT_LENGTH_EXCEEDED),
+                ..ApiError::new(StatusCode::BAD_REQUEST, error.to_string())
+            },
             EngineError::ShutDown => ApiError::shutting_down(),
             _ => ApiError::internal(error.to_string()),
         }

@@ -531,28 +531,28 @@ pub fn huge_prompt_cases(max_model_len: usize) -> Vec<Case> {
             CHAT,
             json!({"messages": [{"role": "user", "content": huge}], "max_tokens": 4}),
             400,
-            None,
+            Some("messages"),
         ),
         Case::json(
             "huge completions prompt",
             COMPLETIONS,
             json!({"prompt": huge, "max_tokens": 4}),
             400,
-            None,
+            Some("prompt"),
         ),
         Case::json(
             "huge completions prompt, no max_tokens",
             COMPLETIONS,
             json!({"prompt": huge}),
             400,
-            None,
+            Some("prompt"),
         ),
         Case::json(
             "prompt + max_tokens > max_model_len",
             COMPLETIONS,
             json!({"prompt": near, "max_tokens": max_model_len}),
             400,
-            None,
+            Some("prompt"),
         ),
     ]
 }
