@@ -149,11 +149,15 @@ impl EngineCore {
             )));
             return;
         }
-        let seed = self.seeds.random::<u64>();
+        // An unseeded request gets one from the engine's generator now, so that whoever samples
+        // it holds a complete seed.
+        let fallback_seed = self.seeds.random::<u64>();
+        let mut request = request;
+        request.sampling.seed.get_or_insert(fallback_seed);
         self.executor.add_request(&request, max_output_tokens);
         self.streams.insert(request.id, events);
         self.scheduler
-            .add(Sequence::new(request, max_output_tokens, seed));
+            .add(Sequence::new(request, max_output_tokens));
         self.publish_stats();
     }
 
@@ -273,9 +277,6 @@ impl EngineCore {
         let now = Instant::now();
         for seq in update.finished {
             self.send_finished(&seq, now);
-        }
-        for (seq, error) in update.failed {
-            self.send_error(seq.id, error);
         }
     }
 

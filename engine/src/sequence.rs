@@ -1,4 +1,4 @@
-//! `Sequence`: one request's state inside the engine (token ids, progress, blocks, sampler).
+//! `Sequence`: one request's state inside the scheduler (token ids, progress, blocks, stops).
 
 use std::time::Instant;
 
@@ -6,7 +6,6 @@ use crate::events::{FinishReason, RequestTimings, Usage};
 use crate::kv::hash::BlockHash;
 use crate::kv::BlockId;
 use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
-use crate::sampling::SequenceSampler;
 
 /// Where a sequence is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +36,6 @@ pub struct Sequence {
     pub stop: StopConditions,
     /// Most output tokens, after resolving `max_tokens` against `max_model_len`.
     pub max_output_tokens: usize,
-    pub sampler: SequenceSampler,
     pub arrival: Instant,
     pub first_scheduled: Option<Instant>,
     pub first_token: Option<Instant>,
@@ -45,8 +43,7 @@ pub struct Sequence {
 }
 
 impl Sequence {
-    pub fn new(request: EngineRequest, max_output_tokens: usize, fallback_seed: u64) -> Self {
-        let sampler = SequenceSampler::new(&request.sampling, fallback_seed);
+    pub fn new(request: EngineRequest, max_output_tokens: usize) -> Self {
         Self {
             id: request.id,
             num_prompt_tokens: request.prompt.len(),
@@ -61,7 +58,6 @@ impl Sequence {
             sampling: request.sampling,
             stop: request.stop,
             max_output_tokens,
-            sampler,
             arrival: request.arrival,
             first_scheduled: None,
             first_token: None,
@@ -132,17 +128,5 @@ impl Sequence {
             return Some(FinishReason::Length);
         }
         None
-    }
-
-    /// Tokens that must not be sampled now: EOS and stop ids while `min_tokens` is not reached.
-    pub fn banned_token_ids(&self, eos_token_ids: &[u32]) -> Vec<u32> {
-        if self.num_output_tokens() >= self.stop.min_tokens {
-            return Vec::new();
-        }
-        let mut banned = self.stop.stop_token_ids.clone();
-        if !self.stop.ignore_eos {
-            banned.extend_from_slice(eos_token_ids);
-        }
-        banned
     }
 }

@@ -5,12 +5,15 @@
 
 mod common;
 
+use std::collections::BTreeSet;
+
 use candle_core::Device;
 use common::*;
 use pagoda_engine::attention::CpuKvCache;
+use pagoda_engine::batch::BatchPlan;
 use pagoda_engine::kv::{BlockHash, KvCacheManager};
 use pagoda_engine::models::{load_model, WeightFormat};
-use pagoda_engine::runner::ModelRunner;
+use pagoda_engine::runner::{ModelRunner, StepExecutor};
 use pagoda_engine::scheduler::{Scheduler, SchedulerLimits};
 use pagoda_engine::sequence::Sequence;
 use pagoda_engine::testing::TinyLlamaSpec;
@@ -56,10 +59,33 @@ fn sequence(id: u64, prompt: Vec<u32>, max_tokens: usize) -> Sequence {
         ..StopConditions::default()
     };
     Sequence::new(
-        EngineRequest::new(RequestId(id), prompt, SamplingParams::greedy(), stop),
+        EngineRequest::new(RequestId(id), prompt, sampling(id), stop),
         max_tokens,
-        id,
     )
+}
+
+/// Every sequence here samples greedily, seeded by its id (the seed the engine would resolve).
+fn sampling(id: u64) -> SamplingParams {
+    SamplingParams {
+        seed: Some(id),
+        ..SamplingParams::greedy()
+    }
+}
+
+/// Tells the runner's sampler about the sequences it has not seen yet, as the engine does at
+/// admission (greedy, `ignore_eos`, as `sequence` makes them).
+fn admit_new(runner: &mut ModelRunner, plan: &BatchPlan, known: &mut BTreeSet<RequestId>) {
+    for scheduled in &plan.seqs {
+        if known.insert(scheduled.id) {
+            let stop = StopConditions {
+                ignore_eos: true,
+                ..StopConditions::default()
+            };
+            let request =
+                EngineRequest::new(scheduled.id, Vec::new(), sampling(scheduled.id.0), stop);
+            StepExecutor::add_request(runner, &request, usize::MAX);
+        }
+    }
 }
 
 /// Runs steps until nothing is left (or `max_steps`), checking invariants after each; calls
@@ -81,6 +107,7 @@ fn run_steps_collecting(
     mut between: impl FnMut(&mut Scheduler, usize),
 ) -> std::collections::BTreeMap<u64, Vec<u32>> {
     let mut finished = std::collections::BTreeMap::new();
+    let mut known = BTreeSet::new();
     for step in 0..max_steps {
         between(scheduler, step);
         if !scheduler.has_work() {
@@ -89,9 +116,10 @@ fn run_steps_collecting(
         let plan = scheduler.schedule();
         assert!(plan.num_batched_tokens <= scheduler.limits().max_num_batched_tokens);
         assert!(plan.seqs.len() <= scheduler.limits().max_num_seqs);
-        let logits = runner.execute(&plan).unwrap();
-        assert_eq!(logits.num_rows(), plan.num_sampled());
-        for seq in scheduler.update(&plan, &logits.into()).finished {
+        admit_new(runner, &plan, &mut known);
+        let output = StepExecutor::execute(runner, &plan).unwrap();
+        assert_eq!(output.num_rows(), plan.num_sampled());
+        for seq in scheduler.update(&plan, &output).finished {
             finished.insert(seq.id.0, seq.output_token_ids().to_vec());
         }
         scheduler

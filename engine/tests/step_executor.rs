@@ -34,13 +34,11 @@ impl StepExecutor for Recording {
             .seqs
             .iter()
             .any(|s| s.num_computed_tokens == 0 && s.new_token_ids.len() == BREAKING_PROMPT_LEN);
-        match output {
-            StepOutput::Tokens(mut tokens) if breaking => {
-                tokens.push(None);
-                Ok(StepOutput::Tokens(tokens))
-            }
-            output => Ok(output),
+        let mut output = output;
+        if breaking {
+            output.tokens.push(None);
         }
+        Ok(output)
     }
 
     fn add_request(&mut self, request: &EngineRequest, max_output_tokens: usize) {

@@ -15,7 +15,7 @@ fn sequence(id: u64, prompt: Vec<u32>, salt: Option<&str>) -> Sequence {
         StopConditions::default(),
     );
     request.cache_salt = salt.map(str::to_string);
-    Sequence::new(request, 4, 0)
+    Sequence::new(request, 4)
 }
 
 /// Admits a sequence the way the scheduler does, then marks its whole prompt computed.

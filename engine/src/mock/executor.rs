@@ -168,7 +168,7 @@ impl StepExecutor for MockExecutor {
         } else {
             None
         };
-        Ok(StepOutput::Tokens(tokens))
+        Ok(StepOutput::from_ids(tokens))
     }
 
     fn add_request(&mut self, request: &EngineRequest, max_output_tokens: usize) {

@@ -63,10 +63,19 @@ fn plan(ids: &[u64]) -> BatchPlan {
 }
 
 fn tokens(output: StepOutput) -> Vec<Option<u32>> {
-    match output {
-        StepOutput::Tokens(tokens) => tokens,
-        StepOutput::Logits(_) => panic!("the mock returns tokens"),
-    }
+    output
+        .tokens
+        .into_iter()
+        .map(|token| {
+            token.map(|t| {
+                assert!(
+                    t.logprob.is_none(),
+                    "the mock chooses without a distribution"
+                );
+                t.token_id
+            })
+        })
+        .collect()
 }
 
 #[test]
@@ -211,7 +220,7 @@ fn an_injected_fault_fails_the_step_that_would_make_one_token_too_many() {
     for step in 1..=2 {
         let output = mock.execute(&plan(&[1]));
         assert!(
-            matches!(&output, Ok(StepOutput::Tokens(t)) if t[0].is_some()),
+            matches!(&output, Ok(out) if out.tokens[0].is_some()),
             "step {step} makes token {step}: {output:?}"
         );
     }

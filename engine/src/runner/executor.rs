@@ -1,17 +1,19 @@
-//! `StepExecutor`: what runs a step's plan. The model runner computes logits; the mock executor
-//! (`crate::mock`) chooses tokens on a clock, with no model at all.
+//! `StepExecutor`: what runs a step's plan and chooses its tokens. The model runner computes
+//! logits and samples them where they are; the mock executor (`crate::mock`) chooses tokens on a
+//! clock, with no model at all. Only tokens come back to the scheduler.
 
 use std::time::Instant;
 
-use crate::batch::{BatchPlan, StepLogits};
+use crate::batch::BatchPlan;
 use crate::error::Result;
 use crate::request::{EngineRequest, RequestId};
+use crate::sampling::SampledToken;
 
 /// Runs one step's plan. The engine thread owns it and calls it once per step; the scheduler,
 /// the KV block accounting, the limits and the events are the same whatever the executor.
 pub trait StepExecutor: Send + std::fmt::Debug {
-    /// Runs one step; returns one row per sequence that samples (`ScheduledSeq::sample`), in
-    /// plan order.
+    /// Runs one step; returns one token (or "not ready") per sequence that samples
+    /// (`ScheduledSeq::sample`), in plan order.
     fn execute(&mut self, plan: &BatchPlan) -> Result<StepOutput>;
 
     /// A request was admitted; called once, before it first appears in a plan.
@@ -28,28 +30,27 @@ pub trait StepExecutor: Send + std::fmt::Debug {
     }
 }
 
-/// An executor's result for one step.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StepOutput {
-    /// One logits row per sampling sequence, in plan order; the scheduler samples.
-    Logits(StepLogits),
-    /// The next token of each sampling sequence, in plan order, already chosen; `None` = that
-    /// sequence's token is not ready yet this step (the mock's clock has not reached it).
-    Tokens(Vec<Option<u32>>),
+/// An executor's result for one step: the next token of each sampling sequence, in plan order,
+/// already chosen (with its log-probabilities when the request asked for them); `None` = that
+/// sequence's token is not ready yet this step (the mock's clock has not reached it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepOutput {
+    pub tokens: Vec<Option<SampledToken>>,
 }
 
 impl StepOutput {
     /// Rows returned: one per sampling sequence when the executor kept its contract.
     pub fn num_rows(&self) -> usize {
-        match self {
-            StepOutput::Logits(logits) => logits.num_rows(),
-            StepOutput::Tokens(tokens) => tokens.len(),
-        }
+        self.tokens.len()
     }
-}
 
-impl From<StepLogits> for StepOutput {
-    fn from(logits: StepLogits) -> Self {
-        StepOutput::Logits(logits)
+    /// Chosen token ids with no log-probabilities (`None`: not ready).
+    pub fn from_ids(ids: impl IntoIterator<Item = Option<u32>>) -> Self {
+        Self {
+            tokens: ids
+                .into_iter()
+                .map(|id| id.map(SampledToken::chosen))
+                .collect(),
+        }
     }
 }

@@ -6,8 +6,6 @@
 
 use std::cmp::Ordering;
 
-use rand::Rng;
-
 /// A token still in the running: `(token_id, value)`, where the value is its logit until
 /// `logits_to_weights`, then its unnormalised probability (finite and > 0). Both orders agree, so
 /// top-k can run on logits and spare the exponentials of every token it drops.
@@ -124,10 +122,11 @@ pub(super) fn keep_min_p(candidates: &mut Vec<Candidate>, min_p: f32) {
     candidates.retain(|&(_, weight)| weight >= min_weight);
 }
 
-/// Draws one candidate with probability proportional to its weight; `None` if there is none.
-pub(super) fn draw(candidates: &[Candidate], rng: &mut impl Rng) -> Option<u32> {
+/// Draws one candidate with probability proportional to its weight, by inverse CDF with `uniform`
+/// (in [0, 1)) over the candidates in their order; `None` if there is none.
+pub(super) fn draw(candidates: &[Candidate], uniform: f64) -> Option<u32> {
     let &(last_token_id, _) = candidates.last()?;
-    let target_mass = rng.random::<f64>() * total_weight(candidates);
+    let target_mass = uniform * total_weight(candidates);
     let mut cumulative_mass = 0.0;
     for &(token_id, weight) in candidates {
         cumulative_mass += f64::from(weight);

@@ -1,18 +1,25 @@
-//! Sampling: one row of logits in, one token (and optionally its log-probabilities) out.
+//! Sampling: logits in, one token (and optionally its log-probabilities) per sequence out.
 //!
-//! Each sequence owns a [`SequenceSampler`] holding its parameters, its seeded RNG and reusable
-//! buffers, so a seeded request is reproducible whatever else is in the batch. The caller passes
-//! the sequence's tokens and this step's banned ids in a [`SamplingContext`]; no tensors here.
+//! The model runner owns a [`BatchSampler`], which keeps one [`SequenceSamplingState`] per
+//! admitted sequence (its parameters, seeded RNG and the tokens its penalties look at) and samples
+//! a whole step's logits at once: plain-greedy rows on the tensors' device, the others on the
+//! host, in parallel. A seeded request is reproducible whatever else is in the batch.
 //!
-//! - `sampler`: the per-sequence pipeline, in vLLM's order.
+//! - `batch`: the step's batched sampling, where each row runs.
+//! - `state`: what one sequence carries from step to step.
+//! - `sampler`: the per-row pipeline, in vLLM's order, and the per-thread scratch buffers.
 //! - `penalties`: banned ids, repetition, presence and frequency penalties.
 //! - `filters`: softmax weights, top-k, top-p, min-p and the draw.
 //! - `logprobs`: log-softmax and top-n selection for the logprobs returned to clients.
 
+mod batch;
 mod filters;
 pub mod logprobs;
 mod penalties;
 mod sampler;
+mod state;
 
+pub use batch::BatchSampler;
 pub use logprobs::{log_softmax_into, top_n};
-pub use sampler::{SampledToken, SamplingContext, SequenceSampler};
+pub use sampler::{SampledToken, SamplerScratch, SamplingContext, SequenceSampler};
+pub use state::SequenceSamplingState;

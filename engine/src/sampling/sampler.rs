@@ -1,7 +1,8 @@
-//! One sampler per sequence: it owns the sequence's RNG, so a seeded request draws the same
-//! tokens whatever else shares its batch.
+//! One sampler per sequence: it owns the sequence's parameters and RNG, so a seeded request
+//! draws the same tokens whatever else shares its batch. The buffers a row needs while it is
+//! sampled are a [`SamplerScratch`], one per thread, not one per sequence.
 
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::filters::{
@@ -33,19 +34,38 @@ pub struct SampledToken {
     pub top_logprobs: Vec<(u32, f32)>,
 }
 
-/// Turns one row of logits per step into one token for one sequence.
-///
-/// Steps, as vLLM: logit bias → banned ids → repetition penalty → presence/frequency penalties → greedy argmax,
-/// or temperature → softmax → top-k → top-p → min-p → draw. Log-probabilities are reported from
-/// the raw logits. Buffers are kept between steps, so a warm sampler allocates only the result.
-#[derive(Debug)]
-pub struct SequenceSampler {
-    params: SamplingParams,
-    rng: ChaCha8Rng,
+impl SampledToken {
+    /// A token chosen without a distribution (the mock's), with no log-probabilities.
+    pub fn chosen(token_id: u32) -> Self {
+        Self {
+            token_id,
+            logprob: None,
+            top_logprobs: Vec::new(),
+        }
+    }
+}
+
+/// Buffers for sampling one row, reused from row to row (a warm scratch allocates nothing).
+#[derive(Debug, Default)]
+pub struct SamplerScratch {
     processed_logits: Vec<f32>,
     candidates: Vec<Candidate>,
     raw_logprobs: Vec<f32>,
     token_counter: TokenCounter,
+}
+
+/// Turns one row of logits per step into one token for one sequence.
+///
+/// Steps, as vLLM: logit bias → banned ids → repetition penalty → presence/frequency penalties →
+/// greedy argmax, or top-k → temperature softmax → top-p → min-p → draw. The draw takes one
+/// uniform number from the sequence's RNG per step and walks the kept tokens in vocabulary order
+/// (inverse CDF), so the result depends only on the row, the parameters and that number — never
+/// on the batch or on how the filters ordered their candidates. Log-probabilities are reported
+/// from the raw logits.
+#[derive(Debug)]
+pub struct SequenceSampler {
+    params: SamplingParams,
+    rng: ChaCha8Rng,
 }
 
 impl SequenceSampler {
@@ -55,10 +75,6 @@ impl SequenceSampler {
         Self {
             params: params.clone(),
             rng: ChaCha8Rng::seed_from_u64(params.seed.unwrap_or(fallback_seed)),
-            processed_logits: Vec::new(),
-            candidates: Vec::new(),
-            raw_logprobs: Vec::new(),
-            token_counter: TokenCounter::default(),
         }
     }
 
@@ -71,24 +87,34 @@ impl SequenceSampler {
     /// Never panics on degenerate rows: if banning and penalties leave no token with any
     /// probability, the argmax of the raw logits is returned (token 0 if even those are all
     /// `-inf`/NaN). Only an empty row is an error.
-    pub fn sample(&mut self, logits: &[f32], ctx: &SamplingContext<'_>) -> Result<SampledToken> {
+    pub fn sample(
+        &mut self,
+        logits: &[f32],
+        ctx: &SamplingContext<'_>,
+        scratch: &mut SamplerScratch,
+    ) -> Result<SampledToken> {
         if logits.is_empty() {
             return Err(EngineError::Execution("empty logits".to_string()));
         }
-        self.process_logits(logits, ctx);
-        let token_id = match self.choose_token() {
+        self.process_logits(logits, ctx, scratch);
+        let token_id = match self.choose_token(scratch) {
             Some(token_id) => token_id,
             None => {
                 tracing::debug!("no token left after banning and penalties; using raw argmax");
                 argmax(logits).map_or(0, |index| index as u32)
             }
         };
-        Ok(self.with_logprobs(logits, token_id))
+        Ok(self.with_logprobs(logits, token_id, scratch))
     }
 
     /// Copies the raw row and applies banning and the enabled penalties to the copy.
-    fn process_logits(&mut self, raw_logits: &[f32], ctx: &SamplingContext<'_>) {
-        let logits = &mut self.processed_logits;
+    fn process_logits(
+        &self,
+        raw_logits: &[f32],
+        ctx: &SamplingContext<'_>,
+        scratch: &mut SamplerScratch,
+    ) {
+        let logits = &mut scratch.processed_logits;
         logits.clear();
         logits.extend_from_slice(raw_logits);
         let params = &self.params;
@@ -104,7 +130,7 @@ impl SequenceSampler {
                 params.repetition_penalty,
                 ctx.prompt_tokens,
                 ctx.output_tokens,
-                &mut self.token_counter,
+                &mut scratch.token_counter,
             );
         }
         if params.presence_penalty != 0.0 || params.frequency_penalty != 0.0 {
@@ -113,30 +139,42 @@ impl SequenceSampler {
                 params.presence_penalty,
                 params.frequency_penalty,
                 ctx.output_tokens,
-                &mut self.token_counter,
+                &mut scratch.token_counter,
             );
         }
     }
 
     /// The token picked from the processed logits; `None` when none has any probability left.
-    fn choose_token(&mut self) -> Option<u32> {
-        let best_index = argmax(&self.processed_logits)?;
-        let max_logit = self.processed_logits[best_index];
+    fn choose_token(&mut self, scratch: &mut SamplerScratch) -> Option<u32> {
+        let best_index = argmax(&scratch.processed_logits)?;
+        let max_logit = scratch.processed_logits[best_index];
         // A `+inf` logit takes all the mass: nothing to draw.
         if self.params.is_greedy() || max_logit == f32::INFINITY {
             return Some(best_index as u32);
         }
         let params = &self.params;
-        let candidates = &mut self.candidates;
-        fill_candidates(&self.processed_logits, candidates);
+        let candidates = &mut scratch.candidates;
+        fill_candidates(&scratch.processed_logits, candidates);
         keep_top_k(candidates, params.top_k);
         logits_to_weights(candidates, max_logit, params.temperature);
         keep_top_p(candidates, params.top_p);
         keep_min_p(candidates, params.min_p);
-        draw(candidates, &mut self.rng)
+        let reordered = (params.top_k > 0 && params.top_k < scratch.processed_logits.len())
+            || params.top_p < 1.0;
+        if reordered {
+            // The draw walks the kept tokens in vocabulary order, whatever the filters did.
+            candidates.sort_unstable_by_key(|&(token_id, _)| token_id);
+        }
+        let uniform = self.rng.random::<f64>();
+        draw(candidates, uniform)
     }
 
-    fn with_logprobs(&mut self, raw_logits: &[f32], token_id: u32) -> SampledToken {
+    fn with_logprobs(
+        &self,
+        raw_logits: &[f32],
+        token_id: u32,
+        scratch: &mut SamplerScratch,
+    ) -> SampledToken {
         let Some(num_top_logprobs) = self.params.logprobs else {
             return SampledToken {
                 token_id,
@@ -144,11 +182,11 @@ impl SequenceSampler {
                 top_logprobs: Vec::new(),
             };
         };
-        log_softmax_into(raw_logits, &mut self.raw_logprobs);
+        log_softmax_into(raw_logits, &mut scratch.raw_logprobs);
         SampledToken {
             token_id,
-            logprob: self.raw_logprobs.get(token_id as usize).copied(),
-            top_logprobs: top_n(&self.raw_logprobs, num_top_logprobs),
+            logprob: scratch.raw_logprobs.get(token_id as usize).copied(),
+            top_logprobs: top_n(&scratch.raw_logprobs, num_top_logprobs),
         }
     }
 }

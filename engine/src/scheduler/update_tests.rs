@@ -1,4 +1,4 @@
-//! `Scheduler::update` with tokens an executor chose (`StepOutput::Tokens`): appended and stopped
+//! `Scheduler::update` with tokens an executor chose (`StepOutput`): appended and stopped
 //! like sampled tokens; a token not ready leaves the sequence's last token to compute again.
 
 use super::{Scheduler, SchedulerLimits};
@@ -29,7 +29,6 @@ fn sequence(id: u64, num_prompt_tokens: usize, stop: StopConditions) -> Sequence
     Sequence::new(
         EngineRequest::new(RequestId(id), prompt, sampling, stop),
         max_output_tokens,
-        0,
     )
 }
 
@@ -46,13 +45,13 @@ fn step(
     choose: impl Fn(RequestId) -> Option<u32>,
 ) -> Vec<(RequestId, FinishReason)> {
     let plan = scheduler.schedule();
-    let tokens = plan
+    let tokens: Vec<Option<u32>> = plan
         .seqs
         .iter()
         .filter(|s| s.sample)
         .map(|s| choose(s.id))
         .collect();
-    let update = scheduler.update(&plan, &StepOutput::Tokens(tokens));
+    let update = scheduler.update(&plan, &StepOutput::from_ids(tokens));
     assert_eq!(scheduler.check_invariants(), Ok(()));
     for (id, token) in &update.tokens {
         assert!(token.top_logprobs.is_empty());
@@ -140,7 +139,7 @@ fn a_token_not_ready_is_computed_again() {
     scheduler.add(sequence(1, 6, stop(2)));
     let plan = scheduler.schedule();
     assert_eq!(plan.num_batched_tokens, 6);
-    let update = scheduler.update(&plan, &StepOutput::Tokens(vec![None]));
+    let update = scheduler.update(&plan, &StepOutput::from_ids(vec![None]));
     assert!(update.tokens.is_empty());
     assert_eq!(update.num_computed_tokens, 5);
     assert_eq!(update.num_prompt_tokens, 0);
@@ -150,22 +149,22 @@ fn a_token_not_ready_is_computed_again() {
         assert_eq!(plan.seqs[0].new_token_ids, vec![105]);
         assert_eq!(plan.seqs[0].num_computed_tokens, 5);
         assert!(plan.seqs[0].sample);
-        let update = scheduler.update(&plan, &StepOutput::Tokens(vec![None]));
+        let update = scheduler.update(&plan, &StepOutput::from_ids(vec![None]));
         assert_eq!(update.num_computed_tokens, 0);
         assert_eq!(scheduler.check_invariants(), Ok(()));
     }
     let plan = scheduler.schedule();
-    let update = scheduler.update(&plan, &StepOutput::Tokens(vec![Some(7)]));
+    let update = scheduler.update(&plan, &StepOutput::from_ids(vec![Some(7)]));
     assert_eq!(update.num_computed_tokens, 1);
     assert_eq!(update.num_prompt_tokens, 6, "counted at the first token");
     assert_eq!(update.tokens.len(), 1);
     // A decode that is not ready recomputes its last token too; the prompt is not counted again.
     let plan = scheduler.schedule();
     assert_eq!(plan.seqs[0].new_token_ids, vec![7]);
-    let update = scheduler.update(&plan, &StepOutput::Tokens(vec![None]));
+    let update = scheduler.update(&plan, &StepOutput::from_ids(vec![None]));
     assert_eq!(update.num_computed_tokens, 0);
     let plan = scheduler.schedule();
-    let update = scheduler.update(&plan, &StepOutput::Tokens(vec![Some(8)]));
+    let update = scheduler.update(&plan, &StepOutput::from_ids(vec![Some(8)]));
     assert_eq!(update.num_prompt_tokens, 0);
     assert_eq!(update.finished.len(), 1);
     assert_eq!(update.finished[0].output_token_ids(), &[7, 8]);
@@ -182,7 +181,7 @@ fn chunks_before_the_sampling_step_are_not_affected() {
         let rows = vec![None; plan.num_sampled()];
         num_computed.push(
             scheduler
-                .update(&plan, &StepOutput::Tokens(rows))
+                .update(&plan, &StepOutput::from_ids(rows))
                 .num_computed_tokens,
         );
     }

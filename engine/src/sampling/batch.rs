@@ -1,0 +1,253 @@
+//! `BatchSampler`: one step's logits (a `[rows, vocab]` tensor on the model's device) in, one
+//! token per row out, for the whole batch at once. The model runner owns it; the scheduler only
+//! ever sees the tokens.
+//!
+//! Rows whose token is the plain argmax of the model's logits (greedy with no ban, bias, penalty
+//! or log-probabilities this step) are decided on the tensor's device, and only their ids cross
+//! to the host. Every other row is sampled on the host by its sequence's pipeline, rows in
+//! parallel; on a GPU only those rows are copied. Each sequence draws from its own seeded RNG,
+//! one number per step, so its tokens do not depend on the batch.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use candle_core::{DType, Tensor, D};
+use rayon::prelude::*;
+
+use super::sampler::{SampledToken, SamplerScratch};
+use super::state::SequenceSamplingState;
+use crate::error::{EngineError, Result};
+use crate::request::{EngineRequest, RequestId};
+
+thread_local! {
+    static SCRATCH: RefCell<SamplerScratch> = RefCell::new(SamplerScratch::default());
+}
+
+/// The sampling state of every admitted sequence, and the step's batched sampling.
+#[derive(Debug, Default)]
+pub struct BatchSampler {
+    eos_token_ids: Vec<u32>,
+    states: HashMap<RequestId, SequenceSamplingState>,
+}
+
+impl BatchSampler {
+    pub fn new(eos_token_ids: Vec<u32>) -> Self {
+        Self {
+            eos_token_ids,
+            states: HashMap::new(),
+        }
+    }
+
+    /// A request was admitted (its seed resolved).
+    pub fn add(&mut self, request: &EngineRequest) {
+        let state = SequenceSamplingState::new(request, &self.eos_token_ids);
+        self.states.insert(request.id, state);
+    }
+
+    /// A request ended.
+    pub fn release(&mut self, id: RequestId) {
+        self.states.remove(&id);
+    }
+
+    /// Sequences with a sampling state.
+    pub fn num_sequences(&self) -> usize {
+        self.states.len()
+    }
+
+    /// One token for each row of `logits` (`[rows, vocab]`), row `i` being sequence `ids[i]`.
+    pub fn sample(&mut self, logits: &Tensor, ids: &[RequestId]) -> Result<Vec<SampledToken>> {
+        // On the CPU the host pipeline is the device; elsewhere plain-greedy rows stay there.
+        let greedy_on_device = !logits.device().is_cpu();
+        self.sample_rows_of(logits, ids, greedy_on_device)
+    }
+
+    fn sample_rows_of(
+        &mut self,
+        logits: &Tensor,
+        ids: &[RequestId],
+        greedy_on_device: bool,
+    ) -> Result<Vec<SampledToken>> {
+        let (num_rows, vocab_size) = logits.dims2()?;
+        if num_rows != ids.len() {
+            return Err(EngineError::Execution(format!(
+                "{num_rows} logits rows for {} sampling sequences",
+                ids.len()
+            )));
+        }
+        let mut states = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.states.remove(id) {
+                Some(state) => states.push(state),
+                None => {
+                    self.put_back(ids, states);
+                    return Err(EngineError::Execution(format!(
+                        "no sampling state for request {}",
+                        id.0
+                    )));
+                }
+            }
+        }
+        let sampled = sample_rows(logits, &mut states, vocab_size, greedy_on_device);
+        self.put_back(ids, states);
+        sampled
+    }
+
+    /// Returns the states taken for a step (the first `states.len()` of `ids`).
+    fn put_back(&mut self, ids: &[RequestId], states: Vec<SequenceSamplingState>) {
+        for (id, state) in ids.iter().zip(states) {
+            self.states.insert(*id, state);
+        }
+    }
+}
+
+fn sample_rows(
+    logits: &Tensor,
+    states: &mut [SequenceSamplingState],
+    vocab_size: usize,
+    greedy_on_device: bool,
+) -> Result<Vec<SampledToken>> {
+    let logits = logits.to_dtype(DType::F32)?;
+    let greedy_rows: Vec<usize> = if greedy_on_device {
+        (0..states.len())
+            .filter(|&i| states[i].is_plain_greedy())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut tokens: Vec<Option<SampledToken>> = vec![None; states.len()];
+    if !greedy_rows.is_empty() {
+        let argmax = logits.argmax(D::Minus1)?.to_vec1::<u32>()?;
+        for &row in &greedy_rows {
+            states[row].record(argmax[row]);
+            tokens[row] = Some(SampledToken::chosen(argmax[row]));
+        }
+    }
+    let host_rows: Vec<usize> = (0..states.len()).filter(|&i| tokens[i].is_none()).collect();
+    if !host_rows.is_empty() {
+        let values = host_values(&logits, &host_rows, states.len())?;
+        let mut host_states: Vec<(usize, &mut SequenceSamplingState)> = states
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| tokens[*i].is_none())
+            .collect();
+        let sampled: Vec<Result<(usize, SampledToken)>> = host_states
+            .par_iter_mut()
+            .zip(values.par_chunks(vocab_size))
+            .map(|((row, state), row_logits)| {
+                SCRATCH.with(|scratch| {
+                    let token = state.sample(row_logits, &mut scratch.borrow_mut())?;
+                    Ok((*row, token))
+                })
+            })
+            .collect();
+        for result in sampled {
+            let (row, token) = result?;
+            tokens[row] = Some(token);
+        }
+    }
+    Ok(tokens.into_iter().flatten().collect())
+}
+
+/// The host copy of the rows to sample there: all of them as one copy, or only those rows.
+fn host_values(logits: &Tensor, rows: &[usize], num_rows: usize) -> Result<Vec<f32>> {
+    if rows.len() == num_rows {
+        return Ok(logits.flatten_all()?.to_vec1::<f32>()?);
+    }
+    let index: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+    let index = Tensor::new(index.as_slice(), logits.device())?;
+    Ok(logits
+        .index_select(&index, 0)?
+        .flatten_all()?
+        .to_vec1::<f32>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::Device;
+
+    use super::*;
+    use crate::request::{SamplingParams, StopConditions};
+
+    fn request(id: u64, sampling: SamplingParams, min_tokens: usize) -> EngineRequest {
+        let stop = StopConditions {
+            min_tokens,
+            ..StopConditions::default()
+        };
+        EngineRequest::new(RequestId(id), vec![1, 2, 3], sampling, stop)
+    }
+
+    /// Rows with distinct argmaxes; EOS (id 0) is the argmax of row 2.
+    fn logits(num_rows: usize, vocab_size: usize) -> Tensor {
+        let values: Vec<f32> = (0..num_rows * vocab_size)
+            .map(|i| ((i * 7919) % 1009) as f32 / 100.0)
+            .collect();
+        let mut values = values;
+        if num_rows > 2 {
+            values[2 * vocab_size] = 50.0;
+        }
+        Tensor::from_vec(values, (num_rows, vocab_size), &Device::Cpu).expect("tensor")
+    }
+
+    fn sampler(requests: &[EngineRequest]) -> BatchSampler {
+        let mut sampler = BatchSampler::new(vec![0]);
+        for request in requests {
+            sampler.add(request);
+        }
+        sampler
+    }
+
+    #[test]
+    fn device_argmax_rows_equal_the_host_pipeline() {
+        let seeded = |seed| SamplingParams {
+            temperature: 0.8,
+            top_p: 0.9,
+            seed: Some(seed),
+            ..SamplingParams::default()
+        };
+        let requests = vec![
+            request(1, SamplingParams::greedy(), 0),
+            request(2, seeded(5), 0),
+            // Greedy but EOS banned by min_tokens: must not be decided by the plain argmax.
+            request(3, SamplingParams::greedy(), 4),
+            request(
+                4,
+                SamplingParams {
+                    logprobs: Some(2),
+                    ..SamplingParams::greedy()
+                },
+                0,
+            ),
+            request(5, seeded(6), 0),
+        ];
+        let ids: Vec<RequestId> = requests.iter().map(|r| r.id).collect();
+        let logits = logits(5, 300);
+        let mut host = sampler(&requests);
+        let mut device = sampler(&requests);
+        for step in 0..6 {
+            let a = host.sample_rows_of(&logits, &ids, false).expect("host");
+            let b = device.sample_rows_of(&logits, &ids, true).expect("device");
+            assert_eq!(a, b);
+            // EOS is banned before min_tokens (4), and the row's argmax once allowed.
+            assert_eq!(a[2].token_id == 0, step >= 4, "step {step}");
+            assert!(a[3].logprob.is_some() && a[3].top_logprobs.len() == 2);
+        }
+    }
+
+    #[test]
+    fn unknown_sequences_and_row_mismatches_are_errors_that_keep_the_states() {
+        let requests = vec![request(1, SamplingParams::greedy(), 0)];
+        let mut batch = sampler(&requests);
+        let logits = logits(1, 10);
+        assert!(batch.sample(&logits, &[RequestId(9)]).is_err());
+        assert!(batch
+            .sample(&logits, &[RequestId(1), RequestId(1)])
+            .is_err());
+        assert_eq!(batch.num_sequences(), 1);
+        assert_eq!(
+            batch.sample(&logits, &[RequestId(1)]).expect("known").len(),
+            1
+        );
+        batch.release(RequestId(1));
+        assert_eq!(batch.num_sequences(), 0);
+    }
+}

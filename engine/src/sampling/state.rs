@@ -1,0 +1,92 @@
+//! What sampling needs to remember about one sequence between steps, kept by the executor that
+//! samples (its `add_request`/`release` give it the lifecycle): the sampler (parameters, seeded
+//! RNG), the tokens the penalties look at, and what `min_tokens` bans.
+
+use super::sampler::{SampledToken, SamplerScratch, SamplingContext, SequenceSampler};
+use crate::error::Result;
+use crate::request::{EngineRequest, SamplingParams};
+
+/// One sequence's sampling state.
+#[derive(Debug)]
+pub struct SequenceSamplingState {
+    sampler: SequenceSampler,
+    /// The prompt, kept only when the repetition penalty needs it.
+    prompt_tokens: Vec<u32>,
+    /// Every token sampled so far (kept across preemption: recomputation does not resample).
+    output_tokens: Vec<u32>,
+    /// Banned while fewer than `min_tokens` tokens were generated: stop ids, and the EOS ids
+    /// unless `ignore_eos`.
+    banned_until_min_tokens: Vec<u32>,
+    min_tokens: usize,
+}
+
+impl SequenceSamplingState {
+    /// The state of an admitted request. Its seed should be resolved by now (an unseeded request
+    /// would draw with seed 0).
+    pub fn new(request: &EngineRequest, eos_token_ids: &[u32]) -> Self {
+        let params = &request.sampling;
+        let prompt_tokens = if params.repetition_penalty != 1.0 {
+            request.prompt.clone()
+        } else {
+            Vec::new()
+        };
+        let mut banned = request.stop.stop_token_ids.clone();
+        if !request.stop.ignore_eos {
+            banned.extend_from_slice(eos_token_ids);
+        }
+        Self {
+            sampler: SequenceSampler::new(params, 0),
+            prompt_tokens,
+            output_tokens: Vec::new(),
+            banned_until_min_tokens: banned,
+            min_tokens: request.stop.min_tokens,
+        }
+    }
+
+    pub fn params(&self) -> &SamplingParams {
+        self.sampler.params()
+    }
+
+    /// Whether this step's token is the argmax of the raw row: greedy, nothing banned, no bias,
+    /// no penalty, no log-probabilities asked for. Such rows can be decided where the logits are.
+    pub fn is_plain_greedy(&self) -> bool {
+        let params = self.params();
+        params.is_greedy()
+            && params.logprobs.is_none()
+            && params.logit_bias.is_empty()
+            && params.repetition_penalty == 1.0
+            && params.presence_penalty == 0.0
+            && params.frequency_penalty == 0.0
+            && self.banned_now().is_empty()
+    }
+
+    fn banned_now(&self) -> &[u32] {
+        if self.output_tokens.len() < self.min_tokens {
+            &self.banned_until_min_tokens
+        } else {
+            &[]
+        }
+    }
+
+    /// Samples this step's token from the sequence's row of logits, and remembers it.
+    pub fn sample(&mut self, logits: &[f32], scratch: &mut SamplerScratch) -> Result<SampledToken> {
+        let banned: &[u32] = if self.output_tokens.len() < self.min_tokens {
+            &self.banned_until_min_tokens
+        } else {
+            &[]
+        };
+        let ctx = SamplingContext {
+            prompt_tokens: &self.prompt_tokens,
+            output_tokens: &self.output_tokens,
+            banned_token_ids: banned,
+        };
+        let sampled = self.sampler.sample(logits, &ctx, scratch)?;
+        self.output_tokens.push(sampled.token_id);
+        Ok(sampled)
+    }
+
+    /// Remembers a token decided elsewhere (a plain-greedy row's device argmax).
+    pub fn record(&mut self, token_id: u32) {
+        self.output_tokens.push(token_id);
+    }
+}
