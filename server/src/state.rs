@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use pagoda_engine::{EngineHandle, EngineRequest};
 
-use crate::chat_prompt::ChatPolicy;
+use crate::chat_prompt::{chat_prompt_ids, ChatPolicy};
 use crate::listener::HttpLimits;
 use crate::metrics::Metrics;
 use crate::openai::admission::Admission;
 use crate::openai::choice::{ChoiceContext, ChoiceRun, Submission};
 use crate::openai::error::ApiError;
 use crate::openai::params::{GenerationParams, ParamDefaults};
-use crate::template::ChatTemplate;
+use crate::template::{ChatMessage, ChatTemplate};
 use crate::tokenizer::TextTokenizer;
 use crate::watchdog::EngineHealth;
 
@@ -100,6 +100,24 @@ impl AppState {
                 ..ApiError::not_found(format!("The model `{name}` does not exist."))
             }),
         }
+    }
+
+    /// The prompt ids of a conversation, under this server's chat policy (blocking: call it off
+    /// the async threads).
+    pub fn chat_prompt_ids(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+        add_special_tokens: bool,
+    ) -> Result<Vec<u32>, ApiError> {
+        chat_prompt_ids(
+            &self.template,
+            &self.tokenizer,
+            &self.chat_policy,
+            messages,
+            add_generation_prompt,
+            add_special_tokens,
+        )
     }
 
     pub fn is_draining(&self) -> bool {

@@ -161,23 +161,25 @@ impl TextTokenizer {
     /// Token ids of `text`. Special tokens written in the text (e.g. `<|im_start|>`) are matched
     /// whole. With `add_special_tokens`, BOS is prepended when the model asks for it.
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>> {
-        let encoding = self.inner.encode_fast(text, add_special_tokens)?;
-        let ids = encoding.get_ids();
-        match self.bos_token_id {
-            Some(bos) if add_special_tokens && self.add_bos_token => {
-                Ok(std::iter::once(bos).chain(ids.iter().copied()).collect())
-            }
-            _ => Ok(ids.to_vec()),
-        }
+        self.encode_with(&self.inner, text, add_special_tokens)
     }
 
     /// Token ids of `text` with any special-token text in it read as ordinary text (e.g.
     /// `<|im_end|>` becomes `<`, `|`, `im`, ... never the control token).
     pub fn encode_as_text(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>> {
-        let encoding = self.text_only.encode_fast(text, add_special_tokens)?;
+        self.encode_with(&self.text_only, text, add_special_tokens)
+    }
+
+    fn encode_with(
+        &self,
+        tokenizer: &Tokenizer,
+        text: &str,
+        add_special: bool,
+    ) -> Result<Vec<u32>> {
+        let encoding = tokenizer.encode_fast(text, add_special)?;
         let ids = encoding.get_ids();
         match self.bos_token_id {
-            Some(bos) if add_special_tokens && self.add_bos_token => {
+            Some(bos) if add_special && self.add_bos_token => {
                 Ok(std::iter::once(bos).chain(ids.iter().copied()).collect())
             }
             _ => Ok(ids.to_vec()),

@@ -5,7 +5,6 @@ use axum::response::Response;
 use axum::Extension;
 use serde_json::Value;
 
-use crate::chat_prompt::chat_prompt_ids;
 use crate::middleware::RequestIdValue;
 use crate::openai::error::ApiError;
 use crate::openai::format::{ChatFormat, ResponseMeta};
@@ -45,17 +44,8 @@ pub async fn chat_completions(
     let prompt = {
         let state = state.clone();
         let messages = request.messages;
-        tokenize_blocking(move || {
-            chat_prompt_ids(
-                &state.template,
-                &state.tokenizer,
-                &state.chat_policy,
-                &messages,
-                add_generation_prompt,
-                false,
-            )
-        })
-        .await?
+        tokenize_blocking(move || state.chat_prompt_ids(&messages, add_generation_prompt, false))
+            .await?
     };
     record_accepted(&state, "chat", prompt.len(), &params);
     let runs = state

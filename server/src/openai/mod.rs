@@ -7,6 +7,7 @@ pub mod completions;
 pub mod error;
 pub mod format;
 pub mod json_body;
+pub mod logit_bias;
 pub mod params;
 pub mod requests;
 pub mod respond;

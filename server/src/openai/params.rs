@@ -2,10 +2,10 @@
 //! number of choices. Every value is checked here, naming the field at fault.
 
 use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
-use pagoda_engine::request::MAX_LOGIT_BIAS;
 use pagoda_engine::{SamplingParams, StopConditions};
 
 use crate::openai::error::ApiError;
+use crate::openai::logit_bias::parse_logit_bias;
 use crate::openai::requests::CommonFields;
 
 /// The most choices one request may ask for.
@@ -88,43 +88,6 @@ impl GenerationParams {
     }
 }
 
-/// `logit_bias`: an object from token ids (as strings, as OpenAI sends them) to numbers in
-/// [-100, 100]. Ids are checked against the vocabulary by the engine.
-fn logit_bias(fields: &CommonFields) -> Result<Vec<(u32, f32)>, ApiError> {
-    let map = match &fields.logit_bias {
-        None | Some(serde_json::Value::Null) => return Ok(Vec::new()),
-        Some(serde_json::Value::Object(map)) => map,
-        Some(other) => {
-            return Err(ApiError::invalid(
-                "logit_bias",
-                format!("`logit_bias` must be an object mapping token ids to biases, got {other}"),
-            ))
-        }
-    };
-    map.iter()
-        .map(|(key, value)| {
-            let token_id = key.trim().parse::<u32>().map_err(|_| {
-                ApiError::invalid(
-                    "logit_bias",
-                    format!("`logit_bias` keys must be token ids, got {key:?}"),
-                )
-            })?;
-            let bias = value
-                .as_f64()
-                .filter(|b| (-MAX_LOGIT_BIAS as f64..=MAX_LOGIT_BIAS as f64).contains(b))
-                .ok_or_else(|| {
-                    ApiError::invalid(
-                        "logit_bias",
-                        format!(
-                            "`logit_bias[{key:?}]` must be a number in [-100, 100], got {value}"
-                        ),
-                    )
-                })?;
-            Ok((token_id, bias as f32))
-        })
-        .collect()
-}
-
 fn sampling_params(
     fields: &CommonFields,
     logprobs: Option<usize>,
@@ -160,7 +123,7 @@ fn sampling_params(
         frequency_penalty: fields.frequency_penalty.unwrap_or(0.0),
         seed,
         logprobs,
-        logit_bias: logit_bias(fields)?,
+        logit_bias: parse_logit_bias(fields.logit_bias.as_ref())?,
     };
     let unset = UnsetSampling {
         temperature: fields.temperature.is_none(),

@@ -5,7 +5,6 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::chat_prompt::chat_prompt_ids;
 use crate::openai::error::ApiError;
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
@@ -43,14 +42,8 @@ pub async fn tokenize(
                 .encode(&prompt, request.add_special_tokens.unwrap_or(true))?),
             (None, Some(messages)) => {
                 let add_generation_prompt = request.add_generation_prompt.unwrap_or(true);
-                chat_prompt_ids(
-                    &state.template,
-                    &state.tokenizer,
-                    &state.chat_policy,
-                    &messages,
-                    add_generation_prompt,
-                    request.add_special_tokens.unwrap_or(false),
-                )
+                let add_special_tokens = request.add_special_tokens.unwrap_or(false);
+                state.chat_prompt_ids(&messages, add_generation_prompt, add_special_tokens)
             }
             _ => Err(ApiError::invalid(
                 "prompt",
