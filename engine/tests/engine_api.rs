@@ -363,7 +363,20 @@ fn a_panicking_model_fails_its_step_but_not_the_engine() {
 
 #[test]
 fn dropping_a_stream_rejected_as_duplicate_leaves_the_original_running() {
-    let (_model, handle) = engine();
+    // The mock engine paces the original at 100 ms a token (5 s in all), so it is still running
+    // when the duplicates arrive microseconds after its first token, however fast the build.
+    let mock = pagoda_engine::MockConfig {
+        ttft: Duration::ZERO,
+        tpot: Duration::from_millis(100),
+        jitter: 0.0,
+        seed: 0,
+        output_len: pagoda_engine::MockOutputLen::MaxTokens,
+        output_token_ids: vec![10, 11, 12],
+        fail_after_tokens: None,
+        stall: None,
+    };
+    let model = pagoda_engine::models::ModelConfig::mock(256, vec![2], 256);
+    let handle = pagoda_engine::start_mock_engine(EngineConfig::default(), model, mock).unwrap();
     let id = handle.next_request_id();
     let mut long = greedy(50);
     long.1.max_tokens = Some(50);
