@@ -36,7 +36,7 @@ pub struct ConnectionTicket {
 
 impl Drop for ConnectionTicket {
     fn drop(&mut self) {
-        self.registry.lock().remove(&self.id);
+        self.registry.lock().remove(self.id);
     }
 }
 
@@ -49,14 +49,55 @@ struct Entry {
     evicting: bool,
 }
 
+/// The entries, and how many of them are not being evicted, full (`[0]`) and probe (`[1]`).
+#[derive(Debug, Default)]
+struct Connections {
+    entries: HashMap<u64, Entry>,
+    num_staying: [usize; 2],
+}
+
+impl Connections {
+    fn insert(&mut self, id: u64, entry: Entry) {
+        self.num_staying[usize::from(entry.probe_only)] += 1;
+        self.entries.insert(id, entry);
+    }
+
+    fn remove(&mut self, id: u64) {
+        if let Some(entry) = self.entries.remove(&id) {
+            if !entry.evicting {
+                self.num_staying[usize::from(entry.probe_only)] -= 1;
+            }
+        }
+    }
+
+    /// Tells the connection idle (or sending its head) the longest to close: among probe
+    /// connections (`Some(true)`), among full ones (`Some(false)`), or among all. Returns whether
+    /// there was one.
+    fn evict_longest_idle(&mut self, probe_only: Option<bool>) -> bool {
+        let oldest = self
+            .entries
+            .values_mut()
+            .filter(|e| !e.evicting && probe_only.is_none_or(|p| p == e.probe_only))
+            .filter_map(|e| e.clock.phase().since().map(|since| (since, e)))
+            .min_by_key(|(since, _)| *since);
+        let Some((_, entry)) = oldest else {
+            return false;
+        };
+        entry.evicting = true;
+        entry.evicted.notify_one();
+        self.num_staying[usize::from(entry.probe_only)] -= 1;
+        true
+    }
+}
+
 #[derive(Debug, Default)]
 struct RegistryInner {
-    entries: Mutex<HashMap<u64, Entry>>,
+    connections: Mutex<Connections>,
 }
 
 impl RegistryInner {
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Entry>> {
-        self.entries
+    fn lock(&self) -> MutexGuard<'_, Connections> {
+        self.connections
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -82,26 +123,18 @@ impl ConnectionRegistry {
     /// Number of connections open (those being evicted included).
     #[cfg(test)]
     pub fn num_open(&self) -> usize {
-        self.inner.lock().len()
+        self.inner.lock().entries.len()
     }
 
     /// Registers a connection accepted at `now`, making room if needed.
     pub fn admit(&self, now: Instant) -> Admission {
-        let mut entries = self.inner.lock();
-        let num_full = entries
-            .values()
-            .filter(|e| !e.probe_only && !e.evicting)
-            .count();
-        let has_room =
-            num_full < self.max_connections || evict_longest_idle(&mut entries, Some(false));
+        let mut connections = self.inner.lock();
+        let has_room = connections.num_staying[0] < self.max_connections
+            || connections.evict_longest_idle(Some(false));
         let probe_only = if has_room {
             false
-        } else if entries
-            .values()
-            .filter(|e| e.probe_only && !e.evicting)
-            .count()
-            < NUM_PROBE_CONNECTIONS
-            || evict_longest_idle(&mut entries, Some(true))
+        } else if connections.num_staying[1] < NUM_PROBE_CONNECTIONS
+            || connections.evict_longest_idle(Some(true))
         {
             true
         } else {
@@ -112,7 +145,7 @@ impl ConnectionRegistry {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let clock = ConnectionClock::new(now);
         let evicted = Arc::new(Notify::new());
-        entries.insert(
+        connections.insert(
             id,
             Entry {
                 clock: Arc::clone(&clock),
@@ -137,25 +170,7 @@ impl ConnectionRegistry {
     /// Asks the connection idle the longest to close (e.g. when file descriptors run out).
     /// Returns whether one was found.
     pub fn evict_one(&self) -> bool {
-        evict_longest_idle(&mut self.inner.lock(), None)
-    }
-}
-
-/// Tells the connection idle (or sending its head) the longest to close: among probe connections
-/// (`Some(true)`), among full ones (`Some(false)`), or among all. Returns whether there was one.
-fn evict_longest_idle(entries: &mut HashMap<u64, Entry>, probe_only: Option<bool>) -> bool {
-    let oldest = entries
-        .iter_mut()
-        .filter(|(_, e)| !e.evicting && probe_only.is_none_or(|p| p == e.probe_only))
-        .filter_map(|(_, e)| e.clock.phase().since().map(|since| (since, e)))
-        .min_by_key(|(since, _)| *since);
-    match oldest {
-        Some((_, entry)) => {
-            entry.evicting = true;
-            entry.evicted.notify_one();
-            true
-        }
-        None => false,
+        self.inner.lock().evict_longest_idle(None)
     }
 }
 
