@@ -234,6 +234,55 @@ mod tests {
     }
 
     #[test]
+    fn logprobs_are_the_raw_rows_log_softmax_within_1e_5() {
+        let sampling = SamplingParams {
+            temperature: 0.7,
+            repetition_penalty: 1.5,
+            // Forces token 3, which the raw logits do not rank in their top 3.
+            logit_bias: vec![(3, 100.0)],
+            logprobs: Some(3),
+            seed: Some(1),
+            ..SamplingParams::default()
+        };
+        let requests = vec![request(1, sampling, 2)];
+        let logits = logits(1, 500);
+        let row: Vec<f64> = logits
+            .flatten_all()
+            .and_then(|t| t.to_vec1::<f32>())
+            .expect("row")
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let log_total = row.iter().map(|l| (l - max).exp()).sum::<f64>().ln() + max;
+        let mut by_logit: Vec<usize> = (0..row.len()).collect();
+        by_logit.sort_by(|&a, &b| row[b].total_cmp(&row[a]).then(a.cmp(&b)));
+        let mut batch = sampler(&requests);
+        for _ in 0..5 {
+            let token = batch
+                .sample(&logits, &[RequestId(1)])
+                .expect("samples")
+                .remove(0);
+            let expected = row[token.token_id as usize] - log_total;
+            let logprob = f64::from(token.logprob.expect("asked for"));
+            assert!((logprob - expected).abs() < 1e-5, "{logprob} vs {expected}");
+            let top_ids: Vec<usize> = token
+                .top_logprobs
+                .iter()
+                .map(|&(id, _)| id as usize)
+                .collect();
+            assert_eq!(
+                top_ids,
+                by_logit[..3],
+                "penalties and bias do not touch the reported top-n"
+            );
+            for &(id, value) in &token.top_logprobs {
+                assert!((f64::from(value) - (row[id as usize] - log_total)).abs() < 1e-5);
+            }
+        }
+    }
+
+    #[test]
     fn unknown_sequences_and_row_mismatches_are_errors_that_keep_the_states() {
         let requests = vec![request(1, SamplingParams::greedy(), 0)];
         let mut batch = sampler(&requests);
