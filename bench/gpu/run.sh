@@ -4,7 +4,8 @@
 # working tree; no Rust, .git or network needed here). Weights are random
 # (`--load-format dummy`) in the published shapes of bench/gpu/make_dummy_model.py. In order, each
 # step logged to $OUT/<step>.log; a step that fails does not stop the next ones:
-#   gpu_tests     the CUDA test executables (.gpu-carry/bin/gpu_tests*), --test-threads=1 --nocapture
+#   gpu_tests     the CUDA test executables (.gpu-carry/bin/gpu_tests*), --test-threads=1 --nocapture,
+#                 with PAGODA_REQUIRE_GPU=1 (no silent skips) unless --smoke
 #   decode_bench  benchmark 1: gpu_decode_bench on the Llama-3.2-1B shape, decode step time for
 #                 batch sizes 1..256 at 512 tokens of context
 #   serve         benchmark 2: pagoda-server on the Llama-3.2-1B shape (bf16, --max-model-len 4096),
@@ -104,6 +105,10 @@ if [ "$SMOKE" = 1 ]; then
   SERVE_PROMPTS=8 SERVE_WARMUPS=4 SERVE_MAX_S=60
   SWEEP_RATES=2,4 SWEEP_DURATION_S=2 SWEEP_PROMPTS=8 SWEEP_REQUEST_TIMEOUT_S=30
   HEALTH_TIMEOUT_S=60
+fi
+# On the GPU machine a GPU test that cannot open the device fails instead of skipping.
+if [ "$SMOKE" = 0 ]; then
+  export PAGODA_REQUIRE_GPU=1
 fi
 [ -n "$RATES" ] && SWEEP_RATES=$RATES
 

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use candle_core::{DType, Tensor, D};
 use rayon::prelude::*;
 
+use super::filters::argmax;
 use super::sampler::{SampledToken, SamplerScratch};
 use super::state::SequenceSamplingState;
 use crate::error::{EngineError, Result};
@@ -107,45 +108,73 @@ fn sample_rows(
     greedy_on_device: bool,
 ) -> Result<Vec<SampledToken>> {
     let logits = logits.to_dtype(DType::F32)?;
-    let greedy_rows: Vec<usize> = if greedy_on_device {
-        (0..states.len())
-            .filter(|&i| states[i].is_plain_greedy())
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let plain: Vec<bool> = states
+        .iter()
+        .map(SequenceSamplingState::is_plain_greedy)
+        .collect();
     let mut tokens: Vec<Option<SampledToken>> = vec![None; states.len()];
-    if !greedy_rows.is_empty() {
+    if greedy_on_device && plain.contains(&true) {
         let argmax = logits.argmax(D::Minus1)?.to_vec1::<u32>()?;
-        for &row in &greedy_rows {
-            states[row].record(argmax[row]);
-            tokens[row] = Some(SampledToken::chosen(argmax[row]));
+        for row in (0..states.len()).filter(|&row| plain[row]) {
+            tokens[row] = Some(decide(&mut states[row], argmax[row]));
         }
     }
     let host_rows: Vec<usize> = (0..states.len()).filter(|&i| tokens[i].is_none()).collect();
     if !host_rows.is_empty() {
         let values = host_values(&logits, &host_rows, states.len())?;
-        let mut host_states: Vec<(usize, &mut SequenceSamplingState)> = states
-            .iter_mut()
-            .enumerate()
-            .filter(|(i, _)| tokens[*i].is_none())
-            .collect();
-        let sampled: Vec<Result<(usize, SampledToken)>> = host_states
-            .par_iter_mut()
-            .zip(values.par_chunks(vocab_size))
-            .map(|((row, state), row_logits)| {
-                SCRATCH.with(|scratch| {
-                    let token = state.sample(row_logits, &mut scratch.borrow_mut())?;
-                    Ok((*row, token))
-                })
-            })
-            .collect();
-        for result in sampled {
-            let (row, token) = result?;
-            tokens[row] = Some(token);
+        // Plain-greedy rows on the host: the row's argmax, no copy and no thread hand-off.
+        for (row_logits, &row) in values.chunks(vocab_size).zip(&host_rows) {
+            if plain[row] {
+                let token_id = argmax(row_logits).map_or(0, |index| index as u32);
+                tokens[row] = Some(decide(&mut states[row], token_id));
+            }
         }
+        sample_in_parallel(states, &mut tokens, &values, &host_rows, vocab_size)?;
     }
     Ok(tokens.into_iter().flatten().collect())
+}
+
+/// A token decided without the pipeline (a plain-greedy row), remembered by its sequence.
+fn decide(state: &mut SequenceSamplingState, token_id: u32) -> SampledToken {
+    state.record(token_id);
+    SampledToken::chosen(token_id)
+}
+
+/// The rows still undecided go through their sequences' pipelines, in parallel. `values` holds
+/// the rows of `host_rows`, in that order.
+fn sample_in_parallel(
+    states: &mut [SequenceSamplingState],
+    tokens: &mut [Option<SampledToken>],
+    values: &[f32],
+    host_rows: &[usize],
+    vocab_size: usize,
+) -> Result<()> {
+    let mut work: Vec<(usize, &mut SequenceSamplingState, &[f32])> = Vec::new();
+    let mut chunks = values.chunks(vocab_size).zip(host_rows).peekable();
+    for (row, state) in states.iter_mut().enumerate() {
+        while chunks.peek().is_some_and(|&(_, &r)| r < row) {
+            chunks.next();
+        }
+        if let Some(&(row_logits, &r)) = chunks.peek() {
+            if r == row && tokens[row].is_none() {
+                work.push((row, state, row_logits));
+            }
+        }
+    }
+    let sampled: Vec<Result<(usize, SampledToken)>> = work
+        .par_iter_mut()
+        .map(|(row, state, row_logits)| {
+            SCRATCH.with(|scratch| {
+                let token = state.sample(row_logits, &mut scratch.borrow_mut())?;
+                Ok((*row, token))
+            })
+        })
+        .collect();
+    for result in sampled {
+        let (row, token) = result?;
+        tokens[row] = Some(token);
+    }
+    Ok(())
 }
 
 /// The host copy of the rows to sample there: all of them as one copy, or only those rows.
