@@ -416,7 +416,10 @@ step_serve() {
 step_sweep() {
   need pagoda-server
   need pagoda-bench
-  local model port=$((PORT + 1))
+  local model port
+  # A port free right now: PORT + 1 may be some client's ephemeral port (seen in the CPU
+  # rehearsal, where tests run servers and clients side by side).
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   model=$(make_model "$SWEEP_SHAPE")
   trap 'stop_server sweep' EXIT
   start_server sweep "$model" "$port" --no-enable-prefix-caching
