@@ -6,6 +6,8 @@ use serde_json::{json, Value};
 
 use super::api::Reply;
 
+mod front_door;
+
 pub const CHAT: &str = "/v1/chat/completions";
 pub const COMPLETIONS: &str = "/v1/completions";
 
@@ -161,124 +163,10 @@ pub fn corpus(vocab_size: u32) -> Vec<Case> {
     cases.extend(unsupported_cases());
     cases.extend(routing_cases());
     cases.extend(prompt_cases(vocab_size));
-    cases.extend(media_type_cases());
-    cases.extend(logit_bias_cases(vocab_size));
-    cases.extend(role_cases());
+    cases.extend(front_door::media_type_cases());
+    cases.extend(front_door::logit_bias_cases(vocab_size));
+    cases.extend(front_door::role_cases());
     cases
-}
-
-/// A valid chat body sent with `content_type` (none when `None`).
-fn chat_as(name: &str, content_type: Option<&str>) -> Case {
-    Case {
-        headers: content_type
-            .map(|t| vec![("content-type", t.to_string())])
-            .unwrap_or_default(),
-        ..Case::json(name, CHAT, valid_chat(), 415, Some("Content-Type"))
-    }
-}
-
-/// Bodies a browser can send without a CORS preflight, and bodies with bytes after the JSON.
-fn media_type_cases() -> Vec<Case> {
-    vec![
-        chat_as("text/plain body", Some("text/plain")),
-        chat_as("form body", Some("application/x-www-form-urlencoded")),
-        chat_as("multipart body", Some("multipart/form-data; boundary=x")),
-        chat_as("no content-type", None),
-        Case {
-            headers: vec![("content-type", "text/plain;charset=UTF-8".into())],
-            ..Case::json(
-                "text/plain completion",
-                COMPLETIONS,
-                valid_completion(),
-                415,
-                Some("Content-Type"),
-            )
-        },
-        Case {
-            headers: vec![("content-type", "text/plain".into())],
-            ..Case::json(
-                "text/plain tokenize",
-                "/tokenize",
-                json!({"prompt": "hi"}),
-                415,
-                Some("Content-Type"),
-            )
-        },
-        Case::raw(
-            "trailing garbage after the JSON",
-            CHAT,
-            br#"{"messages":[{"role":"user","content":"hi"}],"max_tokens":4} garbage"#,
-            400,
-            Some("body"),
-        ),
-        Case::raw(
-            "two JSON objects",
-            COMPLETIONS,
-            br#"{"prompt":"hi","max_tokens":4}{"prompt":"again"}"#,
-            400,
-            Some("body"),
-        ),
-    ]
-}
-
-fn logit_bias_cases(vocab_size: u32) -> Vec<Case> {
-    let out_of_vocab = json!({ vocab_size.to_string(): 5 });
-    vec![
-        Case::chat(
-            "logit_bias a string",
-            json!({"logit_bias": "x"}),
-            "logit_bias",
-        ),
-        Case::chat(
-            "logit_bias a list",
-            json!({"logit_bias": [1, 2]}),
-            "logit_bias",
-        ),
-        Case::chat(
-            "logit_bias key not an id",
-            json!({"logit_bias": {"a": 1}}),
-            "logit_bias",
-        ),
-        Case::chat(
-            "logit_bias value a string",
-            json!({"logit_bias": {"1": "5"}}),
-            "logit_bias",
-        ),
-        Case::chat(
-            "logit_bias over 100",
-            json!({"logit_bias": {"1": 100.5}}),
-            "logit_bias",
-        ),
-        Case::completion(
-            "logit_bias under -100",
-            json!({"logit_bias": {"1": -101}}),
-            "logit_bias",
-        ),
-        Case::chat(
-            "logit_bias id beyond the vocabulary",
-            json!({"logit_bias": out_of_vocab}),
-            "logit_bias",
-        ),
-        Case::completion(
-            "logit_bias id beyond the vocabulary (completions)",
-            json!({"logit_bias": out_of_vocab}),
-            "logit_bias",
-        ),
-    ]
-}
-
-/// Roles outside OpenAI's set, the template's own markup among them.
-fn role_cases() -> Vec<Case> {
-    ["<|im_start|>", "system\n", "ass\u{0}istant", "", "USER", "narrator"]
-        .into_iter()
-        .map(|role| {
-            Case::chat(
-                &format!("role {role:?}"),
-                json!({"messages": [{"role": "user", "content": "hi"}, {"role": role, "content": "x"}]}),
-                "messages[1].role",
-            )
-        })
-        .collect()
 }
 
 fn syntax_cases() -> Vec<Case> {
