@@ -14,6 +14,10 @@ use crate::openai::error::ApiError;
 use crate::openai::{chat, completions, tokenize};
 use crate::state::SharedState;
 
+/// The routes that need no API key, for probes and scrapers (also the only ones a connection
+/// past `--max-connections` may use).
+pub const OPEN_PATHS: [&str; 3] = ["/health", "/metrics", "/version"];
+
 /// The whole API. `state.http_limits` bounds every body (413 past it).
 pub fn router(state: SharedState) -> Router {
     let max_request_body_bytes = state.http_limits.max_request_body_bytes;
@@ -29,9 +33,9 @@ pub fn router(state: SharedState) -> Router {
             require_api_key,
         ));
     let open = Router::new()
-        .route("/health", get(health))
-        .route("/metrics", get(metrics))
-        .route("/version", get(version));
+        .route(OPEN_PATHS[0], get(health))
+        .route(OPEN_PATHS[1], get(metrics))
+        .route(OPEN_PATHS[2], get(version));
     protected
         .merge(open)
         .fallback(not_found)

@@ -106,7 +106,7 @@ impl Connection {
         let clock = Arc::clone(&ticket.clock);
         let io = TokioIo::new(ClockedIo::new(stream, Arc::clone(&clock)));
         let service = ConnectionService {
-            app: self.app.clone(),
+            app: self.app,
             clock: Arc::clone(&clock),
             probe_only,
         };

@@ -17,9 +17,7 @@ use tower::ServiceExt;
 
 use super::clock::{ConnectionClock, InFlight};
 use crate::openai::error::ApiError;
-
-/// Routes a probe connection may use.
-const PROBE_PATHS: &[&str] = &["/health", "/metrics", "/version"];
+use crate::routes::OPEN_PATHS;
 
 /// Serves one connection's requests.
 #[derive(Debug, Clone)]
@@ -36,7 +34,7 @@ impl hyper::service::Service<Request<Incoming>> for ConnectionService {
 
     fn call(&self, request: Request<Incoming>) -> Self::Future {
         let in_flight = self.clock.start_request();
-        if self.probe_only && !PROBE_PATHS.contains(&request.uri().path()) {
+        if self.probe_only && !OPEN_PATHS.contains(&request.uri().path()) {
             let response = at_connection_limit().into_response();
             return Box::pin(std::future::ready(Ok(track(response, in_flight))));
         }
