@@ -57,7 +57,7 @@ pub async fn run_batch(
             SamplingParams::greedy(),
             stop,
         );
-        streams.push(handle.submit(request)?);
+        streams.push(handle.submit(handle.validate(request)?)?);
     }
     let mut usages = Vec::with_capacity(streams.len());
     for stream in streams {

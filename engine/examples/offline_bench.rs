@@ -73,7 +73,10 @@ fn run_one(
         stop,
     );
     let start = request.arrival;
-    let mut stream = handle.submit(request).map_err(|e| e.to_string())?;
+    let mut stream = handle
+        .validate(request)
+        .and_then(|r| handle.submit(r))
+        .map_err(|e| e.to_string())?;
     let (mut first, mut last, mut count) = (None, start, 0u32);
     while let Some(event) = stream.blocking_next() {
         match event {

@@ -25,7 +25,10 @@ fn ttft(handle: &EngineHandle, prompt: Vec<u32>) -> Result<Duration, String> {
         stop,
     );
     let sent = request.arrival;
-    let mut stream = handle.submit(request).map_err(|e| e.to_string())?;
+    let mut stream = handle
+        .validate(request)
+        .and_then(|r| handle.submit(r))
+        .map_err(|e| e.to_string())?;
     match stream.blocking_next() {
         Some(TokenEvent::Token(token)) => Ok(token.at - sent),
         Some(TokenEvent::Error(e)) => Err(e.to_string()),

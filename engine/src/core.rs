@@ -16,11 +16,11 @@ use crate::error::{EngineError, Result};
 use crate::events::{FinishReason, TokenEvent};
 use crate::handle::{EngineCommand, EngineInfo, EngineStats};
 use crate::kv::KvCacheManager;
-use crate::request::{EngineRequest, RequestId};
+use crate::request::RequestId;
 use crate::runner::{StepExecutor, StepOutput};
 use crate::scheduler::{Scheduler, SchedulerLimits, StepUpdate};
 use crate::sequence::Sequence;
-use crate::validate::RequestLimits;
+use crate::validate::{RequestLimits, ValidRequest};
 
 type Built = (
     EngineCore,
@@ -113,9 +113,7 @@ impl EngineCore {
     /// Applies one command; returns false on shutdown.
     fn handle(&mut self, command: EngineCommand) -> bool {
         match command {
-            EngineCommand::Submit(request, max_output_tokens, events) => {
-                self.admit(*request, max_output_tokens, events)
-            }
+            EngineCommand::Submit(request, events) => self.admit(*request, events),
             EngineCommand::Abort(id) => self.abort(id),
             EngineCommand::AbortOwned(id, owner) => {
                 if self
@@ -137,12 +135,8 @@ impl EngineCore {
         true
     }
 
-    fn admit(
-        &mut self,
-        request: EngineRequest,
-        max_output_tokens: usize,
-        events: UnboundedSender<TokenEvent>,
-    ) {
+    fn admit(&mut self, request: ValidRequest, events: UnboundedSender<TokenEvent>) {
+        let (request, max_output_tokens) = request.into_parts();
         if self.streams.contains_key(&request.id) || self.scheduler.contains(request.id) {
             let _ = events.send(TokenEvent::Error(EngineError::DuplicateRequest(
                 request.id.0,

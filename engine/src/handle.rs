@@ -12,12 +12,12 @@ use crate::error::EngineError;
 use crate::events::TokenEvent;
 use crate::models::ModelConfig;
 use crate::request::{EngineRequest, RequestId};
-use crate::validate::RequestLimits;
+use crate::validate::{RequestLimits, ValidRequest};
 
 /// What the engine thread is told.
 #[derive(Debug)]
 pub enum EngineCommand {
-    Submit(Box<EngineRequest>, usize, UnboundedSender<TokenEvent>),
+    Submit(Box<ValidRequest>, UnboundedSender<TokenEvent>),
     Abort(RequestId),
     /// Sent when a stream is dropped early: aborts the request only if that stream still owns it
     /// (a stream rejected as a duplicate must not cancel the request that holds the id).
@@ -110,18 +110,19 @@ impl EngineHandle {
         RequestId(self.next_request_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// Validates and queues a request. Errors come back here, before anything is queued.
-    pub fn submit(&self, request: EngineRequest) -> Result<RequestStream, EngineError> {
-        let max_output_tokens = self.limits.validate(&request)?;
+    /// Checks a request against this engine's model and limits: the only way to a
+    /// [`ValidRequest`]. Errors name the field at fault.
+    pub fn validate(&self, request: EngineRequest) -> Result<ValidRequest, EngineError> {
+        self.limits.validate(request)
+    }
+
+    /// Queues a checked request; its events arrive on the returned stream.
+    pub fn submit(&self, request: ValidRequest) -> Result<RequestStream, EngineError> {
         let (events_tx, events_rx) = unbounded_channel();
         let owner = events_tx.downgrade();
-        let id = request.id;
+        let id = request.id();
         self.commands
-            .send(EngineCommand::Submit(
-                Box::new(request),
-                max_output_tokens,
-                events_tx,
-            ))
+            .send(EngineCommand::Submit(Box::new(request), events_tx))
             .map_err(|_| EngineError::ShutDown)?;
         Ok(RequestStream {
             id,

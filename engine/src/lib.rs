@@ -3,6 +3,7 @@
 //! Start one with [`start_engine`], then drive it through the [`EngineHandle`] it returns;
 //! [`start_mock_engine`] starts the same engine with no model, streaming tokens on a clock.
 
+pub mod args;
 pub mod attention;
 pub mod batch;
 pub mod config;
@@ -25,6 +26,7 @@ pub mod start;
 pub mod testing;
 pub mod validate;
 
+pub use args::EngineArgs;
 pub use config::EngineConfig;
 pub use device::DeviceSpec;
 pub use error::{EngineError, Result};
@@ -33,3 +35,4 @@ pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};
 pub use mock::{start_mock_engine, MockConfig, MockOutputLen, MockStall};
 pub use request::{EngineRequest, RequestId, SamplingParams, StopConditions};
 pub use start::{start_engine, start_engine_with_executor, start_engine_with_model};
+pub use validate::ValidRequest;

@@ -1,8 +1,45 @@
-//! Admission checks, run in the caller's thread so a bad request fails at `submit`, never
-//! reaching (or blocking) the queue.
+//! The one place a request is checked: [`RequestLimits::validate`] turns an [`EngineRequest`]
+//! into a [`ValidRequest`], the only kind the engine queues. It runs in the caller's thread
+//! (through `EngineHandle::validate`), so a bad request fails before it reaches the queue.
 
 use crate::error::EngineError;
-use crate::request::EngineRequest;
+use crate::request::{EngineRequest, RequestId};
+
+/// A request that passed every check, with the most tokens it may generate. Only
+/// [`RequestLimits::validate`] makes one, so the engine never re-checks what it queues.
+#[derive(Debug, Clone)]
+pub struct ValidRequest {
+    request: EngineRequest,
+    max_output_tokens: usize,
+}
+
+impl ValidRequest {
+    pub fn request(&self) -> &EngineRequest {
+        &self.request
+    }
+
+    pub fn id(&self) -> RequestId {
+        self.request.id
+    }
+
+    /// The most tokens this request may generate (`max_tokens`, or what the context leaves).
+    pub fn max_output_tokens(&self) -> usize {
+        self.max_output_tokens
+    }
+
+    /// The same request under another id and seed (one choice of several): neither changes
+    /// what was checked.
+    pub fn with_id_and_seed(&self, id: RequestId, seed: Option<u64>) -> Self {
+        let mut copy = self.clone();
+        copy.request.id = id;
+        copy.request.sampling.seed = seed;
+        copy
+    }
+
+    pub(crate) fn into_parts(self) -> (EngineRequest, usize) {
+        (self.request, self.max_output_tokens)
+    }
+}
 
 /// What a request is checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,8 +51,18 @@ pub struct RequestLimits {
 }
 
 impl RequestLimits {
-    /// Checks a request; returns its resolved most number of output tokens.
-    pub fn validate(&self, request: &EngineRequest) -> Result<usize, EngineError> {
+    /// Checks a request once: its token ids against the vocabulary, its sampling and stop
+    /// parameters, and its length against the context and the whole KV cache.
+    pub fn validate(&self, request: EngineRequest) -> Result<ValidRequest, EngineError> {
+        let max_output_tokens = self.max_output_tokens(&request)?;
+        Ok(ValidRequest {
+            request,
+            max_output_tokens,
+        })
+    }
+
+    /// The request's resolved most number of output tokens, or what is wrong with it.
+    fn max_output_tokens(&self, request: &EngineRequest) -> Result<usize, EngineError> {
         let invalid =
             |field: &'static str, message: String| EngineError::InvalidRequest { field, message };
         let num_prompt = request.prompt.len();
@@ -141,17 +188,19 @@ mod tests {
 
     #[test]
     fn accepts_and_resolves_max_tokens() {
-        assert_eq!(LIMITS.validate(&request(vec![1, 2], Some(10))), Ok(10));
+        let max_output =
+            |limits: RequestLimits, r| limits.validate(r).map(|valid| valid.max_output_tokens());
+        assert_eq!(max_output(LIMITS, request(vec![1, 2], Some(10))), Ok(10));
         let unbounded = RequestLimits {
             kv_capacity_tokens: 1000,
             ..LIMITS
         };
-        assert_eq!(unbounded.validate(&request(vec![1, 2], None)), Ok(62));
+        assert_eq!(max_output(unbounded, request(vec![1, 2], None)), Ok(62));
     }
 
     #[test]
     fn rejects_bad_input_with_the_field_named() {
-        let field_of = |r: EngineRequest| match LIMITS.validate(&r) {
+        let field_of = |r: EngineRequest| match LIMITS.validate(r) {
             Err(EngineError::InvalidRequest { field, .. }) => field,
             other => panic!("expected invalid request, got {other:?}"),
         };
@@ -177,22 +226,22 @@ mod tests {
         }
         let mut fine = request(vec![1], Some(1));
         fine.sampling.logit_bias = vec![(0, -100.0), (99, 100.0)];
-        assert!(LIMITS.validate(&fine).is_ok());
+        assert!(LIMITS.validate(fine).is_ok());
     }
 
     #[test]
     fn rejects_requests_that_can_never_fit() {
         assert!(matches!(
-            LIMITS.validate(&request(vec![1; 64], Some(1))),
+            LIMITS.validate(request(vec![1; 64], Some(1))),
             Err(EngineError::RequestTooLarge(_))
         ));
         assert!(matches!(
-            LIMITS.validate(&request(vec![1; 10], Some(60))),
+            LIMITS.validate(request(vec![1; 10], Some(60))),
             Err(EngineError::RequestTooLarge(_))
         ));
         // Fits max_model_len (64) but not the cache (48 tokens).
         assert!(
-            matches!(LIMITS.validate(&request(vec![1; 10], Some(50))), Err(EngineError::RequestTooLarge(m)) if m.contains("KV cache"))
+            matches!(LIMITS.validate(request(vec![1; 10], Some(50))), Err(EngineError::RequestTooLarge(m)) if m.contains("KV cache"))
         );
     }
 }

@@ -159,7 +159,8 @@ fn abort_and_dropped_streams_free_their_blocks() {
     let mut long = greedy(200);
     long.1.max_tokens = Some(200);
     let mut stream = handle
-        .submit(request(&handle, vec![9; 40], long.clone()))
+        .validate(request(&handle, vec![9; 40], long.clone()))
+        .and_then(|r| handle.submit(r))
         .unwrap();
     for _ in 0..3 {
         assert!(matches!(stream.blocking_next(), Some(TokenEvent::Token(_))));
@@ -180,7 +181,8 @@ fn abort_and_dropped_streams_free_their_blocks() {
 
     // Dropping a stream mid-way (client gone) aborts it too.
     let mut dropped = handle
-        .submit(request(&handle, vec![9; 40], long.clone()))
+        .validate(request(&handle, vec![9; 40], long.clone()))
+        .and_then(|r| handle.submit(r))
         .unwrap();
     assert!(matches!(
         dropped.blocking_next(),
@@ -191,7 +193,8 @@ fn abort_and_dropped_streams_free_their_blocks() {
     let queued: Vec<_> = (0..20)
         .map(|_| {
             handle
-                .submit(request(&handle, vec![9; 40], long.clone()))
+                .validate(request(&handle, vec![9; 40], long.clone()))
+                .and_then(|r| handle.submit(r))
                 .unwrap()
         })
         .collect();
@@ -211,7 +214,10 @@ fn abort_and_dropped_streams_free_their_blocks() {
 #[test]
 fn bad_requests_are_rejected_at_submit_and_the_engine_keeps_serving() {
     let (_model, handle) = engine();
-    let field = |prompt: Vec<u32>, params| match handle.submit(request(&handle, prompt, params)) {
+    let field = |prompt: Vec<u32>, params| match handle
+        .validate(request(&handle, prompt, params))
+        .and_then(|r| handle.submit(r))
+    {
         Err(EngineError::InvalidRequest { field, .. }) => field.to_string(),
         Err(other) => format!("other: {other}"),
         Ok(_) => "accepted".into(),
@@ -233,11 +239,15 @@ fn bad_requests_are_rejected_at_submit_and_the_engine_keeps_serving() {
     assert_eq!(field(vec![1], stop), "stop_token_ids");
     assert_eq!(field(vec![1], greedy(0)), "max_tokens");
 
-    let too_long = handle.submit(request(&handle, vec![1; 200], greedy(100)));
+    let too_long = handle
+        .validate(request(&handle, vec![1; 200], greedy(100)))
+        .and_then(|r| handle.submit(r));
     assert!(
         matches!(too_long, Err(EngineError::RequestTooLarge(m)) if m.contains("max_model_len"))
     );
-    let whole_context = handle.submit(request(&handle, vec![1; 256], greedy(1)));
+    let whole_context = handle
+        .validate(request(&handle, vec![1; 256], greedy(1)))
+        .and_then(|r| handle.submit(r));
     assert!(matches!(
         whole_context,
         Err(EngineError::RequestTooLarge(_))
@@ -252,7 +262,9 @@ fn bad_requests_are_rejected_at_submit_and_the_engine_keeps_serving() {
     assert_eq!(handle.stats().num_waiting, 0);
     handle.shutdown();
     assert!(matches!(
-        handle.submit(request(&handle, vec![1], greedy(1))),
+        handle
+            .validate(request(&handle, vec![1], greedy(1)))
+            .and_then(|r| handle.submit(r)),
         Err(EngineError::ShutDown)
     ));
 }
@@ -343,7 +355,8 @@ fn a_panicking_model_fails_its_step_but_not_the_engine() {
     )
     .unwrap();
     let mut poisoned = handle
-        .submit(request(&handle, vec![1, 13, 2], greedy(4)))
+        .validate(request(&handle, vec![1, 13, 2], greedy(4)))
+        .and_then(|r| handle.submit(r))
         .unwrap();
     match poisoned.blocking_next() {
         Some(TokenEvent::Error(EngineError::Execution(message))) => {
@@ -382,14 +395,20 @@ fn dropping_a_stream_rejected_as_duplicate_leaves_the_original_running() {
     long.1.max_tokens = Some(50);
     let original =
         pagoda_engine::EngineRequest::new(id, vec![3; 20], long.0.clone(), long.1.clone());
-    let mut original_stream = handle.submit(original).unwrap();
+    let mut original_stream = handle
+        .validate(original)
+        .and_then(|r| handle.submit(r))
+        .unwrap();
     assert!(matches!(
         original_stream.blocking_next(),
         Some(TokenEvent::Token(_))
     ));
     let duplicate =
         pagoda_engine::EngineRequest::new(id, vec![4; 20], long.0.clone(), long.1.clone());
-    let mut duplicate_stream = handle.submit(duplicate).unwrap();
+    let mut duplicate_stream = handle
+        .validate(duplicate)
+        .and_then(|r| handle.submit(r))
+        .unwrap();
     assert!(matches!(
         duplicate_stream.blocking_next(),
         Some(TokenEvent::Error(EngineError::DuplicateRequest(_)))
@@ -397,12 +416,13 @@ fn dropping_a_stream_rejected_as_duplicate_leaves_the_original_running() {
     // A duplicate dropped before its error is read must not cancel the original either.
     drop(
         handle
-            .submit(pagoda_engine::EngineRequest::new(
+            .validate(pagoda_engine::EngineRequest::new(
                 id,
                 vec![5; 20],
                 long.0.clone(),
                 long.1,
             ))
+            .and_then(|r| handle.submit(r))
             .unwrap(),
     );
     drop(duplicate_stream);
@@ -428,7 +448,9 @@ fn min_tokens_beyond_what_may_be_generated_is_rejected() {
     let mut params = greedy(4);
     params.1.max_tokens = None;
     params.1.min_tokens = 300;
-    let result = handle.submit(request(&handle, vec![1; 10], params));
+    let result = handle
+        .validate(request(&handle, vec![1; 10], params))
+        .and_then(|r| handle.submit(r));
     assert!(
         matches!(
             result,

@@ -51,7 +51,10 @@ fn submit(handle: &EngineHandle, prompt_len: usize, stop: StopConditions) -> Req
         .map(|t| 100 + (id.0 as u32 * 7 + t) % 800)
         .collect();
     let request = EngineRequest::new(id, prompt, SamplingParams::default(), stop);
-    handle.submit(request).unwrap()
+    handle
+        .validate(request)
+        .and_then(|r| handle.submit(r))
+        .unwrap()
 }
 
 #[derive(Debug)]
@@ -165,7 +168,12 @@ fn max_tokens_ends_with_length_and_counts_usage() {
     };
     let id = handle.next_request_id();
     let request = EngineRequest::new(id, vec![5; 9], params, stop(7));
-    let outcome = drain(handle.submit(request).unwrap());
+    let outcome = drain(
+        handle
+            .validate(request)
+            .and_then(|r| handle.submit(r))
+            .unwrap(),
+    );
     assert_eq!(outcome.reason, FinishReason::Length);
     assert_eq!(outcome.usage.prompt_tokens, 9);
     assert_eq!(outcome.usage.completion_tokens, 7);

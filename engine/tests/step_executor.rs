@@ -93,7 +93,10 @@ fn submit(handle: &EngineHandle, prompt_len: usize, max_tokens: usize) -> Reques
         SamplingParams::default(),
         stop,
     );
-    handle.submit(request).unwrap()
+    handle
+        .validate(request)
+        .and_then(|r| handle.submit(r))
+        .unwrap()
 }
 
 /// The stream's last event.

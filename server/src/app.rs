@@ -6,13 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use pagoda_engine::config::DEFAULT_KV_CACHE_MEMORY_BYTES;
 use pagoda_engine::{start_engine, DeviceSpec, EngineConfig, EngineHandle};
 use tokio::net::TcpListener;
 
 use crate::args::ServerArgs;
 use crate::chat_prompt::ChatPolicy;
-use crate::default_model::resolve_model_path;
 use crate::listener::limits::fit_connections_to_fd_limit;
 use crate::listener::{serve_http, HttpLimits};
 use crate::metrics::{HistogramBuckets, Metrics, MetricsConfig};
@@ -23,51 +21,18 @@ use crate::prompt_side::{extra_stop_token_ids, PromptSide};
 use crate::routes::router;
 use crate::state::{AppParts, AppState, SharedState};
 
-/// The share of a GPU's memory the server takes when neither `--gpu-memory-utilization` nor
-/// `--kv-cache-memory` is given (vLLM's default).
-pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
-
 /// The engine configuration the flags describe (`--device auto` resolved; the mock engine
 /// always runs on the CPU).
-pub fn engine_config(args: &ServerArgs) -> EngineConfig {
-    let device = if args.mock {
-        DeviceSpec::Cpu
+pub fn engine_config(args: &ServerArgs) -> anyhow::Result<EngineConfig> {
+    let config = if args.mock {
+        args.engine.engine_config_on(DeviceSpec::Cpu)
     } else {
-        args.device.resolve()
+        args.engine.engine_config()
     };
-    let gpu_memory_utilization = match (device.is_cuda(), args.kv_cache_memory) {
-        (true, None) => Some(
-            args.gpu_memory_utilization
-                .unwrap_or(DEFAULT_GPU_MEMORY_UTILIZATION),
-        ),
-        _ => args.gpu_memory_utilization,
-    };
-    EngineConfig {
-        block_size: args.block_size,
-        max_num_seqs: args.max_num_seqs,
-        max_num_batched_tokens: args.max_num_batched_tokens,
-        max_model_len: args.max_model_len,
-        kv_cache_memory_bytes: args
-            .kv_cache_memory
-            .unwrap_or(DEFAULT_KV_CACHE_MEMORY_BYTES),
-        enable_chunked_prefill: !args.no_enable_chunked_prefill,
-        enable_prefix_caching: !args.no_enable_prefix_caching,
-        seed: args.seed,
-        weight_format: args.weight_format,
-        dtype: args.dtype,
-        device,
-        load_format: args.load_format,
-        gpu_memory_utilization,
-    }
+    Ok(config?)
 }
 
-fn check_device(args: &ServerArgs, config: &EngineConfig) -> anyhow::Result<()> {
-    if args.kv_cache_memory.is_some() && args.gpu_memory_utilization.is_some() {
-        bail!("--kv-cache-memory and --gpu-memory-utilization both size the KV cache; give one");
-    }
-    if args.gpu_memory_utilization.is_some() && !config.device.is_cuda() {
-        bail!("--gpu-memory-utilization applies to CUDA only; on CPU size the cache with --kv-cache-memory");
-    }
+fn check_timeouts(args: &ServerArgs) -> anyhow::Result<()> {
     if !(args.shutdown_timeout.is_finite() && args.shutdown_timeout >= 0.0) {
         bail!("--shutdown-timeout must be a number of seconds >= 0");
     }
@@ -103,14 +68,13 @@ pub fn http_limits(args: &ServerArgs) -> anyhow::Result<HttpLimits> {
 
 /// Loads the model (or starts the mock) and builds everything the handlers share.
 pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
-    let config = engine_config(args);
-    check_device(args, &config)?;
+    check_timeouts(args)?;
+    let config = engine_config(args)?;
     http_limits(args)?;
-    config.validate()?;
     let (engine, prompt_side, model_root) = if args.mock {
         start_mock(args, config)?
     } else {
-        let path = resolve_model_path(args.model.as_deref())?;
+        let path = args.engine.model_path()?;
         let prompt_side = PromptSide::load(&path)?;
         let started = std::time::Instant::now();
         tracing::info!(device = %config.device, load_format = config.load_format.as_str(), "starting the engine");

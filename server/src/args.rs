@@ -1,16 +1,11 @@
 //! `pagoda-server`'s command line. Every flag can also be set through the environment variable
 //! shown in `--help`; names follow vLLM's where the concept is the same.
 
-use std::path::PathBuf;
-
 use clap::{Parser, ValueEnum};
-use pagoda_engine::config::ModelDType;
-use pagoda_engine::models::{LoadFormat, WeightFormat};
+use pagoda_engine::args::values::parse_bytes;
+use pagoda_engine::EngineArgs;
 
-use crate::cli_values::{
-    parse_bytes, parse_device, parse_dtype, parse_load_format, parse_seconds_list,
-    parse_weight_format, DeviceArg,
-};
+use crate::cli_values::parse_seconds_list;
 use crate::metrics::MetricsNamespace;
 
 /// Serve a model behind an OpenAI-compatible HTTP API (chat and text completions, SSE streaming),
@@ -21,10 +16,8 @@ use crate::metrics::MetricsNamespace;
 #[derive(Debug, Clone, Parser)]
 #[command(name = "pagoda-server", version)]
 pub struct ServerArgs {
-    /// GGUF model file or Hugging Face model directory. [default: the default model, fetched on
-    /// first use into $PAGODA_MODEL_DIR, ./models if it holds it, else ~/.cache/pagoda/models]
-    #[arg(long, env = "PAGODA_MODEL", value_name = "PATH")]
-    pub model: Option<PathBuf>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 
     /// Names clients may send as `model` (repeat or comma-separate); the first is the one
     /// responses and metrics carry. [default: the model file's or directory's name]
@@ -48,57 +41,6 @@ pub struct ServerArgs {
         hide_env_values = true
     )]
     pub api_key: Option<String>,
-
-    /// Most sequences in one batch.
-    #[arg(long, env = "PAGODA_MAX_NUM_SEQS", default_value_t = 256)]
-    pub max_num_seqs: usize,
-
-    /// Most tokens computed in one engine step (the prefill chunk budget).
-    #[arg(long, env = "PAGODA_MAX_NUM_BATCHED_TOKENS", default_value_t = 2048)]
-    pub max_num_batched_tokens: usize,
-
-    /// Longest sequence (prompt + output) in tokens. [default: the model's context length]
-    #[arg(long, env = "PAGODA_MAX_MODEL_LEN", value_name = "N")]
-    pub max_model_len: Option<usize>,
-
-    /// Tokens per KV-cache block.
-    #[arg(long, env = "PAGODA_BLOCK_SIZE", default_value_t = 16)]
-    pub block_size: usize,
-
-    /// KV-cache budget in bytes (KiB, MiB and GiB suffixes accepted). [default: 1GiB on CPU; on
-    /// a GPU the cache is sized by --gpu-memory-utilization unless this is given]
-    #[arg(long, env = "PAGODA_KV_CACHE_MEMORY", value_name = "BYTES", value_parser = parse_bytes)]
-    pub kv_cache_memory: Option<usize>,
-
-    /// Fraction of the GPU's memory this server may use for weights, activations and KV cache;
-    /// the KV cache gets what a profiled worst-case step leaves (CUDA only; refused on CPU).
-    /// [default: 0.9 on a GPU]
-    #[arg(long, env = "PAGODA_GPU_MEMORY_UTILIZATION", value_name = "FRACTION")]
-    pub gpu_memory_utilization: Option<f64>,
-
-    /// Reuse the KV blocks of previously computed prefixes (on by default).
-    #[arg(long, overrides_with = "no_enable_prefix_caching")]
-    pub enable_prefix_caching: bool,
-
-    /// Turn prefix caching off.
-    #[arg(
-        long,
-        env = "PAGODA_NO_ENABLE_PREFIX_CACHING",
-        overrides_with = "enable_prefix_caching"
-    )]
-    pub no_enable_prefix_caching: bool,
-
-    /// Split long prompts over several steps so decodes keep flowing (on by default).
-    #[arg(long, overrides_with = "no_enable_chunked_prefill")]
-    pub enable_chunked_prefill: bool,
-
-    /// Turn chunked prefill off.
-    #[arg(
-        long,
-        env = "PAGODA_NO_ENABLE_CHUNKED_PREFILL",
-        overrides_with = "enable_chunked_prefill"
-    )]
-    pub no_enable_chunked_prefill: bool,
 
     /// Refuse new requests with 429 (and Retry-After) while this many sequences wait for their
     /// first token.
@@ -203,28 +145,6 @@ pub struct ServerArgs {
     #[arg(long, env = "PAGODA_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
 
-    /// Where the model runs: cpu, cuda (= cuda:0), cuda:N, or auto (the first GPU when this
-    /// build has CUDA and a GPU opens, else cpu).
-    #[arg(long, env = "PAGODA_DEVICE", default_value = "auto", value_parser = parse_device)]
-    pub device: DeviceArg,
-
-    /// Where weights come from: auto (the model's files) or dummy (random weights in the shapes
-    /// of the directory's config.json, for benchmarks; like vLLM's --load-format dummy).
-    #[arg(long, env = "PAGODA_LOAD_FORMAT", default_value = "auto", value_parser = parse_load_format)]
-    pub load_format: LoadFormat,
-
-    /// Compute dtype: auto, float32, float16 or bfloat16 (vLLM's names). CPU computes in float32.
-    #[arg(long, env = "PAGODA_DTYPE", default_value = "auto", value_parser = parse_dtype)]
-    pub dtype: ModelDType,
-
-    /// How projection weights are held: f32, int8 (8-bit weights, f32 activations) or native.
-    #[arg(long, env = "PAGODA_WEIGHT_FORMAT", default_value = WeightFormat::default().as_str(), value_parser = parse_weight_format)]
-    pub weight_format: WeightFormat,
-
-    /// Engine seed, from which requests without a `seed` draw theirs.
-    #[arg(long, env = "PAGODA_SEED", default_value_t = 0)]
-    pub seed: u64,
-
     /// Replace the model with a mock engine: same scheduler, limits, API and metrics, no model
     /// compute. Uses the tokenizer of --model when given, else a built-in byte tokenizer.
     #[arg(long, env = "PAGODA_MOCK")]
@@ -293,9 +213,9 @@ mod tests {
     fn defaults_match_the_documentation() {
         let args = ServerArgs::try_parse_from(["pagoda-server"]).expect("no flags needed");
         assert_eq!(args.port, 8000);
-        assert_eq!(args.max_num_seqs, 256);
+        assert_eq!(args.engine.max_num_seqs, 256);
         assert_eq!(args.metrics_namespace, MetricsNamespace::Pagoda);
-        assert!(!args.no_enable_prefix_caching);
+        assert!(!args.engine.no_enable_prefix_caching);
         assert_eq!(args.max_request_body_bytes, 16 << 20);
         assert_eq!(args.http_header_read_timeout, 10.0);
         assert_eq!(args.http_keep_alive_timeout, 75.0);

@@ -1,81 +1,5 @@
-//! Parsers for command-line values both binaries share: byte sizes, dtypes, weight formats,
-//! lists of seconds.
-
-use pagoda_engine::config::ModelDType;
-use pagoda_engine::models::{LoadFormat, WeightFormat};
-use pagoda_engine::DeviceSpec;
-
-/// `--device`: a device, or `auto` (the first GPU when this build has CUDA and one opens).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeviceArg {
-    Auto,
-    Exact(DeviceSpec),
-}
-
-impl DeviceArg {
-    pub fn resolve(self) -> DeviceSpec {
-        match self {
-            Self::Exact(spec) => spec,
-            Self::Auto if pagoda_engine::device::cuda_available(0) => DeviceSpec::Cuda(0),
-            Self::Auto => DeviceSpec::Cpu,
-        }
-    }
-}
-
-pub fn parse_device(text: &str) -> Result<DeviceArg, String> {
-    if text == "auto" {
-        return Ok(DeviceArg::Auto);
-    }
-    DeviceSpec::parse(text)
-        .map(DeviceArg::Exact)
-        .ok_or_else(|| format!("unknown device {text:?}; expected auto, cpu, cuda or cuda:N"))
-}
-
-pub fn parse_load_format(text: &str) -> Result<LoadFormat, String> {
-    LoadFormat::parse(text)
-        .ok_or_else(|| format!("unknown load format {text:?}; expected auto or dummy"))
-}
-
-/// The `--weight-format` values, as `WeightFormat::parse` spells them.
-pub const WEIGHT_FORMATS: &[&str] = &["f32", "int8", "native"];
-
-pub fn parse_dtype(text: &str) -> Result<ModelDType, String> {
-    ModelDType::parse(text).ok_or_else(|| {
-        format!("unknown dtype {text:?}; expected auto, float32, float16 or bfloat16")
-    })
-}
-
-pub fn parse_weight_format(text: &str) -> Result<WeightFormat, String> {
-    WeightFormat::parse(text).ok_or_else(|| {
-        format!(
-            "unknown weight format {text:?} (one of: {})",
-            WEIGHT_FORMATS.join(", ")
-        )
-    })
-}
-
-/// `1073741824`, `1024KiB`, `512MiB`, `1GiB` (also `K`/`M`/`G` and `KB`/`MB`/`GB`, all powers of 2).
-pub fn parse_bytes(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let number: usize = digits.parse().map_err(|_| {
-        format!("expected a number of bytes such as 1073741824 or 1GiB, got {text:?}")
-    })?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        other => return Err(format!("unknown unit {other:?} (use KiB, MiB or GiB)")),
-    };
-    number
-        .checked_mul(1 << shift)
-        .filter(|&bytes| bytes > 0)
-        .ok_or_else(|| format!("{text:?} must be more than 0 and fit in memory"))
-}
+//! Parsers for the server's own command-line values (the engine's are in
+//! `pagoda_engine::args`).
 
 /// `0.1,0.5,1` → seconds, strictly increasing and finite.
 pub fn parse_seconds_list(text: &str) -> Result<Vec<f64>, String> {
@@ -98,29 +22,7 @@ pub fn parse_seconds_list(text: &str) -> Result<Vec<f64>, String> {
 
 #[cfg(test)]
 mod tests {
-    use pagoda_engine::config::DEFAULT_KV_CACHE_MEMORY_BYTES;
-
     use super::*;
-
-    #[test]
-    fn byte_sizes_parse_with_binary_units() {
-        assert_eq!(parse_bytes("1GiB"), Ok(DEFAULT_KV_CACHE_MEMORY_BYTES));
-        assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
-        assert_eq!(parse_bytes("4096"), Ok(4096));
-        assert_eq!(parse_bytes("2 k"), Ok(2048));
-        assert!(parse_bytes("0").is_err());
-        assert!(parse_bytes("1TiB").is_err());
-        assert!(parse_bytes("lots").is_err());
-    }
-
-    #[test]
-    fn every_documented_weight_format_parses() {
-        for name in WEIGHT_FORMATS {
-            assert!(parse_weight_format(name).is_ok(), "{name}");
-        }
-        assert!(WEIGHT_FORMATS.contains(&WeightFormat::default().as_str()));
-        assert!(parse_weight_format("q4").is_err_and(|e| e.contains("f32, int8, native")));
-    }
 
     #[test]
     fn seconds_lists_must_increase() {

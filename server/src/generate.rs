@@ -131,7 +131,7 @@ impl TextGenerator {
         let stop = self.with_end_of_turn_ids(stop);
         let request = EngineRequest::new(self.handle.next_request_id(), prompt_ids, sampling, stop);
         let submitted = request.arrival;
-        let mut stream = self.handle.submit(request)?;
+        let mut stream = self.handle.submit(self.handle.validate(request)?)?;
         let mut detokenizer = IncrementalDetokenizer::new(Arc::clone(&self.tokenizer), true);
         loop {
             match stream.blocking_next() {

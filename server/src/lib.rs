@@ -7,7 +7,6 @@ pub mod app;
 pub mod args;
 pub mod chat_prompt;
 pub mod cli_values;
-pub mod default_model;
 pub mod detokenizer;
 pub mod generate;
 pub mod hf_files;

@@ -45,7 +45,7 @@ pub fn start_mock(
     args: &ServerArgs,
     config: EngineConfig,
 ) -> anyhow::Result<(EngineHandle, PromptSide, String)> {
-    let (prompt_side, model, root) = match &args.model {
+    let (prompt_side, model, root) = match &args.engine.model {
         Some(path) => {
             let side = PromptSide::load(path)?;
             let eos = side.stop_token_ids.clone();

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use pagoda_engine::{EngineHandle, EngineRequest};
+use pagoda_engine::{EngineHandle, ValidRequest};
 
 use crate::chat_prompt::{chat_prompt_ids, ChatPolicy};
 use crate::listener::HttpLimits;
@@ -129,10 +129,21 @@ impl AppState {
         self.draining.store(true, Ordering::Release);
     }
 
-    /// Submits the `n` choices of one prompt; choice `i` gets index `first_index + i`.
+    /// Checks one prompt with the request's parameters against the engine, once: the only way
+    /// to the [`ValidRequest`] that [`AppState::start_choices`] submits.
+    pub fn validate_prompt(
+        &self,
+        prompt: Vec<u32>,
+        params: &GenerationParams,
+    ) -> Result<ValidRequest, ApiError> {
+        let request = params.engine_request(self.engine.next_request_id(), prompt);
+        Ok(self.engine.validate(request)?)
+    }
+
+    /// Submits the `n` choices of one checked prompt; choice `i` gets index `first_index + i`.
     pub fn start_choices(
         &self,
-        prompt: &[u32],
+        request: &ValidRequest,
         params: &GenerationParams,
         first_index: usize,
         want_logprobs: bool,
@@ -149,21 +160,22 @@ impl AppState {
             skip_special_tokens: params.skip_special_tokens,
             want_logprobs,
         };
+        let submission = Submission {
+            at: request.request().arrival,
+            num_prompt_tokens: request.request().prompt.len(),
+        };
         let mut runs = Vec::with_capacity(params.n);
         for (offset, slot) in slots.into_iter().enumerate() {
-            let mut request = EngineRequest::new(
-                self.engine.next_request_id(),
-                prompt.to_vec(),
-                params.sampling_for_choice(offset),
-                params.stop.clone(),
-            );
-            request.cache_salt = params.cache_salt.clone();
-            let submission = Submission {
-                at: request.arrival,
-                num_prompt_tokens: prompt.len(),
+            let choice = if offset == 0 {
+                request.clone()
+            } else {
+                request.with_id_and_seed(
+                    self.engine.next_request_id(),
+                    params.seed_for_choice(offset),
+                )
             };
             // Dropping the runs already started aborts them if a later one is refused.
-            let stream = self.engine.submit(request)?;
+            let stream = self.engine.submit(choice)?;
             runs.push(ChoiceRun::new(
                 first_index + offset,
                 stream,

@@ -97,7 +97,17 @@ fn a_missing_model_is_a_clear_error() {
 #[test]
 fn a_missing_default_model_says_how_to_fetch_it() {
     let empty = tempfile::tempdir().expect("a temporary directory");
-    let output = pagoda_generate_in(empty.path(), &["Hello"]);
+    // Nowhere the default model is looked for holds it: not the working directory, not
+    // $PAGODA_MODEL_DIR, not the cache.
+    let output = Command::new(env!("CARGO_BIN_EXE_pagoda-generate"))
+        .arg("Hello")
+        .current_dir(empty.path())
+        .env("PAGODA_MODEL_DIR", empty.path())
+        .env("XDG_CACHE_HOME", empty.path())
+        .env_remove("PAGODA_MODEL")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("pagoda-generate runs");
     assert!(!output.status.success());
     let stderr = text(&output.stderr);
     assert!(

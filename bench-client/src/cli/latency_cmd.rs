@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::cli::engine_args::{start_in_background, EngineArgs};
+use pagoda_engine::EngineArgs;
+
+use crate::cli::engine_args::start_in_background;
 use crate::cli::sweep_output::write_json;
 use crate::offline::{run_latency, LatencyArgs, LatencyReport};
 
@@ -85,7 +87,11 @@ mod tests {
     fn defaults_are_vllms() {
         let args = Wrapper::parse_from(["x"]).args;
         assert_eq!(args.latency_args(), LatencyArgs::default());
-        assert_eq!(args.engine.kv_cache_memory, 1 << 30);
+        let config = args
+            .engine
+            .engine_config_on(pagoda_engine::DeviceSpec::Cpu)
+            .expect("valid");
+        assert_eq!(config.kv_cache_memory_bytes, 1 << 30);
         assert_eq!(args.engine.max_num_seqs, 256);
         assert!(Wrapper::try_parse_from(["x", "--kv-cache-memory", "lots"]).is_err());
     }

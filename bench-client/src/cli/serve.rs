@@ -157,7 +157,7 @@ fn request_config(args: &ServeArgs, model: &str) -> anyhow::Result<RequestConfig
 pub fn load_tokenizer(
     path: Option<&std::path::Path>,
 ) -> anyhow::Result<(Arc<TextTokenizer>, PathBuf)> {
-    let path = pagoda_server::default_model::resolve_model_path(path)?;
+    let path = pagoda_engine::args::default_model::resolve_model_path(path)?;
     let side = pagoda_server::prompt_side::PromptSide::load(&path)
         .with_context(|| format!("cannot load a tokenizer from {}", path.display()))?;
     Ok((Arc::new(side.tokenizer), path))

@@ -8,7 +8,9 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use pagoda_server::prompt_side::PromptSide;
 
-use crate::cli::engine_args::{start_in_background, EngineArgs};
+use pagoda_engine::EngineArgs;
+
+use crate::cli::engine_args::start_in_background;
 use crate::cli::sweep_output::write_json;
 use crate::dataset::{build_workload, DatasetConfig};
 use crate::offline::{random_requests, run_throughput, ThroughputReport};

@@ -90,13 +90,18 @@ fn drain(mut stream: pagoda_engine::RequestStream) -> Outcome {
 pub fn run_all(handle: &EngineHandle, requests: Vec<EngineRequest>) -> Vec<Outcome> {
     let streams: Vec<_> = requests
         .into_iter()
-        .map(|r| handle.submit(r).unwrap())
+        .map(|r| handle.validate(r).and_then(|r| handle.submit(r)).unwrap())
         .collect();
     streams.into_iter().map(drain).collect()
 }
 
 pub fn run_one(handle: &EngineHandle, request: EngineRequest) -> Outcome {
-    drain(handle.submit(request).unwrap())
+    drain(
+        handle
+            .validate(request)
+            .and_then(|r| handle.submit(r))
+            .unwrap(),
+    )
 }
 
 /// Random prompts of varied lengths (1..=max_len) over the vocabulary.

@@ -26,7 +26,10 @@ fn generate(engine: &EngineHandle, metrics: &Metrics, prompt: Vec<u32>, max_toke
         SamplingParams::greedy(),
         stop,
     );
-    let mut stream = engine.submit(request).unwrap();
+    let mut stream = engine
+        .validate(request)
+        .and_then(|r| engine.submit(r))
+        .unwrap();
     let mut last_token: Option<Instant> = None;
     loop {
         match stream.blocking_next().unwrap() {

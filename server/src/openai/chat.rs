@@ -48,16 +48,18 @@ pub async fn chat_completions(
             .await?
     };
     record_accepted(&state, "chat", prompt.len(), &params);
-    let runs = state
-        .start_choices(&prompt, &params, 0, logprobs.is_some())
+    let num_prompt_tokens = prompt.len();
+    let request = state
+        .validate_prompt(prompt, &params)
         .map_err(|e| e.naming_prompt("messages"))?;
+    let runs = state.start_choices(&request, &params, 0, logprobs.is_some())?;
     let meta = ResponseMeta {
         id: format!("chatcmpl-{}", request_id.compact()),
         created_unix_s: unix_now_s(),
         model: state.model_name().to_string(),
         want_logprobs: logprobs.is_some(),
     };
-    let totals = UsageTotals::new(vec![prompt.len()], params.n);
+    let totals = UsageTotals::new(vec![num_prompt_tokens], params.n);
     respond::respond(runs, ChatFormat(meta), totals, &params, &state).await
 }
 

@@ -40,13 +40,21 @@ pub async fn completions(
     let prompts = prompt_ids(&state, request.prompt).await?;
     let num_prompt_tokens: usize = prompts.iter().map(Vec::len).sum();
     record_accepted(&state, "completion", num_prompt_tokens, &params);
-    let mut runs = Vec::with_capacity(prompts.len() * params.n);
-    for (prompt_index, prompt) in prompts.iter().enumerate() {
-        runs.extend(
-            state
-                .start_choices(prompt, &params, prompt_index * params.n, logprobs.is_some())
-                .map_err(|e| e.naming_prompt("prompt"))?,
-        );
+    let num_prompt_tokens_each: Vec<usize> = prompts.iter().map(Vec::len).collect();
+    // Every prompt is checked before any is started.
+    let requests = prompts
+        .into_iter()
+        .map(|prompt| state.validate_prompt(prompt, &params))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.naming_prompt("prompt"))?;
+    let mut runs = Vec::with_capacity(requests.len() * params.n);
+    for (prompt_index, request) in requests.iter().enumerate() {
+        runs.extend(state.start_choices(
+            request,
+            &params,
+            prompt_index * params.n,
+            logprobs.is_some(),
+        )?);
     }
     let meta = ResponseMeta {
         id: format!("cmpl-{}", request_id.compact()),
@@ -54,7 +62,7 @@ pub async fn completions(
         model: state.model_name().to_string(),
         want_logprobs: logprobs.is_some(),
     };
-    let totals = UsageTotals::new(prompts.iter().map(Vec::len).collect(), params.n);
+    let totals = UsageTotals::new(num_prompt_tokens_each, params.n);
     respond::respond(runs, CompletionFormat(meta), totals, &params, &state).await
 }
 

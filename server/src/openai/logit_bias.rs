@@ -1,12 +1,12 @@
-//! `logit_bias`, as OpenAI spells it: token ids as strings → biases in [-100, 100].
+//! `logit_bias`, as OpenAI spells it: token ids as strings → biases (their range and the ids
+//! are checked by the engine's validation).
 
-use pagoda_engine::request::MAX_LOGIT_BIAS;
 use serde_json::Value;
 
 use crate::openai::error::ApiError;
 
-/// `logit_bias`: an object from token ids (as strings, as OpenAI sends them) to numbers in
-/// [-100, 100]. Ids are checked against the vocabulary by the engine.
+/// `logit_bias`: an object from token ids (as strings, as OpenAI sends them) to numbers. The
+/// engine checks the ids against the vocabulary and the biases against [-100, 100].
 pub fn parse_logit_bias(value: Option<&Value>) -> Result<Vec<(u32, f32)>, ApiError> {
     let map = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
@@ -26,17 +26,12 @@ pub fn parse_logit_bias(value: Option<&Value>) -> Result<Vec<(u32, f32)>, ApiErr
                     format!("`logit_bias` keys must be token ids, got {key:?}"),
                 )
             })?;
-            let bias = value
-                .as_f64()
-                .filter(|b| (-MAX_LOGIT_BIAS as f64..=MAX_LOGIT_BIAS as f64).contains(b))
-                .ok_or_else(|| {
-                    ApiError::invalid(
-                        "logit_bias",
-                        format!(
-                            "`logit_bias[{key:?}]` must be a number in [-100, 100], got {value}"
-                        ),
-                    )
-                })?;
+            let bias = value.as_f64().ok_or_else(|| {
+                ApiError::invalid(
+                    "logit_bias",
+                    format!("`logit_bias[{key:?}]` must be a number in [-100, 100], got {value}"),
+                )
+            })?;
             Ok((token_id, bias as f32))
         })
         .collect()

@@ -1,8 +1,10 @@
 //! Request fields → what the engine runs: sampling parameters, stop conditions, stop strings,
-//! number of choices. Every value is checked here, naming the field at fault.
+//! number of choices. What only the API knows (`n`, `stop`, `stream_options`, OpenAI's ranges
+//! and spellings) is checked here; everything the engine runs is checked once, by the engine's
+//! validation (`EngineHandle::validate`), whose errors name the field at fault too.
 
 use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
-use pagoda_engine::{SamplingParams, StopConditions};
+use pagoda_engine::{EngineRequest, RequestId, SamplingParams, StopConditions};
 
 use crate::openai::error::ApiError;
 use crate::openai::logit_bias::parse_logit_bias;
@@ -79,12 +81,19 @@ impl GenerationParams {
         })
     }
 
-    /// The sampling parameters of choice `index`: a given seed is offset per choice, so that
-    /// choices differ yet the whole response is reproducible.
-    pub fn sampling_for_choice(&self, index: usize) -> SamplingParams {
-        let mut sampling = self.sampling.clone();
-        sampling.seed = sampling.seed.map(|seed| seed.wrapping_add(index as u64));
-        sampling
+    /// The engine request of choice 0 for one prompt (to be validated by the engine).
+    pub fn engine_request(&self, id: RequestId, prompt: Vec<u32>) -> EngineRequest {
+        let mut request = EngineRequest::new(id, prompt, self.sampling.clone(), self.stop.clone());
+        request.cache_salt = self.cache_salt.clone();
+        request
+    }
+
+    /// The seed of choice `index`: a given seed is offset per choice, so that choices differ
+    /// yet the whole response is reproducible.
+    pub fn seed_for_choice(&self, index: usize) -> Option<u64> {
+        self.sampling
+            .seed
+            .map(|seed| seed.wrapping_add(index as u64))
     }
 }
 
@@ -142,7 +151,6 @@ fn sampling_params(
             ),
         ));
     }
-    sampling.validate()?;
     Ok(sampling)
 }
 
@@ -150,16 +158,9 @@ fn stop_conditions(
     fields: &CommonFields,
     extra_stop_token_ids: &[u32],
 ) -> Result<StopConditions, ApiError> {
-    let max_tokens = match fields.max_tokens {
-        None => None,
-        Some(0) => {
-            return Err(ApiError::invalid(
-                "max_tokens",
-                "`max_tokens` must be at least 1",
-            ))
-        }
-        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
-    };
+    let max_tokens = fields
+        .max_tokens
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let ignore_eos = fields.ignore_eos.unwrap_or(false);
     let mut stop_token_ids = fields.stop_token_ids.clone().unwrap_or_default();
     if !ignore_eos {
@@ -200,11 +201,23 @@ fn stop_strings(fields: &CommonFields) -> Result<Vec<String>, ApiError> {
 
 #[cfg(test)]
 mod tests {
+    use pagoda_engine::validate::RequestLimits;
+
     use super::*;
     use crate::openai::requests::{StopField, StreamOptions};
 
+    /// What the engine checks a request against in these tests.
+    const LIMITS: RequestLimits = RequestLimits {
+        vocab_size: 1000,
+        max_model_len: 4096,
+        kv_capacity_tokens: 4096,
+    };
+
+    /// The fields as a request handler checks them: here, then once by the engine.
     fn params(fields: CommonFields) -> Result<GenerationParams, ApiError> {
-        GenerationParams::from_common(&fields, None, &ParamDefaults::default())
+        let params = GenerationParams::from_common(&fields, None, &ParamDefaults::default())?;
+        LIMITS.validate(params.engine_request(RequestId(1), vec![1, 2, 3]))?;
+        Ok(params)
     }
 
     #[test]
@@ -364,7 +377,7 @@ mod tests {
             ..CommonFields::default()
         };
         let p = params(fields).expect("valid");
-        assert_eq!(p.sampling_for_choice(0).seed, Some(41));
-        assert_eq!(p.sampling_for_choice(2).seed, Some(43));
+        assert_eq!(p.seed_for_choice(0), Some(41));
+        assert_eq!(p.seed_for_choice(2), Some(43));
     }
 }

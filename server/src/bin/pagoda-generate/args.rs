@@ -1,20 +1,12 @@
 //! The command line of `pagoda-generate`: flags, their parsers, and what they turn into
 //! (engine configuration, sampling parameters).
 
-use std::path::PathBuf;
-
 use anyhow::{bail, Context};
 use clap::{ArgGroup, Parser};
-use pagoda_engine::config::ModelDType;
 use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
-use pagoda_engine::models::WeightFormat;
-use pagoda_engine::{EngineConfig, EngineError, SamplingParams};
-use pagoda_server::cli_values::{parse_bytes, parse_dtype, parse_weight_format};
+use pagoda_engine::{EngineArgs, EngineError, SamplingParams};
 
-/// Where `scripts/fetch-default-model.sh` puts the default model, relative to the repository root.
-pub(crate) const DEFAULT_MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
-
-/// Generate text from a prompt with a GGUF model or a Hugging Face model directory, on CPU.
+/// Generate text from a prompt with a GGUF model or a Hugging Face model directory.
 ///
 /// By default the prompt is a user message rendered with the model's chat template; the answer is
 /// streamed to stdout and a summary line (tokens, TTFT, tok/s, finish reason) goes to stderr.
@@ -23,6 +15,9 @@ pub(crate) const DEFAULT_MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 #[command(name = "pagoda-generate", version)]
 #[command(group(ArgGroup::new("input").required(true).args(["prompt_arg", "prompt"])))]
 pub(crate) struct Args {
+    #[command(flatten)]
+    pub(crate) engine: EngineArgs,
+
     /// The prompt (or pass it with --prompt).
     #[arg(value_name = "PROMPT")]
     pub(crate) prompt_arg: Option<String>,
@@ -30,11 +25,6 @@ pub(crate) struct Args {
     /// The prompt, instead of the positional argument.
     #[arg(long, value_name = "TEXT")]
     pub(crate) prompt: Option<String>,
-
-    /// GGUF model file or Hugging Face model directory (relative paths are taken from the current
-    /// directory).
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_MODEL)]
-    pub(crate) model: PathBuf,
 
     /// A system message placed before the prompt. [default: none]
     #[arg(long, value_name = "TEXT", conflicts_with = "raw")]
@@ -73,39 +63,9 @@ pub(crate) struct Args {
     #[arg(long, value_name = "X", allow_negative_numbers = true)]
     pub(crate) repetition_penalty: Option<f32>,
 
-    /// Seed for sampling, for reproducible output. [default: drawn from the engine's seed]
-    #[arg(long, value_name = "N")]
-    pub(crate) seed: Option<u64>,
-
     /// Keep generating past the model's end-of-sequence tokens (until --max-tokens).
     #[arg(long)]
     pub(crate) ignore_eos: bool,
-
-    /// How projection weights are held in memory: f32 (dequantized, exact), int8 (8-bit weights,
-    /// f32 activations) or native (the file's own quantization). [default: the engine's]
-    #[arg(long, value_name = "FORMAT", default_value = WeightFormat::default().as_str(), value_parser = parse_weight_format)]
-    pub(crate) weight_format: WeightFormat,
-
-    /// Compute dtype: auto, float32, float16 or bfloat16 (vLLM's names). The CPU path computes in
-    /// float32 whatever the checkpoint's dtype; float16/bfloat16 are accepted with a warning.
-    #[arg(long, value_name = "DTYPE", default_value = "auto", value_parser = parse_dtype)]
-    pub(crate) dtype: ModelDType,
-
-    /// KV-cache budget in bytes; KiB, MiB and GiB suffixes are accepted (e.g. 512MiB).
-    #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = parse_bytes)]
-    pub(crate) kv_cache_memory: usize,
-
-    /// Longest sequence (prompt + output) in tokens. [default: the model's context length]
-    #[arg(long, value_name = "N")]
-    pub(crate) max_model_len: Option<usize>,
-
-    /// Reuse the KV blocks of previously computed prefixes (on by default).
-    #[arg(long, overrides_with = "no_enable_prefix_caching")]
-    pub(crate) enable_prefix_caching: bool,
-
-    /// Turn prefix caching off.
-    #[arg(long, overrides_with = "enable_prefix_caching")]
-    pub(crate) no_enable_prefix_caching: bool,
 
     /// Print one JSON object (text, finish_reason, usage, ttft_ms, total_ms, tokens_per_s)
     /// instead of streaming text.
@@ -125,7 +85,6 @@ pub(crate) fn sampling_params(args: &Args) -> anyhow::Result<SamplingParams> {
         top_k: args.top_k.unwrap_or(0),
         min_p: args.min_p.unwrap_or(0.0),
         repetition_penalty: args.repetition_penalty.unwrap_or(1.0),
-        seed: args.seed,
         ..SamplingParams::default()
     };
     check_sampling(sampling)
@@ -159,38 +118,26 @@ fn check_sampling(sampling: SamplingParams) -> anyhow::Result<SamplingParams> {
     }
 }
 
-pub(crate) fn engine_config(args: &Args) -> EngineConfig {
-    EngineConfig {
-        max_model_len: args.max_model_len,
-        kv_cache_memory_bytes: args.kv_cache_memory,
-        weight_format: args.weight_format,
-        dtype: args.dtype,
-        enable_prefix_caching: !args.no_enable_prefix_caching,
-        ..EngineConfig::default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn prefix_caching_is_on_unless_turned_off_last_flag_wins() {
+    fn engine_flags_are_the_engines() {
         use clap::Parser;
-        let config = |flags: &[&str]| {
-            let argv = [&["pagoda-generate"], flags, &["hi"]].concat();
-            engine_config(&Args::try_parse_from(argv).expect("valid flags")).enable_prefix_caching
-        };
-        assert!(config(&[]));
-        assert!(!config(&["--no-enable-prefix-caching"]));
-        assert!(config(&[
+        let args = Args::try_parse_from([
+            "pagoda-generate",
             "--no-enable-prefix-caching",
-            "--enable-prefix-caching"
-        ]));
-        assert!(!config(&[
-            "--enable-prefix-caching",
-            "--no-enable-prefix-caching"
-        ]));
+            "--kv-cache-memory",
+            "256MiB",
+            "--device",
+            "cpu",
+            "hi",
+        ])
+        .expect("valid flags");
+        let config = args.engine.engine_config().expect("valid");
+        assert!(!config.enable_prefix_caching);
+        assert_eq!(config.kv_cache_memory_bytes, 256 << 20);
     }
 
     #[test]

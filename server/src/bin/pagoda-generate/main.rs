@@ -5,13 +5,14 @@
 mod args;
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use args::{engine_config, sampling_params, with_model_defaults, Args, DEFAULT_MODEL};
+use args::{sampling_params, with_model_defaults, Args};
 use clap::Parser;
+use pagoda_engine::args::default_model::{find_default_model, DEFAULT_MODEL_FILE};
 use pagoda_engine::{SamplingParams, StopConditions};
 use pagoda_server::generate::{Generation, TextGenerator};
 use pagoda_server::template::ChatMessage;
@@ -58,13 +59,14 @@ fn run(args: &Args) -> anyhow::Result<()> {
         ignore_eos: args.ignore_eos,
         ..StopConditions::default()
     };
-    check_model_exists(&args.model)?;
+    let model = model_path(args)?;
+    let config = args.engine.engine_config()?;
     let started = Instant::now();
-    let generator = TextGenerator::load(&args.model, engine_config(args))
-        .with_context(|| format!("cannot load {}", args.model.display()))?;
+    let generator = TextGenerator::load(&model, config)
+        .with_context(|| format!("cannot load {}", model.display()))?;
     tracing::info!(
         "loaded {} in {:.1} s",
-        args.model.display(),
+        model.display(),
         started.elapsed().as_secs_f64()
     );
     let defaults = generator.handle().info().model.sampling_defaults;
@@ -82,17 +84,20 @@ fn run(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn check_model_exists(path: &Path) -> anyhow::Result<()> {
+/// `--model`, else a copy of the default model already on disk: this command never downloads.
+fn model_path(args: &Args) -> anyhow::Result<PathBuf> {
+    let Some(path) = args.engine.explicit_model() else {
+        return find_default_model().with_context(|| {
+            format!(
+                "default model missing: {DEFAULT_MODEL_FILE} is not in $PAGODA_MODEL_DIR, ./models \
+                 (relative to {}) or ~/.cache/pagoda/models; run scripts/fetch-default-model.sh \
+                 from the repository root, or pass --model PATH",
+                std::env::current_dir().map_or_else(|_| "?".into(), |d| d.display().to_string())
+            )
+        });
+    };
     if path.is_file() || path.join("config.json").is_file() {
-        return Ok(());
-    }
-    if path == Path::new(DEFAULT_MODEL) {
-        bail!(
-            "default model missing: {} not found (relative to {}); run scripts/fetch-default-model.sh \
-             from the repository root, or pass --model PATH",
-            path.display(),
-            std::env::current_dir().map_or_else(|_| "?".into(), |d| d.display().to_string())
-        );
+        return Ok(path.to_path_buf());
     }
     bail!(
         "model {} not found; pass --model PATH to a .gguf file or a Hugging Face model directory \

