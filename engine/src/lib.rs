@@ -23,6 +23,7 @@ pub mod sampling;
 pub mod scheduler;
 pub mod sequence;
 pub mod start;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod validate;
 
