@@ -14,7 +14,7 @@ use args::{engine_config, sampling_params, with_model_defaults, Args, DEFAULT_MO
 use clap::Parser;
 use pagoda_engine::{SamplingParams, StopConditions};
 use pagoda_server::generate::{Generation, TextGenerator};
-use pagoda_server::template::ChatMessage;
+use pagoda_text::template::ChatMessage;
 use serde::Serialize;
 use tracing_subscriber::EnvFilter;
 
