@@ -23,7 +23,7 @@ pub(crate) mod test_support;
 
 use std::path::PathBuf;
 
-use pagoda_server::tokenizer::{TextTokenizer, TokenizerError};
+use pagoda_text::tokenizer::{TextTokenizer, TokenizerError};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use pagoda_engine::{start_engine, DeviceSpec, EngineConfig, EngineHandle};
+use pagoda_text::prompt_side::{extra_stop_token_ids, PromptSide};
 use tokio::net::TcpListener;
 
 use crate::args::ServerArgs;
@@ -17,7 +18,6 @@ use crate::metrics::{HistogramBuckets, Metrics, MetricsConfig};
 use crate::mock_engine::start_mock;
 use crate::openai::admission::Admission;
 use crate::openai::params::ParamDefaults;
-use crate::prompt_side::{extra_stop_token_ids, PromptSide};
 use crate::routes::router;
 use crate::state::{AppParts, AppState, SharedState};
 

@@ -13,9 +13,10 @@
 //! Roles are OpenAI's (`system`, `developer`, `user`, `assistant`, `tool`, and `function` for old
 //! clients) plus any the operator allows with `--allowed-roles`; anything else is a 400.
 
+use pagoda_text::template::{ChatMessage, ChatTemplate, MessageContent};
+use pagoda_text::tokenizer::TextTokenizer;
+
 use crate::openai::error::ApiError;
-use crate::template::{ChatMessage, ChatTemplate, MessageContent};
-use crate::tokenizer::TextTokenizer;
 
 /// The roles every chat request may use.
 pub const OPENAI_ROLES: &[&str] = &[

@@ -1,9 +1,10 @@
 //! Tests of `chat_prompt_ids` on the byte tokenizer (one id per byte; 256 = `<|endoftext|>`,
 //! 257 = `<|im_start|>`, 258 = `<|im_end|>`) and the ChatML template.
 
+use pagoda_text::template::CHATML_TEMPLATE;
+
 use super::*;
 use crate::mock_text::byte_tokenizer;
-use crate::template::CHATML_TEMPLATE;
 
 const IM_START: u32 = 257;
 const IM_END: u32 = 258;

@@ -4,7 +4,7 @@
 //! chat template, all from the same GGUF file or Hugging Face directory — and
 //! [`TextGenerator::generate`] runs one request, streaming its text through a callback.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,17 +13,17 @@ use pagoda_engine::{
     RequestTimings, SamplingParams, StopConditions, TokenEvent, Usage,
 };
 
-use crate::detokenizer::IncrementalDetokenizer;
-use crate::prompt_side::{extra_stop_token_ids, PromptSide};
-use crate::template::{ChatMessage, ChatTemplate, TemplateError};
-use crate::tokenizer::{TextTokenizer, TokenizerError};
+use pagoda_text::detokenizer::IncrementalDetokenizer;
+use pagoda_text::prompt_side::{extra_stop_token_ids, PromptSide, PromptSideError};
+use pagoda_text::template::{ChatMessage, ChatTemplate, TemplateError};
+use pagoda_text::tokenizer::{TextTokenizer, TokenizerError};
 
 /// Everything that can go wrong between a prompt and its text.
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
-    /// There is no file at the model path.
-    #[error("model file {} not found", .0.display())]
-    ModelNotFound(PathBuf),
+    /// The model's tokenizer or chat template could not be read (or there is no model there).
+    #[error(transparent)]
+    PromptSide(#[from] PromptSideError),
     /// The tokenizer could not be built, or failed to encode or decode.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),
@@ -230,7 +230,10 @@ mod tests {
     fn missing_model_is_reported_by_path() {
         let error = TextGenerator::load("/nonexistent/model.gguf", EngineConfig::default())
             .expect_err("no such file");
-        assert!(matches!(error, GenerateError::ModelNotFound(_)));
+        assert!(matches!(
+            error,
+            GenerateError::PromptSide(PromptSideError::ModelNotFound(_))
+        ));
         assert_eq!(
             error.to_string(),
             "model file /nonexistent/model.gguf not found"
@@ -243,7 +246,7 @@ mod tests {
         let error = TextGenerator::load(dir.path(), EngineConfig::default())
             .expect_err("no tokenizer.json");
         assert!(
-            matches!(&error, GenerateError::Tokenizer(TokenizerError::File { path, .. })
+            matches!(&error, GenerateError::PromptSide(PromptSideError::Tokenizer(TokenizerError::File { path, .. }))
                 if path.ends_with("tokenizer.json")),
             "{error}"
         );

@@ -1,15 +1,14 @@
-//! Pagoda's OpenAI-compatible server: the HTTP API ([`routes`], [`openai`]) over the engine,
-//! Prometheus metrics ([`metrics`]), and the text side of a model — tokenizer, chat template,
-//! streaming detokenizer and stop strings. [`generate::TextGenerator`] ties these to an engine
-//! for blocking, one-request-at-a-time use (the `pagoda-generate` command line and tests).
+//! Pagoda's OpenAI-compatible server: the HTTP API ([`routes`], [`openai`]) over the engine and
+//! the text side of a model (the `pagoda-text` crate: tokenizer, chat template, streaming
+//! detokenizer and stop strings), with Prometheus metrics ([`metrics`]).
+//! [`generate::TextGenerator`] ties the text side to an engine for blocking,
+//! one-request-at-a-time use (the `pagoda-generate` command line and tests).
 
 pub mod app;
 pub mod args;
 pub mod chat_prompt;
 pub mod cli_values;
-pub mod detokenizer;
 pub mod generate;
-pub mod hf_files;
 pub mod listener;
 pub mod logging;
 pub mod metrics;
@@ -17,10 +16,6 @@ pub mod middleware;
 pub mod mock_engine;
 pub mod mock_text;
 pub mod openai;
-pub mod prompt_side;
 pub mod routes;
 pub mod state;
-pub mod stop_strings;
-pub mod template;
-pub mod tokenizer;
 pub mod watchdog;

@@ -8,11 +8,11 @@ use pagoda_engine::models::ModelConfig;
 use pagoda_engine::{
     start_mock_engine, EngineConfig, EngineHandle, MockConfig, MockOutputLen, MockStall,
 };
+use pagoda_text::prompt_side::PromptSide;
+use pagoda_text::template::{ChatTemplate, CHATML_TEMPLATE};
 
 use crate::args::ServerArgs;
 use crate::mock_text::{byte_tokenizer, mock_output_token_ids, BYTE_TOKENIZER_VOCAB_SIZE};
-use crate::prompt_side::PromptSide;
-use crate::template::{ChatTemplate, CHATML_TEMPLATE};
 
 /// Context length the mock claims with the built-in tokenizer.
 pub const MOCK_CONTEXT_LEN: usize = 8192;

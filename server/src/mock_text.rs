@@ -1,9 +1,8 @@
 //! The text side of `--mock` without a model: a byte-level tokenizer (256 byte tokens plus ChatML
 //! specials) and the token ids the mock engine streams back.
 
+use pagoda_text::tokenizer::{Result, TextTokenizer};
 use serde_json::{json, Map, Value};
-
-use crate::tokenizer::{Result, TextTokenizer};
 
 /// What the mock engine says, over and over.
 pub const MOCK_TEXT: &str =

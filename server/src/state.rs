@@ -4,6 +4,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pagoda_engine::{EngineHandle, ValidRequest};
+use pagoda_text::template::{ChatMessage, ChatTemplate};
+use pagoda_text::tokenizer::TextTokenizer;
 
 use crate::chat_prompt::{chat_prompt_ids, ChatPolicy};
 use crate::listener::HttpLimits;
@@ -12,8 +14,6 @@ use crate::openai::admission::Admission;
 use crate::openai::choice::{ChoiceContext, ChoiceRun, Submission};
 use crate::openai::error::ApiError;
 use crate::openai::params::{GenerationParams, ParamDefaults};
-use crate::template::{ChatMessage, ChatTemplate};
-use crate::tokenizer::TextTokenizer;
 use crate::watchdog::EngineHealth;
 
 /// Shared by all requests; cheap to clone.

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use pagoda_engine::{EngineConfig, EngineError, FinishReason, SamplingParams, StopConditions};
 use pagoda_server::generate::{GenerateError, Generation, TextGenerator};
-use pagoda_server::template::ChatMessage;
+use pagoda_text::template::ChatMessage;
 
 /// Prompts and a phrase the answer must contain. Greedy answers (int8 and f32 weights alike):
 /// "The capital of France is Paris.", "The capital of Japan is Tokyo.",

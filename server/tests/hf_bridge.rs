@@ -1,6 +1,6 @@
 //! The default model as a Hugging Face directory: the GGUF is converted
 //! (`pagoda_engine::testing::convert_gguf_to_hf` for config and f32 safetensors,
-//! `pagoda_server::hf_files::write_tokenizer_files` for the tokenizer and chat template) and the
+//! `pagoda_text::hf_files::write_tokenizer_files` for the tokenizer and chat template) and the
 //! directory must behave as the GGUF does: same prompt ids, same logits, same greedy tokens.
 //!
 //! Needs the default model: `scripts/fetch-default-model.sh` puts it in `models/`.
@@ -16,14 +16,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use pagoda_engine::models::tokenizer_spec::read_tokenizer_spec;
 use pagoda_engine::models::WeightFormat;
 use pagoda_engine::testing::{convert_gguf_to_hf, last_token_logits};
 use pagoda_engine::{EngineConfig, FinishReason, SamplingParams, StopConditions};
 use pagoda_server::generate::TextGenerator;
-use pagoda_server::hf_files::write_tokenizer_files;
-use pagoda_server::template::{ChatMessage, ChatTemplate};
-use pagoda_server::tokenizer::TextTokenizer;
+use pagoda_text::hf_files::write_tokenizer_files;
+use pagoda_text::template::{ChatMessage, ChatTemplate};
+use pagoda_text::tokenizer::TextTokenizer;
+use pagoda_text::tokenizer_spec::read_tokenizer_spec;
 
 /// The questions of `default_model_chat.rs` and a phrase each answer must contain.
 const QUESTIONS: &[(&str, &str)] = &[
@@ -98,7 +98,7 @@ fn tokenizer_json_and_template_match_the_gguf() {
     let from_gguf = TextTokenizer::from_spec(&spec).unwrap();
     let dir = tempfile::tempdir().unwrap();
     write_tokenizer_files(&from_gguf, spec.chat_template.as_deref(), dir.path()).unwrap();
-    let files = pagoda_server::hf_files::HfTokenizerFiles::read(dir.path()).unwrap();
+    let files = pagoda_text::hf_files::HfTokenizerFiles::read(dir.path()).unwrap();
     let from_json = &files.tokenizer;
     let reference = common::reference::reference();
     assert!(reference.samples.len() >= 40);

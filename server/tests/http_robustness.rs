@@ -88,7 +88,7 @@ async fn bad_inputs_get_openai_errors_and_leave_the_server_idle() {
 #[tokio::test]
 async fn bad_inputs_on_the_default_model() {
     let model = common::model_path();
-    let vocab_size = pagoda_server::tokenizer::TextTokenizer::from_gguf(&model)
+    let vocab_size = pagoda_text::tokenizer::TextTokenizer::from_gguf(&model)
         .expect("the default model's tokenizer loads")
         .vocab_size() as u32;
     let max_model_len = 256;

@@ -11,10 +11,10 @@ mod common;
 use std::sync::{Arc, OnceLock};
 
 use common::reference::{reference, Sample};
-use pagoda_engine::models::tokenizer_spec::read_tokenizer_spec;
-use pagoda_server::detokenizer::IncrementalDetokenizer;
-use pagoda_server::template::{ChatMessage, ChatTemplate};
-use pagoda_server::tokenizer::TextTokenizer;
+use pagoda_text::detokenizer::IncrementalDetokenizer;
+use pagoda_text::template::{ChatMessage, ChatTemplate};
+use pagoda_text::tokenizer::TextTokenizer;
+use pagoda_text::tokenizer_spec::read_tokenizer_spec;
 
 fn tokenizer() -> Arc<TextTokenizer> {
     static TOKENIZER: OnceLock<Arc<TextTokenizer>> = OnceLock::new();

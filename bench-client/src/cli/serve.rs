@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use pagoda_server::tokenizer::TextTokenizer;
+use pagoda_text::tokenizer::TextTokenizer;
 use serde_json::Value;
 
 use crate::cli::serve_args::{DatasetName, EndpointArg, ServeArgs};
@@ -158,7 +158,7 @@ pub fn load_tokenizer(
     path: Option<&std::path::Path>,
 ) -> anyhow::Result<(Arc<TextTokenizer>, PathBuf)> {
     let path = pagoda_engine::args::default_model::resolve_model_path(path)?;
-    let side = pagoda_server::prompt_side::PromptSide::load(&path)
+    let side = pagoda_text::prompt_side::PromptSide::load(&path)
         .with_context(|| format!("cannot load a tokenizer from {}", path.display()))?;
     Ok((Arc::new(side.tokenizer), path))
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use anyhow::{ensure, Context};
 use clap::{ArgGroup, Args};
-use pagoda_server::tokenizer::TextTokenizer;
+use pagoda_text::tokenizer::TextTokenizer;
 use serde_json::Value;
 
 use crate::cli::run_meta::{format_date, unix_now_s};

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use pagoda_server::prompt_side::PromptSide;
+use pagoda_text::prompt_side::PromptSide;
 
 use pagoda_engine::EngineArgs;
 

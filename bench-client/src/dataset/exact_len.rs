@@ -25,7 +25,7 @@
 //! tokens (which a prefix cache keys on). The continuation starts with a word to keep that seam
 //! clean.
 
-use pagoda_server::tokenizer::TextTokenizer;
+use pagoda_text::tokenizer::TextTokenizer;
 use rand::Rng;
 
 use super::DatasetError;

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use pagoda_server::tokenizer::TextTokenizer;
+use pagoda_text::tokenizer::TextTokenizer;
 use serde::Deserialize;
 
 use super::{count_tokens, is_known_role, read_file, DatasetError};

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use pagoda_server::tokenizer::TextTokenizer;
+use pagoda_text::tokenizer::TextTokenizer;
 use rand::seq::SliceRandom;
 use rand::Rng;
 

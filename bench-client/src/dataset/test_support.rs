@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use pagoda_server::tokenizer::TextTokenizer;
+use pagoda_text::tokenizer::TextTokenizer;
 
 /// The default model: `models/` of the repository, or `$PAGODA_MODEL_DIR` (as
 /// `scripts/fetch-default-model.sh` uses). Fails the test when it is missing.

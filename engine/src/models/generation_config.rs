@@ -82,11 +82,6 @@ pub fn read_generation_config(path: &Path) -> GenerationConfig {
     }
 }
 
-/// `eos_token_id` (a number or a list) from a `generation_config.json`, if present.
-pub fn generation_config_eos_ids(path: &Path) -> Vec<u32> {
-    read_generation_config(path).eos_token_ids
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,9 +103,9 @@ mod tests {
         assert_eq!(config.sampling.top_k, Some(20));
         assert_eq!(config.sampling.min_p, None);
         std::fs::write(&path, r#"{"eos_token_id": 5}"#).expect("write");
-        assert_eq!(generation_config_eos_ids(&path), vec![5]);
+        assert_eq!(read_generation_config(&path).eos_token_ids, vec![5]);
         std::fs::write(&path, "not json").expect("write");
-        assert!(generation_config_eos_ids(&path).is_empty());
+        assert!(read_generation_config(&path).eos_token_ids.is_empty());
     }
 
     #[test]

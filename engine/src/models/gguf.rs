@@ -225,5 +225,4 @@ fn value_to_u64(value: &Value) -> Option<u64> {
     }
 }
 
-pub use super::generation_config::generation_config_eos_ids;
 use super::generation_config::{read_generation_config, GenerationConfig};

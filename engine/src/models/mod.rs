@@ -14,7 +14,6 @@ pub mod llama;
 pub mod load;
 pub mod rotary;
 pub mod self_attention;
-pub mod tokenizer_spec;
 pub mod weights;
 
 use std::path::Path;

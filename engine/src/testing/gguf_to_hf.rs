@@ -1,7 +1,7 @@
 //! Converts a GGUF Llama model into a Hugging Face directory (`config.json`, `model.safetensors`
 //! with f32 weights, `generation_config.json`), so tests can run the same weights through both
 //! loaders ([`last_token_logits`] runs one prefill of either). The tokenizer files are the
-//! server's business (`pagoda_server::hf_files`).
+//! text crate's business (`pagoda_text::hf_files`).
 //!
 //! llama.cpp's converter reorders the rows of `q_proj` and `k_proj`, head by head, so that its
 //! RoPE, which rotates adjacent pairs of dimensions `(2i, 2i+1)`, computes what Hugging Face's

@@ -8,13 +8,13 @@ use std::time::Instant;
 use pagoda_engine::{
     EngineHandle, FinishReason, GeneratedToken, RequestStream, RequestTimings, TokenEvent, Usage,
 };
+use pagoda_text::detokenizer::IncrementalDetokenizer;
+use pagoda_text::stop_strings::StopStringMatcher;
+use pagoda_text::tokenizer::TextTokenizer;
 
-use crate::detokenizer::IncrementalDetokenizer;
 use crate::metrics::{FinishedSequence, Metrics};
 use crate::openai::admission::WaitingSlot;
 use crate::openai::error::ApiError;
-use crate::stop_strings::StopStringMatcher;
-use crate::tokenizer::TextTokenizer;
 
 /// A token's log-probability, with its text and the most likely alternatives.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,10 +5,11 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use pagoda_engine::EngineError;
+use pagoda_text::prompt_side::PromptSideError;
+use pagoda_text::template::TemplateError;
+use pagoda_text::tokenizer::TokenizerError;
 
 use crate::generate::GenerateError;
-use crate::template::TemplateError;
-use crate::tokenizer::TokenizerError;
 
 /// An error as the API returns it.
 #[derive(Debug, Clone, PartialEq)]
@@ -212,7 +213,9 @@ impl From<GenerateError> for ApiError {
             GenerateError::Engine(e) => e.into(),
             GenerateError::Template(e) => e.into(),
             GenerateError::Tokenizer(e) => e.into(),
-            GenerateError::ModelNotFound(_) => ApiError::internal(error.to_string()),
+            GenerateError::PromptSide(PromptSideError::Tokenizer(e)) => e.into(),
+            GenerateError::PromptSide(PromptSideError::Template(e)) => e.into(),
+            GenerateError::PromptSide(_) => ApiError::internal(error.to_string()),
         }
     }
 }

@@ -1,10 +1,9 @@
 //! The request bodies of `/v1/chat/completions` and `/v1/completions`, as OpenAI (and vLLM's
 //! extensions) spell them. Unknown fields are ignored, as OpenAI does.
 
+use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
 use serde_json::Value;
-
-use crate::template::ChatMessage;
 
 /// `stop`: one string or a list of them.
 #[derive(Debug, Clone, Deserialize, PartialEq)]

@@ -2,6 +2,7 @@
 
 use axum::extract::State;
 use axum::Json;
+use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -10,7 +11,6 @@ use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
 use crate::openai::tokenize_blocking;
 use crate::state::SharedState;
-use crate::template::ChatMessage;
 
 #[derive(Debug, Deserialize)]
 struct TokenizeRequest {

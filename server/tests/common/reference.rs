@@ -2,7 +2,7 @@
 //! `data/gen_tokenizer_reference.py`): texts with their token ids, and rendered chat prompts.
 #![allow(dead_code)]
 
-use pagoda_server::template::ChatMessage;
+use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
 
 #[derive(Deserialize)]

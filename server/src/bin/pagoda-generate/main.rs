@@ -15,7 +15,7 @@ use clap::Parser;
 use pagoda_engine::args::default_model::{find_default_model, DEFAULT_MODEL_FILE};
 use pagoda_engine::{SamplingParams, StopConditions};
 use pagoda_server::generate::{Generation, TextGenerator};
-use pagoda_server::template::ChatMessage;
+use pagoda_text::template::ChatMessage;
 use serde::Serialize;
 use tracing_subscriber::EnvFilter;
 

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use pagoda_engine::models::tokenizer_spec::TokenizerSpec;
+use crate::tokenizer_spec::TokenizerSpec;
 
 /// GPT-2's printable stand-ins for the 256 byte values.
 fn byte_chars() -> Vec<char> {

@@ -2,14 +2,26 @@
 //!
 //! GGUF files carry their tokenizer as metadata under llama.cpp's key names
 //! (`tokenizer.ggml.tokens`, `tokenizer.ggml.merges`, ...). [`TokenizerSpec`] reads those keys once,
-//! checks their types and lengths, and leaves building a real tokenizer to the server crate.
+//! checks their types and lengths, and leaves building a real tokenizer to [`crate::tokenizer`].
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::quantized::gguf_file::{Content, Value};
 
-use crate::{EngineError, Result};
+/// Why a GGUF file's tokenizer could not be read. The messages keep the wording of a model that
+/// cannot be loaded ("model load failed: ..."), as the engine words its own load errors.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TokenizerSpecError {
+    /// The file cannot be opened, or it is not a GGUF file.
+    #[error("model load failed: {0}")]
+    Unreadable(String),
+    /// A tokenizer key is missing or of the wrong type, or disagrees with the vocabulary.
+    #[error("model load failed: {0}")]
+    Metadata(String),
+}
+
+type Result<T, E = TokenizerSpecError> = std::result::Result<T, E>;
 
 /// GGUF token type of a control token such as `<|im_end|>` (llama.cpp's `LLAMA_TOKEN_TYPE_CONTROL`).
 pub const TOKEN_TYPE_CONTROL: i32 = 3;
@@ -57,7 +69,7 @@ impl TokenizerSpec {
         let tokens = string_array(md, "tokenizer.ggml.tokens")?
             .ok_or_else(|| missing("tokenizer.ggml.tokens"))?;
         if tokens.is_empty() {
-            return Err(load_err("`tokenizer.ggml.tokens` is empty"));
+            return Err(metadata_err("`tokenizer.ggml.tokens` is empty"));
         }
         let is_llama = model == "llama";
         let spec = Self {
@@ -97,7 +109,7 @@ impl TokenizerSpec {
             ("tokenizer.ggml.scores", self.scores.len()),
         ] {
             if len != 0 && len != n {
-                return Err(load_err(format!(
+                return Err(metadata_err(format!(
                     "`{key}` has {len} entries but the vocabulary has {n} tokens"
                 )));
             }
@@ -109,7 +121,7 @@ impl TokenizerSpec {
             ("padding_token_id", self.padding_token_id),
         ] {
             if let Some(id) = id.filter(|&id| id as usize >= n) {
-                return Err(load_err(format!(
+                return Err(metadata_err(format!(
                     "`tokenizer.ggml.{key}` is {id}, outside the vocabulary of {n} tokens"
                 )));
             }
@@ -120,31 +132,32 @@ impl TokenizerSpec {
 
 /// Opens a GGUF file and reads only its header (metadata and tensor table, no tensor data).
 pub fn read_tokenizer_spec(path: &Path) -> Result<TokenizerSpec> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| load_err(format!("cannot open {}: {e}", path.display())))?;
+    let file = std::fs::File::open(path).map_err(|e| {
+        TokenizerSpecError::Unreadable(format!("cannot open {}: {e}", path.display()))
+    })?;
     let mut reader = std::io::BufReader::new(file);
     let content = Content::read(&mut reader).map_err(|e| {
-        load_err(format!(
+        TokenizerSpecError::Unreadable(format!(
             "{} is not a readable GGUF file: {e}",
             path.display()
         ))
     })?;
     TokenizerSpec::from_gguf_metadata(&content.metadata).map_err(|e| match e {
-        EngineError::ModelLoad(msg) => load_err(format!("{}: {msg}", path.display())),
+        TokenizerSpecError::Metadata(msg) => metadata_err(format!("{}: {msg}", path.display())),
         other => other,
     })
 }
 
-fn load_err(msg: impl Into<String>) -> EngineError {
-    EngineError::ModelLoad(msg.into())
+fn metadata_err(msg: impl Into<String>) -> TokenizerSpecError {
+    TokenizerSpecError::Metadata(msg.into())
 }
 
-fn missing(key: &str) -> EngineError {
-    load_err(format!("GGUF metadata has no `{key}`"))
+fn missing(key: &str) -> TokenizerSpecError {
+    metadata_err(format!("GGUF metadata has no `{key}`"))
 }
 
-fn wrong_type(key: &str, expected: &str, found: &Value) -> EngineError {
-    load_err(format!(
+fn wrong_type(key: &str, expected: &str, found: &Value) -> TokenizerSpecError {
+    metadata_err(format!(
         "GGUF metadata `{key}` must be {expected}, found {:?}",
         found.value_type()
     ))
@@ -194,7 +207,7 @@ fn token_id(md: &Metadata, key: &str) -> Result<Option<u32>> {
         Some(-1) => Ok(None),
         Some(x) => u32::try_from(x)
             .map(Some)
-            .map_err(|_| load_err(format!("GGUF metadata `{key}` is {x}, not a token id"))),
+            .map_err(|_| metadata_err(format!("GGUF metadata `{key}` is {x}, not a token id"))),
         None => Err(wrong_type(key, "an integer token id", v)),
     }
 }
@@ -252,147 +265,4 @@ fn f32_array(md: &Metadata, key: &str) -> Result<Option<Vec<f32>>> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn strings(items: &[&str]) -> Value {
-        Value::Array(items.iter().map(|s| Value::String(s.to_string())).collect())
-    }
-
-    fn gpt2_metadata() -> Metadata {
-        let mut md = Metadata::new();
-        md.insert("tokenizer.ggml.model".into(), Value::String("gpt2".into()));
-        md.insert("tokenizer.ggml.pre".into(), Value::String("smollm".into()));
-        md.insert(
-            "tokenizer.ggml.tokens".into(),
-            strings(&["<|endoftext|>", "a", "b", "ab"]),
-        );
-        let types = [3, 1, 1, 1].iter().map(|&t| Value::I32(t)).collect();
-        md.insert("tokenizer.ggml.token_type".into(), Value::Array(types));
-        md.insert("tokenizer.ggml.merges".into(), strings(&["a b"]));
-        md.insert("tokenizer.ggml.bos_token_id".into(), Value::U32(0));
-        md.insert("tokenizer.ggml.eos_token_id".into(), Value::U32(0));
-        md.insert("tokenizer.ggml.add_bos_token".into(), Value::Bool(false));
-        md.insert(
-            "tokenizer.chat_template".into(),
-            Value::String("{{ messages }}".into()),
-        );
-        md
-    }
-
-    fn expect_error(md: &Metadata, needle: &str) {
-        match TokenizerSpec::from_gguf_metadata(md) {
-            Err(EngineError::ModelLoad(msg)) => {
-                assert!(msg.contains(needle), "error {msg:?} lacks {needle:?}")
-            }
-            other => panic!("expected a ModelLoad error containing {needle:?}, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn reads_a_gpt2_spec() {
-        let spec = TokenizerSpec::from_gguf_metadata(&gpt2_metadata()).unwrap();
-        assert_eq!(spec.model, "gpt2");
-        assert_eq!(spec.pre.as_deref(), Some("smollm"));
-        assert_eq!(spec.tokens, ["<|endoftext|>", "a", "b", "ab"]);
-        assert_eq!(spec.token_types, [3, 1, 1, 1]);
-        assert_eq!(spec.merges, ["a b"]);
-        assert!(spec.scores.is_empty());
-        assert_eq!((spec.bos_token_id, spec.eos_token_id), (Some(0), Some(0)));
-        assert_eq!((spec.unknown_token_id, spec.padding_token_id), (None, None));
-        assert!(!spec.add_bos_token && !spec.add_space_prefix);
-        assert_eq!(spec.chat_template.as_deref(), Some("{{ messages }}"));
-        assert_eq!(spec.vocab_size(), 4);
-        assert_eq!(spec.token_type(0), TOKEN_TYPE_CONTROL);
-    }
-
-    #[test]
-    fn llama_defaults_to_bos_and_space_prefix() {
-        let mut md = gpt2_metadata();
-        md.insert("tokenizer.ggml.model".into(), Value::String("llama".into()));
-        md.remove("tokenizer.ggml.add_bos_token");
-        md.remove("tokenizer.ggml.merges");
-        let scores = (0..4).map(|i| Value::F32(-(i as f32))).collect();
-        md.insert("tokenizer.ggml.scores".into(), Value::Array(scores));
-        md.insert("tokenizer.ggml.unknown_token_id".into(), Value::I32(-1));
-        let spec = TokenizerSpec::from_gguf_metadata(&md).unwrap();
-        assert!(spec.add_bos_token && spec.add_space_prefix);
-        assert!(spec.merges.is_empty());
-        assert_eq!(spec.scores, [0.0, -1.0, -2.0, -3.0]);
-        assert_eq!(spec.unknown_token_id, None);
-    }
-
-    #[test]
-    fn missing_keys_are_named() {
-        let mut md = gpt2_metadata();
-        md.remove("tokenizer.ggml.model");
-        expect_error(&md, "no `tokenizer.ggml.model`");
-        let mut md = gpt2_metadata();
-        md.remove("tokenizer.ggml.tokens");
-        expect_error(&md, "no `tokenizer.ggml.tokens`");
-    }
-
-    #[test]
-    fn wrong_types_are_named() {
-        let mut md = gpt2_metadata();
-        md.insert("tokenizer.ggml.model".into(), Value::U32(2));
-        expect_error(&md, "`tokenizer.ggml.model` must be a string");
-        let mut md = gpt2_metadata();
-        md.insert(
-            "tokenizer.ggml.tokens".into(),
-            Value::Array(vec![Value::U8(1)]),
-        );
-        expect_error(&md, "`tokenizer.ggml.tokens` must be an array of strings");
-        let mut md = gpt2_metadata();
-        md.insert("tokenizer.ggml.bos_token_id".into(), Value::F32(1.0));
-        expect_error(
-            &md,
-            "`tokenizer.ggml.bos_token_id` must be an integer token id",
-        );
-        let mut md = gpt2_metadata();
-        md.insert("tokenizer.ggml.add_bos_token".into(), Value::U8(1));
-        expect_error(&md, "`tokenizer.ggml.add_bos_token` must be a bool");
-    }
-
-    #[test]
-    fn inconsistent_lengths_and_ids_are_rejected() {
-        let mut md = gpt2_metadata();
-        md.insert(
-            "tokenizer.ggml.token_type".into(),
-            Value::Array(vec![Value::I32(1)]),
-        );
-        expect_error(&md, "`tokenizer.ggml.token_type` has 1 entries");
-        let mut md = gpt2_metadata();
-        md.insert("tokenizer.ggml.eos_token_id".into(), Value::U32(4));
-        expect_error(
-            &md,
-            "`tokenizer.ggml.eos_token_id` is 4, outside the vocabulary",
-        );
-        let mut md = gpt2_metadata();
-        md.insert("tokenizer.ggml.tokens".into(), strings(&[]));
-        expect_error(&md, "empty");
-    }
-
-    #[test]
-    fn reads_the_spec_from_a_gguf_file_header() {
-        let md = gpt2_metadata();
-        let entries: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        candle_core::quantized::gguf_file::write(file.as_file_mut(), &entries, &[]).unwrap();
-        let spec = read_tokenizer_spec(file.path()).unwrap();
-        assert_eq!(spec, TokenizerSpec::from_gguf_metadata(&md).unwrap());
-    }
-
-    #[test]
-    fn reading_a_non_gguf_file_fails_clearly() {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        std::io::Write::write_all(&mut file, b"not a gguf file at all").unwrap();
-        match read_tokenizer_spec(file.path()) {
-            Err(EngineError::ModelLoad(msg)) => assert!(msg.contains("not a readable GGUF")),
-            other => panic!("expected ModelLoad, got {other:?}"),
-        }
-        let missing = read_tokenizer_spec(Path::new("/nonexistent/model.gguf"));
-        assert!(matches!(missing, Err(EngineError::ModelLoad(m)) if m.contains("cannot open")));
-    }
-}
+mod tests;

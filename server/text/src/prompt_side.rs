@@ -3,12 +3,29 @@
 
 use std::path::{Path, PathBuf};
 
-use pagoda_engine::models::tokenizer_spec::{read_tokenizer_spec, TokenizerSpec};
-
-use crate::generate::{GenerateError, Result};
 use crate::hf_files::HfTokenizerFiles;
-use crate::template::{ChatTemplate, CHATML_TEMPLATE};
-use crate::tokenizer::TextTokenizer;
+use crate::template::{ChatTemplate, TemplateError, CHATML_TEMPLATE};
+use crate::tokenizer::{TextTokenizer, TokenizerError};
+use crate::tokenizer_spec::{read_tokenizer_spec, TokenizerSpec, TokenizerSpecError};
+
+/// Why a model's text side could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptSideError {
+    /// There is no file or directory at the model path.
+    #[error("model file {} not found", .0.display())]
+    ModelNotFound(PathBuf),
+    /// The GGUF file cannot be read, or its tokenizer keys are malformed.
+    #[error(transparent)]
+    Spec(#[from] TokenizerSpecError),
+    /// The tokenizer could not be built, or its Hugging Face files could not be read.
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
+    /// The chat template does not compile.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+}
+
+type Result<T, E = PromptSideError> = std::result::Result<T, E>;
 
 /// A model's tokenizer and chat template, and the ids its prompt-side files say end generation.
 #[derive(Debug)]
@@ -27,7 +44,7 @@ impl PromptSide {
         } else if model_path.is_file() {
             Self::from_gguf(model_path)
         } else {
-            Err(GenerateError::ModelNotFound(PathBuf::from(model_path)))
+            Err(PromptSideError::ModelNotFound(PathBuf::from(model_path)))
         }
     }
 

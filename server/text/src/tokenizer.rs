@@ -4,35 +4,17 @@
 //! `tokenizer.json` ([`TextTokenizer::from_tokenizer_json`]).
 
 mod build;
+mod error;
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use aho_corasick::{AhoCorasick, MatchKind};
-use pagoda_engine::models::tokenizer_spec::{read_tokenizer_spec, TokenizerSpec};
 use tokenizers::Tokenizer;
 
-/// Everything that can go wrong while building or using a tokenizer.
-#[derive(Debug, thiserror::Error)]
-pub enum TokenizerError {
-    /// The model file could not be read or its tokenizer metadata is malformed.
-    #[error(transparent)]
-    Model(#[from] pagoda_engine::EngineError),
-    /// A file next to the model (tokenizer.json, tokenizer_config.json) could not be read.
-    #[error("cannot read {path}: {message}")]
-    File { path: String, message: String },
-    /// The tokenizer kind is one Pagoda cannot rebuild.
-    #[error("unsupported tokenizer: {0}")]
-    Unsupported(String),
-    /// The tokenizer description is inconsistent.
-    #[error("invalid tokenizer: {0}")]
-    InvalidSpec(String),
-    /// The `tokenizers` library failed (bad regex, unknown id, ...).
-    #[error("tokenizer error: {0}")]
-    Library(#[from] tokenizers::Error),
-}
+pub use error::{Result, TokenizerError};
 
-pub type Result<T, E = TokenizerError> = std::result::Result<T, E>;
+use crate::tokenizer_spec::{read_tokenizer_spec, TokenizerSpec};
 
 /// Control tokens that end a turn in common chat formats; with the spec's EOS they stop generation.
 const END_OF_GENERATION_TOKENS: &[&str] = &[

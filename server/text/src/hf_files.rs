@@ -12,7 +12,6 @@
 
 use std::path::Path;
 
-use pagoda_engine::models::gguf::generation_config_eos_ids;
 use serde_json::{json, Value};
 use tokenizers::processors::template::TemplateProcessing;
 
@@ -41,9 +40,7 @@ impl HfTokenizerFiles {
             chat_template: chat_template(dir, &config)?,
             bos_token: token("bos_token"),
             eos_token: token("eos_token"),
-            generation_eos_token_ids: generation_config_eos_ids(
-                &dir.join("generation_config.json"),
-            ),
+            generation_eos_token_ids: generation_eos_ids(&dir.join("generation_config.json")),
             tokenizer,
         })
     }
@@ -143,6 +140,27 @@ fn token_text(value: &Value) -> Option<String> {
     }
 }
 
+/// `eos_token_id` of a `generation_config.json` (a number or a list). The file is optional: none
+/// when it is missing, and none, with a warning, when it is not JSON.
+fn generation_eos_ids(path: &Path) -> Vec<u32> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let Ok(config) = serde_json::from_str::<Value>(&text) else {
+        tracing::warn!(path = %path.display(), "ignoring unparsable generation_config.json");
+        return Vec::new();
+    };
+    match &config["eos_token_id"] {
+        Value::Number(id) => id.as_u64().map(|id| vec![id as u32]).unwrap_or_default(),
+        Value::Array(ids) => ids
+            .iter()
+            .filter_map(Value::as_u64)
+            .map(|id| id as u32)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// A JSON file's contents; `None` when there is no such file.
 fn read_json(path: &Path) -> Result<Option<Value>> {
     let text = match std::fs::read_to_string(path) {
@@ -164,9 +182,8 @@ fn file_error(path: &Path, e: impl std::fmt::Display) -> TokenizerError {
 
 #[cfg(test)]
 mod tests {
-    use pagoda_engine::models::tokenizer_spec::{TokenizerSpec, TOKEN_TYPE_CONTROL};
-
     use super::*;
+    use crate::tokenizer_spec::{TokenizerSpec, TOKEN_TYPE_CONTROL};
 
     /// A byte-level BPE vocabulary of a few words, with control tokens 0 (BOS) and 1 (EOS).
     fn spec(add_bos_token: bool) -> TokenizerSpec {
@@ -280,5 +297,18 @@ mod tests {
         std::fs::remove_file(dir.path().join("tokenizer.json")).expect("removes");
         let error = HfTokenizerFiles::read(dir.path()).expect_err("tokenizer.json is required");
         assert!(error.to_string().contains("tokenizer.json"), "{error}");
+    }
+
+    #[test]
+    fn generation_eos_ids_are_a_number_or_a_list() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("generation_config.json");
+        assert!(generation_eos_ids(&path).is_empty(), "a missing file");
+        std::fs::write(&path, r#"{"eos_token_id": [2, 7], "temperature": 0.6}"#).expect("write");
+        assert_eq!(generation_eos_ids(&path), vec![2, 7]);
+        std::fs::write(&path, r#"{"eos_token_id": 5}"#).expect("write");
+        assert_eq!(generation_eos_ids(&path), vec![5]);
+        std::fs::write(&path, "not json").expect("write");
+        assert!(generation_eos_ids(&path).is_empty());
     }
 }

@@ -9,9 +9,6 @@
 //! Control tokens (type 3) and the BOS/EOS/UNK tokens become special added tokens, user-defined
 //! tokens (type 4) plain added tokens, so that both are matched whole in the text.
 
-use pagoda_engine::models::tokenizer_spec::{
-    TokenizerSpec, TOKEN_TYPE_BYTE, TOKEN_TYPE_CONTROL, TOKEN_TYPE_USER_DEFINED,
-};
 use tokenizers::decoders::byte_fallback::ByteFallback;
 use tokenizers::decoders::fuse::Fuse;
 use tokenizers::decoders::sequence::Sequence as DecoderSequence;
@@ -26,7 +23,10 @@ use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
 
-use super::TokenizerError;
+use super::error::TokenizerError;
+use crate::tokenizer_spec::{
+    TokenizerSpec, TOKEN_TYPE_BYTE, TOKEN_TYPE_CONTROL, TOKEN_TYPE_USER_DEFINED,
+};
 
 /// SentencePiece's stand-in for a space.
 const SPIECE_SPACE: &str = "\u{2581}";
