@@ -15,7 +15,7 @@ pub struct SamplingDefaults {
     pub top_k: Option<usize>,
     pub min_p: Option<f32>,
     pub repetition_penalty: Option<f32>,
-    /// `max_new_tokens`: a default for `max_tokens`.
+    /// `max_new_tokens`: the server's default `max_tokens` for chat requests that give none.
     pub max_new_tokens: Option<usize>,
 }
 

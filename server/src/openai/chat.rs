@@ -21,7 +21,7 @@ pub async fn chat_completions(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let request: ChatCompletionRequest = parse_body(&body)?;
-    state.check_model(request.model.as_deref())?;
+    state.check_model(request.fields.model.as_deref())?;
     reject_unsupported(&request)?;
     if request.messages.is_empty() {
         return Err(ApiError::invalid(

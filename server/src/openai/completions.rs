@@ -25,7 +25,7 @@ pub async fn completions(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let request: CompletionRequest = parse_body(&body)?;
-    state.check_model(request.model.as_deref())?;
+    state.check_model(request.fields.model.as_deref())?;
     reject_unsupported(&request)?;
     let logprobs = match request.logprobs {
         Some(n) if n > MAX_COMPLETION_LOGPROBS => {
@@ -77,7 +77,7 @@ fn reject_unsupported(request: &CompletionRequest) -> Result<(), ApiError> {
         ));
     }
     if let Some(best_of) = request.best_of {
-        if best_of != request.n.unwrap_or(1) {
+        if best_of != request.fields.n.unwrap_or(1) {
             return Err(ApiError::unsupported(
                 "best_of",
                 "`best_of` different from `n`",

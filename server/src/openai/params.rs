@@ -45,7 +45,7 @@ impl GenerationParams {
         defaults: &ParamDefaults,
     ) -> Result<Self, ApiError> {
         let sampling = sampling_params(fields, logprobs, &defaults.sampling)?;
-        let stop = stop_conditions(fields, &defaults.extra_stop_token_ids)?;
+        let stop = stop_conditions(fields, defaults)?;
         let stop_strings = stop_strings(fields)?;
         let n = match fields.n {
             None => 1,
@@ -154,17 +154,21 @@ fn sampling_params(
     Ok(sampling)
 }
 
+/// The stop conditions; without `max_tokens` the model's `max_new_tokens` (generation_config.json)
+/// applies, as in vLLM, else what the context leaves.
 fn stop_conditions(
     fields: &CommonFields,
-    extra_stop_token_ids: &[u32],
+    defaults: &ParamDefaults,
 ) -> Result<StopConditions, ApiError> {
     let max_tokens = fields
         .max_tokens
-        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+        .or(defaults.sampling.max_new_tokens);
+    let extra_stop_token_ids = &defaults.extra_stop_token_ids;
     let ignore_eos = fields.ignore_eos.unwrap_or(false);
     let mut stop_token_ids = fields.stop_token_ids.clone().unwrap_or_default();
     if !ignore_eos {
-        for &id in extra_stop_token_ids {
+        for &id in extra_stop_token_ids.iter() {
             if !stop_token_ids.contains(&id) {
                 stop_token_ids.push(id);
             }
@@ -242,6 +246,27 @@ mod tests {
         assert_eq!(filled.sampling.temperature, 0.2);
         assert_eq!(filled.sampling.top_p, 0.5);
         assert_eq!(filled.stop.stop_token_ids, [7]);
+    }
+
+    #[test]
+    fn the_models_max_new_tokens_applies_only_when_max_tokens_is_unset() {
+        let defaults = ParamDefaults {
+            sampling: SamplingDefaults {
+                max_new_tokens: Some(64),
+                ..SamplingDefaults::default()
+            },
+            ..ParamDefaults::default()
+        };
+        let unset = GenerationParams::from_common(&CommonFields::default(), None, &defaults);
+        assert_eq!(unset.expect("valid").stop.max_tokens, Some(64));
+        let fields = CommonFields {
+            max_tokens: Some(5),
+            ..CommonFields::default()
+        };
+        let set = GenerationParams::from_common(&fields, None, &defaults).expect("valid");
+        assert_eq!(set.stop.max_tokens, Some(5));
+        let none = params(CommonFields::default()).expect("valid");
+        assert_eq!(none.stop.max_tokens, None, "no default: what the context leaves");
     }
 
     #[test]

@@ -28,8 +28,9 @@ pub struct StreamOptions {
     pub include_usage: Option<bool>,
 }
 
-/// The sampling and stopping fields both endpoints share.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The sampling and stopping fields both endpoints share, read from the top level of either
+/// body (`#[serde(flatten)]`), once.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 pub struct CommonFields {
     pub model: Option<String>,
     pub max_tokens: Option<u64>,
@@ -54,76 +55,30 @@ pub struct CommonFields {
     pub logit_bias: Option<Value>,
 }
 
-/// The [`CommonFields`] of a request type that has every one of them as a field of the same
-/// name; only `max_tokens` differs between endpoints, so it is given.
-macro_rules! common_fields {
-    ($request:expr, $max_tokens:expr) => {
-        CommonFields {
-            model: $request.model.clone(),
-            max_tokens: $max_tokens,
-            temperature: $request.temperature,
-            top_p: $request.top_p,
-            top_k: $request.top_k,
-            min_p: $request.min_p,
-            seed: $request.seed,
-            stop: $request.stop.clone(),
-            stop_token_ids: $request.stop_token_ids.clone(),
-            presence_penalty: $request.presence_penalty,
-            frequency_penalty: $request.frequency_penalty,
-            repetition_penalty: $request.repetition_penalty,
-            n: $request.n,
-            stream: $request.stream,
-            stream_options: $request.stream_options.clone(),
-            ignore_eos: $request.ignore_eos,
-            min_tokens: $request.min_tokens,
-            skip_special_tokens: $request.skip_special_tokens,
-            user: $request.user.clone(),
-            cache_salt: $request.cache_salt.clone(),
-            logit_bias: $request.logit_bias.clone(),
-        }
-    };
-}
-
 /// `POST /v1/chat/completions`.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct ChatCompletionRequest {
-    pub model: Option<String>,
     pub messages: Vec<ChatMessage>,
-    pub max_tokens: Option<u64>,
     pub max_completion_tokens: Option<u64>,
-    pub temperature: Option<f32>,
-    pub top_p: Option<f32>,
-    pub top_k: Option<i64>,
-    pub min_p: Option<f32>,
-    pub seed: Option<i64>,
-    pub stop: Option<StopField>,
-    pub stop_token_ids: Option<Vec<u32>>,
-    pub presence_penalty: Option<f32>,
-    pub frequency_penalty: Option<f32>,
-    pub repetition_penalty: Option<f32>,
-    pub n: Option<u32>,
-    pub stream: Option<bool>,
-    pub stream_options: Option<StreamOptions>,
-    pub ignore_eos: Option<bool>,
-    pub min_tokens: Option<u32>,
     pub logprobs: Option<bool>,
     pub top_logprobs: Option<u32>,
-    pub skip_special_tokens: Option<bool>,
-    pub user: Option<String>,
-    pub cache_salt: Option<String>,
-    pub logit_bias: Option<Value>,
     pub tools: Option<Value>,
     pub tool_choice: Option<Value>,
     pub functions: Option<Value>,
     pub function_call: Option<Value>,
     pub response_format: Option<Value>,
     pub add_generation_prompt: Option<bool>,
+    #[serde(flatten)]
+    pub fields: CommonFields,
 }
 
 impl ChatCompletionRequest {
     /// The shared fields; `max_completion_tokens` wins over the older `max_tokens`.
     pub fn common(&self) -> CommonFields {
-        common_fields!(self, self.max_completion_tokens.or(self.max_tokens))
+        CommonFields {
+            max_tokens: self.max_completion_tokens.or(self.fields.max_tokens),
+            ..self.fields.clone()
+        }
     }
 }
 
@@ -140,43 +95,29 @@ pub enum PromptInput {
 /// `POST /v1/completions`.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct CompletionRequest {
-    pub model: Option<String>,
     pub prompt: PromptInput,
-    pub max_tokens: Option<u64>,
-    pub temperature: Option<f32>,
-    pub top_p: Option<f32>,
-    pub top_k: Option<i64>,
-    pub min_p: Option<f32>,
-    pub seed: Option<i64>,
-    pub stop: Option<StopField>,
-    pub stop_token_ids: Option<Vec<u32>>,
-    pub presence_penalty: Option<f32>,
-    pub frequency_penalty: Option<f32>,
-    pub repetition_penalty: Option<f32>,
-    pub n: Option<u32>,
     pub best_of: Option<u32>,
-    pub stream: Option<bool>,
-    pub stream_options: Option<StreamOptions>,
-    pub ignore_eos: Option<bool>,
-    pub min_tokens: Option<u32>,
     pub logprobs: Option<u32>,
     pub echo: Option<bool>,
     pub suffix: Option<String>,
-    pub skip_special_tokens: Option<bool>,
-    pub user: Option<String>,
-    pub cache_salt: Option<String>,
-    pub logit_bias: Option<Value>,
+    #[serde(flatten)]
+    pub fields: CommonFields,
 }
 
 /// OpenAI's default `max_tokens` for `/v1/completions`.
 pub const COMPLETIONS_DEFAULT_MAX_TOKENS: u64 = 16;
 
 impl CompletionRequest {
+    /// The shared fields, `max_tokens` defaulting to OpenAI's 16.
     pub fn common(&self) -> CommonFields {
-        common_fields!(
-            self,
-            Some(self.max_tokens.unwrap_or(COMPLETIONS_DEFAULT_MAX_TOKENS))
-        )
+        CommonFields {
+            max_tokens: Some(
+                self.fields
+                    .max_tokens
+                    .unwrap_or(COMPLETIONS_DEFAULT_MAX_TOKENS),
+            ),
+            ..self.fields.clone()
+        }
     }
 }
 
