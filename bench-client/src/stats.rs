@@ -11,12 +11,15 @@
 //! [`RequestRecord`]: crate::record::RequestRecord
 
 mod definitions;
+mod error;
 mod goodput;
 mod integrity;
+mod integrity_thresholds;
 mod itl;
 mod merge;
 mod metadata;
 mod metric;
+mod metric_summary;
 mod options;
 mod percentile;
 mod steady_state;
@@ -28,41 +31,21 @@ mod vllm_json;
 mod test_records;
 
 pub use definitions::DEFINITIONS;
+pub use error::StatsError;
 pub use goodput::{meets_slos, parse_goodput, GoodputSummary, Slo};
-pub use integrity::{IntegrityThresholds, LagStats, SendIntegrity};
+pub use integrity::{LagStats, SendIntegrity};
+pub use integrity_thresholds::IntegrityThresholds;
 pub use itl::{chunk_gaps_s, per_token_itls_s, tokens_per_chunk};
 pub use merge::{merge, MergedRecords};
 pub use metadata::{parse_metadata, MachineInfo, RampUp, RunMetadata};
 pub use metric::Metric;
+pub use metric_summary::MetricSummary;
 pub use options::{parse_percentile_metrics, parse_percentiles, SteadyStateWindow, SummaryOptions};
 pub use percentile::{median, percentile, MetricStats, PercentileValue};
 pub use steady_state::{steady_state_window, WindowSummary, MIN_WINDOW_FRACTION};
-pub use summary::{
-    error_label, summarize, BenchSummary, ErrorCount, MetricSummary, TokenCountSources,
-};
+pub use summary::{error_label, summarize, BenchSummary, ErrorCount, TokenCountSources};
 pub use timeline::{max_output_tokens_per_s, output_tokens_per_second, peak_concurrency};
 pub use vllm_json::{
     percentile_key, vllm_result_json, PAGODA_KEY, PAGODA_SCHEMA_VERSION, VLLM_DETAILED_KEYS,
     VLLM_RAMP_UP_KEYS, VLLM_RESULT_KEYS, VLLM_SETUP_KEYS, VLLM_UNFILLED_KEYS,
 };
-
-/// What the statistics functions reject: bad command-line specs and inconsistent merges.
-#[derive(Debug, thiserror::Error)]
-pub enum StatsError {
-    #[error("invalid percentile {0:?}: expected a number in [0, 100]")]
-    InvalidPercentile(String),
-    #[error("unknown metric {0:?}: expected one of {names}", names = Metric::names_list())]
-    UnknownMetric(String),
-    #[error("invalid goodput SLO {spec:?}: {reason}")]
-    InvalidSlo { spec: String, reason: String },
-    #[error("invalid --metadata {0:?}: expected KEY=VALUE")]
-    InvalidMetadata(String),
-    #[error("nothing to merge: no record sets were given")]
-    NoParts,
-    #[error("invalid start time {0} (seconds since the Unix epoch): must be finite")]
-    InvalidStart(f64),
-    #[error("record {index} of client {client_id} appears twice (the same file merged twice?)")]
-    DuplicateRecord { client_id: usize, index: usize },
-    #[error("could not build the result JSON: {0}")]
-    Json(#[from] serde_json::Error),
-}

@@ -12,8 +12,8 @@ use tokio::net::TcpListener;
 
 use crate::args::ServerArgs;
 use crate::chat_prompt::ChatPolicy;
-use crate::listener::limits::fit_connections_to_fd_limit;
-use crate::listener::{serve_http, HttpLimits};
+use crate::http_limits::{fit_connections_to_fd_limit, HttpLimits};
+use crate::listener::serve_http;
 use crate::metrics::{HistogramBuckets, Metrics, MetricsConfig};
 use crate::mock_engine::start_mock;
 use crate::openai::admission::Admission;

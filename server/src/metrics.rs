@@ -18,10 +18,13 @@
 mod bucket_tests;
 mod buckets;
 mod builder;
+mod config;
 mod engine_collector;
+mod error;
 mod exposition;
 mod http;
 mod names;
+mod recorder;
 mod request;
 #[cfg(test)]
 mod scrape_tests;
@@ -30,171 +33,11 @@ mod test_support;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use pagoda_engine::{EngineHandle, FinishReason, RequestTimings, Usage};
-use prometheus::{IntCounter, IntGauge, Registry};
-
 pub use buckets::{parse_buckets, validate_buckets, HistogramBuckets};
+pub use config::MetricsConfig;
+pub use error::MetricsError;
 pub use exposition::CONTENT_TYPE;
 pub use http::{status_group, EXCLUDED_HANDLERS, UNMATCHED_HANDLER};
 pub use names::MetricsNamespace;
-
-use builder::SeriesBuilder;
-use engine_collector::EngineCollector;
-use http::HttpMetrics;
-use request::RequestMetrics;
-
-/// Everything the metrics need to know, from the command line.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MetricsConfig {
-    pub namespace: MetricsNamespace,
-    /// The served model name: the `model_name` label of every engine series.
-    pub model_name: String,
-    /// Upper end of the token-count buckets (1, 2, 5, 10, … ≤ max_model_len).
-    pub max_model_len: usize,
-    pub buckets: HistogramBuckets,
-}
-
-/// What the engine's final event says about one finished sequence.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FinishedSequence {
-    pub reason: FinishReason,
-    pub usage: Usage,
-    pub timings: RequestTimings,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum MetricsError {
-    #[error("{flag}: no buckets given; list at least one upper bound, in seconds")]
-    EmptyBuckets { flag: &'static str },
-    #[error("{flag}: bucket {value} is not a finite number (+Inf is always added)")]
-    NonFiniteBucket { flag: &'static str, value: f64 },
-    #[error("{flag}: buckets must be strictly increasing, but {previous} is followed by {next}")]
-    UnorderedBuckets {
-        flag: &'static str,
-        previous: f64,
-        next: f64,
-    },
-    #[error("bucket {text:?} is not a number of seconds (expected e.g. 0.05,0.1,0.5,1)")]
-    UnparsableBucket { text: String },
-    #[error("unknown metrics namespace {0:?}: expected \"pagoda\" or \"vllm\"")]
-    UnknownNamespace(String),
-    #[error("building a metric: {0}")]
-    Prometheus(#[from] prometheus::Error),
-}
-
-/// The server's metrics. Cheap to clone; every clone records into the same registry.
-#[derive(Debug, Clone)]
-pub struct Metrics {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    registry: Registry,
-    request: RequestMetrics,
-    http: HttpMetrics,
-    engine_stalled: IntGauge,
-    engine_stalls: IntCounter,
-}
-
-/// 1 while the progress watchdog sees a stalled engine (both namespaces: not an engine series).
-pub const ENGINE_STALLED: &str = "pagoda_engine_stalled";
-/// Times the watchdog found the engine stalled.
-pub const ENGINE_STALLS_TOTAL: &str = "pagoda_engine_stalls_total";
-
-impl Metrics {
-    /// Validates the buckets and registers every series in a registry of its own.
-    pub fn new(config: MetricsConfig, engine: EngineHandle) -> Result<Self, MetricsError> {
-        config.buckets.validate()?;
-        let registry = Registry::new();
-        let request = RequestMetrics::register(&registry, &config)?;
-        let http = HttpMetrics::register(&registry)?;
-        let series = SeriesBuilder {
-            namespace: config.namespace,
-            model_name: &config.model_name,
-        };
-        registry.register(Box::new(EngineCollector::new(engine, series)?))?;
-        let engine_stalled = builder::register(
-            &registry,
-            IntGauge::new(
-                ENGINE_STALLED,
-                "1 while requests wait or run and no engine step has completed for \
-                 --engine-stall-timeout seconds (/health answers 503 meanwhile).",
-            )?,
-        )?;
-        let engine_stalls = builder::register(
-            &registry,
-            IntCounter::new(
-                ENGINE_STALLS_TOTAL,
-                "Times the engine was found stalled by the progress watchdog.",
-            )?,
-        )?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                registry,
-                request,
-                http,
-                engine_stalled,
-                engine_stalls,
-            }),
-        })
-    }
-
-    /// The watchdog's verdict changed: stalled (counted once per stall) or progressing again.
-    pub fn record_engine_stalled(&self, stalled: bool) {
-        self.inner.engine_stalled.set(i64::from(stalled));
-        if stalled {
-            self.inner.engine_stalls.inc();
-        }
-    }
-
-    /// Per generated token after the first: the gap between consecutive tokens of one sequence.
-    pub fn record_inter_token_latency(&self, gap: Duration) {
-        self.inner
-            .request
-            .record_inter_token_latency(gap.as_secs_f64());
-    }
-
-    /// Once per finished engine sequence (every choice of an n>1 request is one sequence),
-    /// whatever the reason, aborts included.
-    pub fn record_finished(&self, finished: &FinishedSequence) {
-        self.inner.request.record_finished(finished);
-    }
-
-    /// Once per engine sequence that failed instead of finishing (engine error, undecodable
-    /// output, engine gone): `request_success_total{finished_reason="error"}`. Streamed requests
-    /// fail after their 200 header, so this is the only place their failure shows.
-    pub fn record_failed(&self) {
-        self.inner.request.record_failed();
-    }
-
-    /// Once per parent HTTP generation request: its `n` and resolved `max_tokens`.
-    pub fn record_request_params(&self, n: usize, max_tokens: usize) {
-        self.inner.request.record_request_params(n, max_tokens);
-    }
-
-    /// Once per parent HTTP generation request, when its last choice has finished: the largest
-    /// `completion_tokens` among its choices (vLLM's `request_max_num_generation_tokens`).
-    pub fn record_max_num_generation_tokens(&self, max_num_generation_tokens: usize) {
-        self.inner
-            .request
-            .record_max_num_generation_tokens(max_num_generation_tokens);
-    }
-
-    /// Once per HTTP response. `handler` is the matched route template (or
-    /// [`UNMATCHED_HANDLER`]); requests to [`EXCLUDED_HANDLERS`] are not recorded.
-    pub fn record_http(&self, handler: &str, method: &str, status: u16, duration: Duration) {
-        self.inner
-            .http
-            .record(handler, method, status, duration.as_secs_f64());
-    }
-
-    /// The text exposition ([`CONTENT_TYPE`]), engine gauges/counters read from
-    /// `engine.stats()` now.
-    pub fn render(&self) -> String {
-        exposition::encode(&self.inner.registry.gather())
-    }
-}
+pub use recorder::{Metrics, ENGINE_STALLED, ENGINE_STALLS_TOTAL};
+pub use request::FinishedSequence;

@@ -2,19 +2,23 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use pagoda_engine::{EngineHandle, ValidRequest};
 use pagoda_text::template::{ChatMessage, ChatTemplate};
 use pagoda_text::tokenizer::TextTokenizer;
 
 use crate::chat_prompt::{chat_prompt_ids, ChatPolicy};
-use crate::listener::HttpLimits;
+use crate::engine_health::EngineHealth;
+use crate::http_limits::HttpLimits;
 use crate::metrics::Metrics;
 use crate::openai::admission::Admission;
 use crate::openai::choice::{ChoiceContext, ChoiceRun, Submission};
 use crate::openai::error::ApiError;
 use crate::openai::params::{GenerationParams, ParamDefaults};
-use crate::watchdog::EngineHealth;
+
+/// Default time between keep-alive comments on an idle SSE stream (`--sse-keep-alive`).
+pub const DEFAULT_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Shared by all requests; cheap to clone.
 pub type SharedState = Arc<AppState>;
@@ -34,7 +38,7 @@ pub struct AppState {
     pub api_key: Option<String>,
     pub log_requests: bool,
     /// Between keep-alive comments on an idle SSE stream.
-    pub sse_keep_alive: std::time::Duration,
+    pub sse_keep_alive: Duration,
     /// Body size and read-time limits (connection limits are the listener's).
     pub http_limits: HttpLimits,
     /// Which roles chat messages may use and whether their content may carry control tokens.
@@ -73,7 +77,7 @@ impl AppState {
             admission: parts.admission,
             api_key: None,
             log_requests: true,
-            sse_keep_alive: crate::openai::respond::DEFAULT_KEEP_ALIVE_INTERVAL,
+            sse_keep_alive: DEFAULT_KEEP_ALIVE_INTERVAL,
             http_limits: HttpLimits::default(),
             chat_policy: ChatPolicy::default(),
             engine_health: EngineHealth::default(),

@@ -4,29 +4,9 @@
 //! resume (or the work goes away), which clears it by itself. A stuck engine must not look
 //! healthy to a load balancer or an orchestrator.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::state::SharedState;
-
-/// The watchdog's verdict, read by `/health`.
-#[derive(Debug, Default)]
-pub struct EngineHealth {
-    stall: Mutex<Option<String>>,
-}
-
-impl EngineHealth {
-    /// Why the engine is considered stalled, or `None` while it makes progress.
-    pub fn stall_reason(&self) -> Option<String> {
-        self.stall.lock().map(|s| s.clone()).unwrap_or(None)
-    }
-
-    fn set(&self, reason: Option<String>) {
-        if let Ok(mut stall) = self.stall.lock() {
-            *stall = reason;
-        }
-    }
-}
 
 /// What the watchdog sees at one look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

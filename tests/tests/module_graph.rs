@@ -28,7 +28,11 @@ fn no_file_imports_another_that_imports_it_back() {
             loops.push(format!("{source}: {}", cycle.join(" → ")));
         }
     }
-    assert!(loops.is_empty(), "file-level import loops:\n{}", loops.join("\n"));
+    assert!(
+        loops.is_empty(),
+        "file-level import loops:\n{}",
+        loops.join("\n")
+    );
 }
 
 #[test]
@@ -39,11 +43,20 @@ fn the_checker_sees_loops_through_parents_children_and_groups() {
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
         std::fs::write(path, text).expect("write");
     };
-    write("lib.rs", "pub mod a;\npub mod b;\npub mod c;\n#[cfg(test)]\nmod tests;\n");
-    write("a.rs", "mod child;\npub use child::Thing;\npub struct Shared;\n");
+    write(
+        "lib.rs",
+        "pub mod a;\npub mod b;\npub mod c;\n#[cfg(test)]\nmod tests;\n",
+    );
+    write(
+        "a.rs",
+        "mod child;\npub use child::Thing;\npub struct Shared;\n",
+    );
     write("a/child.rs", "use super::Shared;\npub struct Thing;\n");
     write("b.rs", "use crate::{a::Thing, c::{self, Other}};\n");
-    write("c.rs", "// crate::b::X in a comment does not count\npub struct Other;\n");
+    write(
+        "c.rs",
+        "// crate::b::X in a comment does not count\npub struct Other;\n",
+    );
     write("tests.rs", "use crate::a::Shared;\nuse crate::b;\n");
     let cycles = ModuleGraph::read(dir.path()).cycles();
     assert_eq!(cycles, [vec!["a".to_string(), "a/child".to_string()]]);
@@ -124,12 +137,18 @@ fn source_files(src: &Path) -> BTreeMap<ModulePath, PathBuf> {
             if path.extension().is_none_or(|e| e != "rs") {
                 continue;
             }
-            let relative = path.strip_prefix(src).expect("under src").with_extension("");
+            let relative = path
+                .strip_prefix(src)
+                .expect("under src")
+                .with_extension("");
             let mut module: ModulePath = relative
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
-            if module.last().is_some_and(|last| last == "mod") || module == ["lib"] || module == ["main"] {
+            if module.last().is_some_and(|last| last == "mod")
+                || module == ["lib"]
+                || module == ["main"]
+            {
                 module.pop();
             }
             files.insert(module, path);
@@ -151,9 +170,14 @@ fn test_only_modules(files: &BTreeMap<ModulePath, PathBuf>) -> BTreeSet<ModulePa
                 Some(after) => after.split_once(']').map_or("", |(_, d)| d).trim_start(),
                 None => declaration,
             };
-            let declaration = declaration.strip_prefix("pub(crate) ").unwrap_or(declaration);
+            let declaration = declaration
+                .strip_prefix("pub(crate) ")
+                .unwrap_or(declaration);
             if let Some(name) = declaration.strip_prefix("mod ") {
-                let name: String = name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                let name: String = name
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
                 let after = &declaration["mod ".len() + name.len()..];
                 if after.trim_start().starts_with(';') {
                     let mut child = module.clone();

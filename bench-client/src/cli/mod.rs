@@ -9,6 +9,7 @@ pub mod run_meta;
 pub mod serve;
 pub mod serve_args;
 pub mod serve_cmd;
+pub mod sweep_args;
 pub mod sweep_bisect;
 pub mod sweep_cmd;
 pub mod sweep_loads;
@@ -35,7 +36,7 @@ pub enum Command {
     /// Benchmark a running server at several loads (--request-rates or --concurrencies), or
     /// search for the highest request rate that meets the SLOs (--find-max-rate); writes a
     /// summary, the knee and plots.
-    Sweep(Box<sweep_cmd::SweepArgs>),
+    Sweep(Box<sweep_args::SweepArgs>),
     /// Compare saved results against the first (exit status 1 when a regression is flagged).
     Compare(compare_cmd::CompareArgs),
     /// Time batches end to end with the engine in this process (like `vllm bench latency`).

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use crate::cli::serve_args::ServeArgs;
 use crate::cli::serve_cmd::combine_runs;
-use crate::cli::sweep_cmd::SweepArgs;
+use crate::cli::sweep_args::SweepArgs;
 use crate::cli::sweep_loads::with_rate;
 use crate::cli::sweep_output::{
     save_point, summary_source, summary_table, write_json, write_summary,

@@ -28,7 +28,7 @@
 use pagoda_text::tokenizer::TextTokenizer;
 use rand::Rng;
 
-use super::DatasetError;
+use super::error::DatasetError;
 
 /// New starts with fresh random ids before falling back to words only.
 const MAX_ATTEMPTS: usize = 4;

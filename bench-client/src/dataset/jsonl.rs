@@ -8,7 +8,8 @@ use std::path::Path;
 use pagoda_text::tokenizer::TextTokenizer;
 use serde::Deserialize;
 
-use super::{count_tokens, is_known_role, read_file, DatasetError};
+use super::error::DatasetError;
+use super::read::{count_tokens, read_file};
 use crate::workload::{Message, Prompt, RequestSpec};
 
 #[derive(Deserialize)]
@@ -108,6 +109,11 @@ fn parse_line(line: &str, output_override: Option<usize>) -> Result<Entry, Strin
         Some(output_tokens) => Ok(Entry { prompt, output_tokens }),
         None => Err("no \"output_tokens\" (or \"max_tokens\"), and no output length was given for all lines".into()),
     }
+}
+
+/// The chat roles a message may have.
+fn is_known_role(role: &str) -> bool {
+    matches!(role, "system" | "user" | "assistant")
 }
 
 #[cfg(test)]

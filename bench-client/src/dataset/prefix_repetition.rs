@@ -5,7 +5,9 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{parallel, DatasetError, ExactTextGenerator};
+use super::error::DatasetError;
+use super::exact_len::ExactTextGenerator;
+use super::parallel;
 use crate::workload::{Prompt, RequestSpec};
 
 /// `--prefix-repetition-num-prefixes`, `-prefix-len`, `-suffix-len`, `-output-len`.

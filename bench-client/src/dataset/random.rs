@@ -6,7 +6,9 @@ use std::ops::RangeInclusive;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{parallel, DatasetError, ExactTextGenerator};
+use super::error::DatasetError;
+use super::exact_len::ExactTextGenerator;
+use super::parallel;
 use crate::workload::{Prompt, RequestSpec};
 
 /// `--random-input-len`, `--random-output-len`, `--random-range-ratio`, `--random-prefix-len`.

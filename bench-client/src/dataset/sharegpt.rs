@@ -7,7 +7,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{read_file, DatasetError};
+use super::error::DatasetError;
+use super::read::read_file;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Speaker {

@@ -21,8 +21,9 @@ use pagoda_text::tokenizer::TextTokenizer;
 use rand::seq::SliceRandom;
 use rand::Rng;
 
+use super::error::DatasetError;
+use super::read::count_tokens;
 use super::sharegpt::{Conversation, Speaker};
-use super::{count_tokens, DatasetError};
 use crate::workload::{Message, Prompt, RequestSpec};
 
 /// How many turns to take and how long their answers are.

@@ -11,7 +11,9 @@ use pagoda_engine::EngineHandle;
 use rand::SeedableRng;
 use serde_json::{json, Map, Value};
 
-use super::{percentile, random_prompt, run_batch, OfflineError};
+use super::batch::{random_prompt, run_batch};
+use super::error::OfflineError;
+use super::percentile::percentile;
 
 /// The percentiles vLLM reports.
 pub const LATENCY_PERCENTILES: [u32; 6] = [10, 25, 50, 75, 90, 99];

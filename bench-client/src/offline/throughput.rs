@@ -13,7 +13,8 @@ use pagoda_engine::EngineHandle;
 use rand::SeedableRng;
 use serde_json::{json, Value};
 
-use super::{random_prompt, run_batch, OfflineError};
+use super::batch::{random_prompt, run_batch};
+use super::error::OfflineError;
 
 /// `num_prompts` random prompts of exactly `input_len` tokens, each asking for `output_len`.
 pub fn random_requests(

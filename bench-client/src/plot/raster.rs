@@ -10,7 +10,7 @@ use std::sync::Arc;
 use resvg::tiny_skia::{Color, Pixmap, Transform};
 use resvg::usvg::{self, fontdb};
 
-use super::PlotError;
+use super::error::PlotError;
 
 /// Families tried, in order, as the target of the SVG's generic `sans-serif`.
 const PREFERRED_FAMILIES: [&str; 5] = [

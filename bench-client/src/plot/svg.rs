@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
+use super::chart::{Chart, HEIGHT_PX, WIDTH_PX};
 use super::ticks::Axis;
-use super::{Chart, HEIGHT_PX, WIDTH_PX};
 
 /// Colour-blind-safe series colours (Okabe–Ito), used in order.
 pub const SERIES_COLORS: [&str; 6] = [

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Metric, StatsError};
+use super::error::StatsError;
+use super::metric::Metric;
 use crate::record::RequestRecord;
 
 /// One service-level objective: the request's `metric` must be at most `max_ms`.

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::StatsError;
+use super::error::StatsError;
 use crate::record::RequestRecord;
 
 /// The records of several clients on one timeline.

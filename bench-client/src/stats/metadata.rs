@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::StatsError;
+use super::error::StatsError;
 
 /// The client machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::StatsError;
 use super::itl::{chunk_gaps_s, per_token_itls_s};
-use super::StatsError;
 use crate::record::RequestRecord;
 
 /// A latency metric. Samples come from successful requests only; see [`super::DEFINITIONS`].
@@ -85,10 +85,13 @@ impl Metric {
         Metric::ALL
             .into_iter()
             .find(|m| m.name() == name)
-            .ok_or_else(|| StatsError::UnknownMetric(name.to_string()))
+            .ok_or_else(|| StatsError::UnknownMetric {
+                name: name.to_string(),
+                expected: Metric::names_list(),
+            })
     }
 
-    pub(super) fn names_list() -> String {
+    fn names_list() -> String {
         Metric::ALL.map(Metric::name).join(", ")
     }
 

@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{IntegrityThresholds, Metric, Slo, StatsError};
+use super::error::StatsError;
+use super::goodput::Slo;
+use super::integrity_thresholds::IntegrityThresholds;
+use super::metric::Metric;
 
 /// Which part of the run the steady-state statistics cover.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -16,10 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use super::goodput::meets_slos;
 use super::itl::token_arrivals;
-use super::summary::{metric_summaries, per_second, MetricSummary};
+use super::metric_summary::{metric_summaries, MetricSummary};
+use super::options::SummaryOptions;
 use super::timeline::{concurrency_segments, concurrency_steps, mean_concurrency};
-use super::timeline::{run_end_s, run_start_s};
-use super::SummaryOptions;
+use super::timeline::{per_second, run_end_s, run_start_s};
 use crate::record::RequestRecord;
 
 /// The shortest automatic window, as a fraction of the run's duration.

@@ -6,17 +6,15 @@ use serde::{Deserialize, Serialize};
 
 use super::goodput::{meets_slos, GoodputSummary};
 use super::integrity::{check_send_integrity, SendIntegrity};
+use super::metric::Metric;
+use super::metric_summary::{metric_summaries, MetricSummary};
+use super::options::{SteadyStateWindow, SummaryOptions};
+use super::percentile::MetricStats;
 use super::steady_state::{steady_state_window, summarize_window, WindowSummary};
-use super::timeline::{max_output_tokens_per_s, peak_concurrency, run_end_s, run_start_s};
-use super::{Metric, MetricStats, SteadyStateWindow, SummaryOptions};
+use super::timeline::{
+    max_output_tokens_per_s, peak_concurrency, per_second, run_end_s, run_start_s,
+};
 use crate::record::{ErrorKind, RequestRecord, TokenCountSource};
-
-/// One metric's statistics (`None` without samples: e.g. TPOT when every response was one token).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MetricSummary {
-    pub metric: Metric,
-    pub stats: Option<MetricStats>,
-}
 
 /// Failed requests of one kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,29 +113,6 @@ pub fn summarize(records: &[RequestRecord], options: &SummaryOptions) -> BenchSu
         goodput: goodput(records, options, duration_s),
         integrity: check_send_integrity(records, options),
         steady_state: steady_state(records, options),
-    }
-}
-
-/// Every metric's statistics over the successful requests among `records`.
-pub(super) fn metric_summaries<'a>(
-    records: impl Iterator<Item = &'a RequestRecord> + Clone,
-    percentiles: &[f64],
-) -> Vec<MetricSummary> {
-    Metric::ALL
-        .into_iter()
-        .map(|metric| MetricSummary {
-            metric,
-            stats: MetricStats::from_samples_s(&metric.samples_s(records.clone()), percentiles),
-        })
-        .collect()
-}
-
-/// `count` per second of `duration_s` (0 for an empty duration).
-pub(super) fn per_second(count: usize, duration_s: f64) -> f64 {
-    if duration_s > 0.0 {
-        count as f64 / duration_s
-    } else {
-        0.0
     }
 }
 

@@ -111,6 +111,15 @@ pub fn max_output_tokens_per_s(records: &[RequestRecord], origin_s: f64) -> f64 
     buckets.into_iter().max().unwrap_or(0) as f64
 }
 
+/// `count` per second of `duration_s` (0 for an empty duration).
+pub(super) fn per_second(count: usize, duration_s: f64) -> f64 {
+    if duration_s > 0.0 {
+        count as f64 / duration_s
+    } else {
+        0.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,12 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{BenchSummary, RunMetadata, StatsError, DEFINITIONS};
+use super::definitions::DEFINITIONS;
+use super::error::StatsError;
+use super::itl::chunk_gaps_s;
+use super::metadata::RunMetadata;
+use super::percentile::MetricStats;
+use super::summary::{error_label, BenchSummary};
 use crate::record::RequestRecord;
 
 /// Written first, from the run metadata (plus `--metadata` pairs at the top level).
@@ -198,7 +203,7 @@ fn insert_per_request(out: &mut Map<String, Value>, records: &[RequestRecord]) {
         "input_lens": column(&|r| json!(r.input_tokens)),
         "output_lens": column(&|r| succeeded(r, json!(r.output_tokens))),
         "ttfts": column(&|r| json!(r.ttft_s().unwrap_or(0.0))),
-        "itls": column(&|r| json!(super::chunk_gaps_s(r))),
+        "itls": column(&|r| json!(chunk_gaps_s(r))),
         "latencies": column(&|r| succeeded(r, json!(r.e2el_s()))),
         "start_times": column(&|r| json!(r.actual_send_s)),
         "queue_times": column(&|r| json!(r.actual_send_s - r.target_send_s)),
@@ -212,7 +217,7 @@ fn error_text(record: &RequestRecord) -> String {
     match (&record.error, &record.error_message) {
         (None, _) => String::new(),
         (Some(_), Some(message)) => message.clone(),
-        (Some(kind), None) => super::error_label(kind),
+        (Some(kind), None) => error_label(kind),
     }
 }
 
@@ -220,7 +225,7 @@ fn insert_percentile_metrics(out: &mut Map<String, Value>, summary: &BenchSummar
     for &metric in &summary.percentile_metrics {
         let name = metric.name();
         let stats = summary.metric(metric);
-        let value = |f: &dyn Fn(&super::MetricStats) -> f64| json!(stats.map_or(0.0, f));
+        let value = |f: &dyn Fn(&MetricStats) -> f64| json!(stats.map_or(0.0, f));
         out.insert(format!("mean_{name}_ms"), value(&|s| s.mean_ms));
         out.insert(format!("median_{name}_ms"), value(&|s| s.median_ms));
         out.insert(format!("std_{name}_ms"), value(&|s| s.std_ms));

@@ -12,7 +12,6 @@
 
 mod accept;
 pub mod clock;
-pub mod limits;
 mod registry;
 mod service;
 
@@ -26,9 +25,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
+use crate::http_limits::HttpLimits;
+
 use accept::AcceptBackoff;
 use clock::{ClockedIo, ConnectionClock, Expiry};
-pub use limits::HttpLimits;
 use registry::{Admission, ConnectionRegistry, ConnectionTicket};
 use service::{at_connection_limit, ConnectionService};
 

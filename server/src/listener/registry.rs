@@ -10,7 +10,7 @@ use std::time::Instant;
 use tokio::sync::Notify;
 
 use super::clock::ConnectionClock;
-use super::limits::NUM_PROBE_CONNECTIONS;
+use crate::http_limits::NUM_PROBE_CONNECTIONS;
 
 /// How a new connection may be served.
 #[derive(Debug)]

@@ -1,7 +1,7 @@
 //! Histogram bucket boundaries: vLLM's defaults, the overrides the server's flags pass
 //! (`--ttft-buckets`, `--itl-buckets`, `--e2e-buckets`), and their validation.
 
-use super::MetricsError;
+use super::error::MetricsError;
 
 /// vLLM's `vllm:time_to_first_token_seconds` buckets.
 const DEFAULT_TTFT_S: [f64; 22] = [

@@ -3,8 +3,8 @@
 use prometheus::core::Collector;
 use prometheus::{Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, Opts, Registry};
 
+use super::error::MetricsError;
 use super::names::{MetricsNamespace, ENGINE_INDEX, LABEL_ENGINE, LABEL_MODEL_NAME};
-use super::MetricsError;
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SeriesBuilder<'a> {

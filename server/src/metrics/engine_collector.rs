@@ -10,8 +10,8 @@ use prometheus::proto::MetricFamily;
 use prometheus::{Gauge, IntCounter};
 
 use super::builder::SeriesBuilder;
+use super::error::MetricsError;
 use super::names::*;
-use super::MetricsError;
 
 /// Reads a gauge's value from a stats snapshot.
 type ReadGauge = fn(&EngineStats) -> f64;

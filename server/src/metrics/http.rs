@@ -5,8 +5,8 @@ use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts, Re
 
 use super::buckets::{HTTP_DURATION_HIGHR_S, HTTP_DURATION_S};
 use super::builder::register;
+use super::error::MetricsError;
 use super::names::*;
-use super::MetricsError;
 
 /// Handlers vLLM leaves out of its HTTP metrics; `record_http` ignores them too.
 pub const EXCLUDED_HANDLERS: [&str; 6] = [

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::MetricsError;
+use super::error::MetricsError;
 
 /// The prefix of the engine series (`--metrics-namespace`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, clap::ValueEnum)]

@@ -3,13 +3,22 @@
 
 use std::time::Instant;
 
-use pagoda_engine::{FinishReason, RequestTimings};
+use pagoda_engine::{FinishReason, RequestTimings, Usage};
 use prometheus::{Histogram, IntCounterVec, Registry};
 
 use super::buckets::{build_1_2_5_buckets, REQUEST_PARAMS_N_BUCKETS};
 use super::builder::SeriesBuilder;
+use super::config::MetricsConfig;
+use super::error::MetricsError;
 use super::names::*;
-use super::{FinishedSequence, MetricsConfig, MetricsError};
+
+/// What the engine's final event says about one finished sequence.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FinishedSequence {
+    pub reason: FinishReason,
+    pub usage: Usage,
+    pub timings: RequestTimings,
+}
 
 /// The intervals of one finished sequence, in seconds, as vLLM defines them. `None` where the
 /// sequence never reached the phase (aborted while queued, or before its first token).

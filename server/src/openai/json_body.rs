@@ -17,7 +17,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
-use crate::listener::HttpLimits;
+use crate::http_limits::HttpLimits;
 use crate::openai::error::ApiError;
 use crate::state::SharedState;
 

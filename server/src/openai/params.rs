@@ -266,7 +266,10 @@ mod tests {
         let set = GenerationParams::from_common(&fields, None, &defaults).expect("valid");
         assert_eq!(set.stop.max_tokens, Some(5));
         let none = params(CommonFields::default()).expect("valid");
-        assert_eq!(none.stop.max_tokens, None, "no default: what the context leaves");
+        assert_eq!(
+            none.stop.max_tokens, None,
+            "no default: what the context leaves"
+        );
     }
 
     #[test]

@@ -3,7 +3,6 @@
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -18,9 +17,6 @@ use crate::openai::format::{FinishedChoice, ResponseFormat};
 use crate::openai::params::GenerationParams;
 use crate::openai::usage::UsageTotals;
 use crate::state::AppState;
-
-/// Default time between keep-alive comments on an idle stream (`--sse-keep-alive`).
-pub const DEFAULT_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
 
 fn events_of(run: ChoiceRun) -> BoxStream<'static, ChoiceEvent> {
     stream::unfold(run, |mut run| async move {
