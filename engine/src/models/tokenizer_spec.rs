@@ -130,13 +130,15 @@ pub fn read_tokenizer_spec(path: &Path) -> Result<TokenizerSpec> {
         ))
     })?;
     TokenizerSpec::from_gguf_metadata(&content.metadata).map_err(|e| match e {
-        EngineError::ModelLoad(msg) => load_err(format!("{}: {msg}", path.display())),
+        EngineError::ModelLoad { message: msg, .. } => {
+            load_err(format!("{}: {msg}", path.display()))
+        }
         other => other,
     })
 }
 
 fn load_err(msg: impl Into<String>) -> EngineError {
-    EngineError::ModelLoad(msg.into())
+    EngineError::model_load(msg)
 }
 
 fn missing(key: &str) -> EngineError {
@@ -283,7 +285,7 @@ mod tests {
 
     fn expect_error(md: &Metadata, needle: &str) {
         match TokenizerSpec::from_gguf_metadata(md) {
-            Err(EngineError::ModelLoad(msg)) => {
+            Err(EngineError::ModelLoad { message: msg, .. }) => {
                 assert!(msg.contains(needle), "error {msg:?} lacks {needle:?}")
             }
             other => panic!("expected a ModelLoad error containing {needle:?}, got {other:?}"),
@@ -389,10 +391,14 @@ mod tests {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut file, b"not a gguf file at all").unwrap();
         match read_tokenizer_spec(file.path()) {
-            Err(EngineError::ModelLoad(msg)) => assert!(msg.contains("not a readable GGUF")),
+            Err(EngineError::ModelLoad { message: msg, .. }) => {
+                assert!(msg.contains("not a readable GGUF"))
+            }
             other => panic!("expected ModelLoad, got {other:?}"),
         }
         let missing = read_tokenizer_spec(Path::new("/nonexistent/model.gguf"));
-        assert!(matches!(missing, Err(EngineError::ModelLoad(m)) if m.contains("cannot open")));
+        assert!(
+            matches!(missing, Err(EngineError::ModelLoad { message: m, .. }) if m.contains("cannot open"))
+        );
     }
 }
