@@ -20,8 +20,8 @@ pub enum EngineError {
     #[error("duplicate request id {0}")]
     DuplicateRequest(u64),
     /// The model file is missing, corrupt or of an unsupported kind. `message` names the file and
-    /// what is wrong, in full (it repeats the words of `source`, so that one line tells the
-    /// whole story); `source` is the library error that revealed it, when there is one.
+    /// what is wrong with it; `source`, when a library reported the failure, is that library's
+    /// error (its words are not repeated in `message`: print the chain, e.g. anyhow's `{:#}`).
     #[error("model load failed: {message}")]
     ModelLoad {
         message: String,
@@ -48,14 +48,14 @@ impl EngineError {
         }
     }
 
-    /// A load failure that `source` reported about `what` (a file, a tensor): the message is
-    /// `what: source`.
+    /// A load failure that `source` reported: `message` says what failed to load (a file, a
+    /// tensor) and the chain says why.
     pub fn model_load_from(
-        what: impl fmt::Display,
+        message: impl fmt::Display,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         EngineError::ModelLoad {
-            message: format!("{what}: {source}"),
+            message: message.to_string(),
             source: Some(ErrorSource::new(source)),
         }
     }
@@ -135,16 +135,19 @@ mod tests {
 
     #[test]
     fn a_load_error_keeps_its_source_and_stays_cloneable() {
-        let error = EngineError::model_load_from("model.gguf", io_error());
+        let error = EngineError::model_load_from("model.gguf: cannot read the header", io_error());
         assert_eq!(
             error.to_string(),
-            "model load failed: model.gguf: file ends early"
+            "model load failed: model.gguf: cannot read the header"
         );
         let source = error.source().expect("a source");
         assert_eq!(source.to_string(), "file ends early");
         let copy = error.clone();
         assert_eq!(copy, error);
-        assert_ne!(copy, EngineError::model_load("model.gguf: file ends early"));
+        assert_ne!(
+            copy,
+            EngineError::model_load("model.gguf: cannot read the header")
+        );
     }
 
     #[test]

@@ -77,7 +77,7 @@ impl DummyWeights {
 
     fn error(&self, source: candle_core::Error) -> EngineError {
         EngineError::model_load_from(
-            format_args!("{} (dummy weights)", self.dir.display()),
+            format_args!("{}: cannot make dummy weights", self.dir.display()),
             source,
         )
     }

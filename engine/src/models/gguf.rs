@@ -29,7 +29,7 @@ fn load_error(path: &Path, message: impl std::fmt::Display) -> EngineError {
     EngineError::model_load(format!("{}: {message}", path.display()))
 }
 
-/// A load error `source` reported: `path: what: source`.
+/// A load error `source` reported about `what` in the file at `path`.
 fn load_error_from(
     path: &Path,
     what: impl std::fmt::Display,

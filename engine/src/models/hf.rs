@@ -32,7 +32,7 @@ fn load_error(path: &Path, message: impl std::fmt::Display) -> EngineError {
     EngineError::model_load(format!("{}: {message}", path.display()))
 }
 
-/// A load error `source` reported: `path: what: source`.
+/// A load error `source` reported about `what` in `path`.
 fn load_error_from(
     path: &Path,
     what: impl std::fmt::Display,
@@ -167,10 +167,9 @@ impl HfDirectory {
         let hf = self
             .hf_name(name)
             .ok_or_else(|| load_error(&self.dir, format!("no weight maps to `{name}`")))?;
-        let tensor = self
-            .tensors
-            .load(&hf, &Device::Cpu)
-            .map_err(|e| load_error_from(&self.dir, format_args!("tensor `{hf}`"), e))?;
+        let tensor = self.tensors.load(&hf, &Device::Cpu).map_err(|e| {
+            load_error_from(&self.dir, format_args!("cannot read tensor `{hf}`"), e)
+        })?;
         if !matches!(tensor.dtype(), DType::F32 | DType::F16 | DType::BF16) {
             return Err(load_error(
                 &self.dir,
@@ -192,7 +191,9 @@ impl HfDirectory {
         tensor
             .to_device(&self.device)
             .and_then(|t| t.to_dtype(self.dtype))
-            .map_err(|e| load_error_from(&self.dir, format_args!("tensor `{hf}`"), e))
+            .map_err(|e| {
+                load_error_from(&self.dir, format_args!("cannot convert tensor `{hf}`"), e)
+            })
     }
 }
 
@@ -217,7 +218,7 @@ impl WeightSource for HfDirectory {
         let tensor = self.load_f32(name, &[out_dim, in_dim])?;
         self.weight_format
             .convert_dense(tensor, self.dtype)
-            .map_err(|e| load_error_from(&self.dir, format_args!("`{name}`"), e))
+            .map_err(|e| load_error_from(&self.dir, format_args!("cannot convert `{name}`"), e))
     }
 
     fn vector(&self, name: &str, len: usize) -> Result<Tensor> {
@@ -227,7 +228,7 @@ impl WeightSource for HfDirectory {
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Arc<QTensor>> {
         let tensor = self.load_f32(name, &[rows, cols])?;
         let matrix = QTensor::quantize(&tensor, GgmlDType::F32)
-            .map_err(|e| load_error_from(&self.dir, format_args!("`{name}`"), e))?;
+            .map_err(|e| load_error_from(&self.dir, format_args!("cannot convert `{name}`"), e))?;
         Ok(Arc::new(matrix))
     }
 

@@ -61,16 +61,17 @@ fn invalid(path: &Path, message: impl std::fmt::Display) -> EngineError {
 
 impl HfConfig {
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| EngineError::model_load_from(path.display(), e))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            EngineError::model_load_from(format_args!("{}: cannot read", path.display()), e)
+        })?;
         let deserializer = &mut serde_json::Deserializer::from_str(&text);
         serde_path_to_error::deserialize(deserializer).map_err(|e| {
             let field = e.path().to_string();
             let error = e.into_inner();
             let message = match field.as_str() {
-                "." | "" => format!("{}: not a valid model config ({error})", path.display()),
+                "." | "" => format!("{}: not a valid model config", path.display()),
                 _ => format!(
-                    "{}: not a valid model config (field `{field}`: {error})",
+                    "{}: not a valid model config (field `{field}`)",
                     path.display()
                 ),
             };

@@ -46,7 +46,7 @@ impl Linear {
             .collect();
         if dense.len() == parts.len() {
             let fused = Tensor::cat(&dense, 0)
-                .map_err(|e| EngineError::model_load_from("fusing projections", e))?;
+                .map_err(|e| EngineError::model_load_from("cannot fuse projections", e))?;
             return Ok(Linear::Candle(QMatMul::Tensor(fused)));
         }
         Ok(Linear::Stacked(parts))
@@ -121,7 +121,7 @@ impl Projection {
                 .collect::<candle_core::Result<Vec<_>>>();
             let fused = pieces
                 .and_then(|pieces| Tensor::cat(&pieces, 0))
-                .map_err(|e| EngineError::model_load_from("fusing biases", e))?;
+                .map_err(|e| EngineError::model_load_from("cannot fuse biases", e))?;
             Some(fused)
         } else {
             None

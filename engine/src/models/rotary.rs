@@ -58,7 +58,7 @@ impl RotaryEmbedding {
     /// Tables for every position of the context, in the compute dtype `dtype`.
     pub fn new(config: &ModelConfig, device: &Device, dtype: DType) -> Result<Self> {
         let (cos, sin) = Self::tables(config, device, dtype)
-            .map_err(|e| EngineError::model_load_from("RoPE tables", e))?;
+            .map_err(|e| EngineError::model_load_from("cannot build the RoPE tables", e))?;
         Ok(Self {
             cos,
             sin,

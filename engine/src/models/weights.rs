@@ -58,13 +58,13 @@ pub fn file_embedding_and_tied_head<S: WeightSource + ?Sized>(
         let head = source
             .weight_format()
             .convert(table.clone(), source.dtype())
-            .map_err(|e| EngineError::model_load_from("output head", e))?;
+            .map_err(|e| EngineError::model_load_from("cannot convert the output head", e))?;
         Some(head)
     } else {
         None
     };
-    let embedding =
-        QMatMul::from_arc(table).map_err(|e| EngineError::model_load_from("token embedding", e))?;
+    let embedding = QMatMul::from_arc(table)
+        .map_err(|e| EngineError::model_load_from("cannot read the token embedding", e))?;
     Ok((embedding, head))
 }
 
@@ -74,7 +74,10 @@ impl WeightSource for GgufFile {
         GgufFile::weight_format(self)
             .convert(tensor, GgufFile::dtype(self))
             .map_err(|e| {
-                EngineError::model_load_from(format_args!("{}: `{name}`", self.path().display()), e)
+                EngineError::model_load_from(
+                    format_args!("{}: cannot convert `{name}`", self.path().display()),
+                    e,
+                )
             })
     }
 
@@ -84,7 +87,10 @@ impl WeightSource for GgufFile {
             .dequantize(&tensor.device())
             .and_then(|t| t.to_dtype(GgufFile::dtype(self)))
             .map_err(|e| {
-                EngineError::model_load_from(format_args!("{}: `{name}`", self.path().display()), e)
+                EngineError::model_load_from(
+                    format_args!("{}: cannot read `{name}`", self.path().display()),
+                    e,
+                )
             })
     }
 
