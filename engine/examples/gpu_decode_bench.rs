@@ -245,7 +245,7 @@ fn bench_batch(
     let cache = match cache {
         Ok(cache) => cache,
         Err(e) => {
-            let per_token = CudaKvCache::bytes_per_token(num_layers, shape, model.dtype());
+            let per_token = shape.kv_bytes_per_token(num_layers, model.dtype());
             let gib = (num_blocks * args.block_size * per_token) as f64 / (1u64 << 30) as f64;
             let message =
                 format!("a KV cache of {num_blocks} blocks ({gib:.2} GiB) does not fit: {e}");
@@ -348,11 +348,7 @@ fn main() -> BoxResult<()> {
     emit(&mut out, &header)?;
     let floor = Floor {
         weights_bytes: weights_bytes(&config, model.dtype().size_in_bytes()),
-        kv_bytes_per_token: CudaKvCache::bytes_per_token(
-            config.num_layers,
-            config.attn_shape(),
-            model.dtype(),
-        ),
+        kv_bytes_per_token: config.kv_bytes_per_token(model.dtype()),
         bandwidth_gbps,
     };
     let mut failures = 0;

@@ -1,63 +1,18 @@
-//! `EngineConfig`: the scheduler's and KV cache's limits, validated once.
-
-use candle_core::DType;
+//! `EngineConfig`: what an engine is started with — the scheduler's and KV cache's limits, the
+//! device, and how the model is loaded and computed. `validate` checks what does not depend on
+//! the model; `resolve_max_model_len` checks the rest once the model is known.
 
 use crate::device::DeviceSpec;
 use crate::error::EngineError;
-use crate::models::{LoadFormat, WeightFormat};
+pub use crate::models::dtype::ModelDType;
+use crate::models::load::{LoadFormat, LoadOptions};
+use crate::models::weight_format::WeightFormat;
 
 /// Default KV-cache budget on CPU: 1 GiB.
 pub const DEFAULT_KV_CACHE_MEMORY_BYTES: usize = 1 << 30;
 
-/// The dtype the model computes in (`--dtype`), named as vLLM names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ModelDType {
-    /// Follow the checkpoint's `torch_dtype` where the device supports it.
-    #[default]
-    Auto,
-    F32,
-    F16,
-    Bf16,
-}
-
-impl ModelDType {
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "auto" => Some(Self::Auto),
-            "float32" | "f32" | "float" => Some(Self::F32),
-            "float16" | "f16" | "half" => Some(Self::F16),
-            "bfloat16" | "bf16" => Some(Self::Bf16),
-            _ => None,
-        }
-    }
-
-    /// The dtype actually used on a CPU, which computes in f32 whatever the checkpoint's dtype;
-    /// logs when an explicit request cannot be honoured.
-    pub fn resolve_for_cpu(self) -> candle_core::DType {
-        if matches!(self, Self::F16 | Self::Bf16) {
-            tracing::warn!(requested = ?self, "the CPU path computes in float32; weights are converted at load");
-        }
-        candle_core::DType::F32
-    }
-
-    /// The dtype a device computes in. The CPU: f32. A GPU: the explicit choice, else the
-    /// checkpoint's f16 or bf16, else (f32 checkpoints and GGUF files) bf16, which keeps f32's
-    /// range.
-    pub fn resolve(self, device: &candle_core::Device, saved: Option<DType>) -> DType {
-        if device.is_cpu() {
-            return self.resolve_for_cpu();
-        }
-        match (self, saved) {
-            (Self::F32, _) => DType::F32,
-            (Self::F16, _) => DType::F16,
-            (Self::Bf16, _) => DType::BF16,
-            (Self::Auto, Some(DType::F16)) => DType::F16,
-            (Self::Auto, _) => DType::BF16,
-        }
-    }
-}
-
-/// Limits that shape every step. Build with `Default` and override, then `validate`.
+/// How an engine runs: its limits, device and model loading. Build with `Default` and override,
+/// then `validate`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineConfig {
     /// Tokens per KV block.
@@ -144,6 +99,17 @@ impl EngineConfig {
         Ok(())
     }
 
+    /// How the model is to be loaded onto `device`.
+    pub fn load_options(&self, device: candle_core::Device) -> LoadOptions {
+        LoadOptions {
+            device,
+            dtype: self.dtype,
+            weight_format: self.weight_format,
+            load_format: self.load_format,
+            seed: self.seed,
+        }
+    }
+
     /// Resolves `max_model_len` against the model's context length and checks the step budget:
     /// without chunked prefill, one step must hold a whole prompt of `max_model_len` tokens.
     pub fn resolve_max_model_len(&self, model_context_len: usize) -> Result<usize, EngineError> {
@@ -166,15 +132,6 @@ impl EngineConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dtype_names_follow_vllm() {
-        assert_eq!(ModelDType::parse("bfloat16"), Some(ModelDType::Bf16));
-        assert_eq!(ModelDType::parse("half"), Some(ModelDType::F16));
-        assert_eq!(ModelDType::parse("auto"), Some(ModelDType::Auto));
-        assert_eq!(ModelDType::parse("int4"), None);
-        assert_eq!(ModelDType::Bf16.resolve_for_cpu(), candle_core::DType::F32);
-    }
 
     #[test]
     fn default_is_valid() {

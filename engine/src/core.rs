@@ -41,7 +41,7 @@ pub(crate) struct EngineCore {
 }
 
 impl EngineCore {
-    /// Builds the engine state for an executor; `info` was checked by `start::engine_info`.
+    /// Builds the engine state for an executor; `start` checked `info` against the configuration.
     pub(crate) fn build(
         config: &EngineConfig,
         info: &EngineInfo,

@@ -12,13 +12,15 @@ mod update_tests;
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use update::RunningState;
 pub use update::StepUpdate;
 
 use crate::batch::{BatchPlan, ScheduledSeq};
 use crate::error::EngineError;
 use crate::events::FinishReason;
-use crate::kv::KvCacheManager;
+use crate::kv::manager::KvCacheManager;
 use crate::request::RequestId;
+use crate::runner::StepOutput;
 use crate::sequence::{Sequence, SequenceStatus};
 
 /// The limits the scheduler enforces every step.
@@ -242,6 +244,18 @@ impl Scheduler {
             .filter_map(|s| self.abort(s.id))
             .map(|seq| (seq, error.clone()))
             .collect()
+    }
+
+    /// Applies a step's results: advances counters, takes the chosen token, checks stops, frees
+    /// finished blocks.
+    pub fn update(&mut self, plan: &BatchPlan, output: &StepOutput) -> StepUpdate {
+        let state = RunningState {
+            running: &mut self.running,
+            kv: &mut self.kv,
+            eos_token_ids: &self.eos_token_ids,
+            max_model_len: self.limits.max_model_len,
+        };
+        state.apply(plan, output)
     }
 
     /// Block accounting invariants over every live sequence.

@@ -3,8 +3,8 @@
 use std::time::Instant;
 
 use crate::events::{FinishReason, RequestTimings, Usage};
+use crate::kv::block_pool::BlockId;
 use crate::kv::hash::BlockHash;
-use crate::kv::BlockId;
 use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
 
 /// Where a sequence is in its life.

@@ -10,7 +10,7 @@ use crate::config::EngineConfig;
 use crate::core::EngineCore;
 use crate::error::{EngineError, Result};
 use crate::handle::{EngineHandle, EngineInfo};
-use crate::models::{load_model_with, CausalLm, LoadOptions, ModelConfig};
+use crate::models::{load_model_with, CausalLm, ModelConfig};
 use crate::runner::{ModelRunner, StepExecutor};
 
 /// Loads a model file and starts an engine on it, on `config.device`.
@@ -20,13 +20,14 @@ pub fn start_engine(config: EngineConfig, model_path: &Path) -> Result<EngineHan
     if !device.is_cpu() {
         return start_on_gpu(config, model_path, device);
     }
-    let model = load_model_with(model_path, &load_options(&config, Device::Cpu))?;
+    let model = load_model_with(model_path, &config.load_options(Device::Cpu))?;
     start_engine_with_model(config, model)
 }
 
 #[cfg(feature = "cuda")]
 fn start_on_gpu(config: EngineConfig, model_path: &Path, device: Device) -> Result<EngineHandle> {
-    crate::gpu::start_gpu_engine(config, model_path, device)
+    let (config, model) = crate::gpu::load_sized_for_gpu(config, model_path, device)?;
+    start_engine_with_model(config, model)
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -36,17 +37,6 @@ fn start_on_gpu(_: EngineConfig, _: &Path, device: Device) -> Result<EngineHandl
     )))
 }
 
-/// How `config` asks for the model to be loaded onto `device`.
-pub fn load_options(config: &EngineConfig, device: Device) -> LoadOptions {
-    LoadOptions {
-        device,
-        dtype: config.dtype,
-        weight_format: config.weight_format,
-        load_format: config.load_format,
-        seed: config.seed,
-    }
-}
-
 /// Starts an engine thread on an already loaded model, with a KV cache on the model's device in
 /// its compute dtype, sized by `config.kv_cache_memory_bytes`.
 pub fn start_engine_with_model(
@@ -54,7 +44,7 @@ pub fn start_engine_with_model(
     model: Box<dyn CausalLm>,
 ) -> Result<EngineHandle> {
     let model_config = model.config().clone();
-    let bytes_per_token = kv_bytes_per_token(&model_config, model.dtype());
+    let bytes_per_token = model_config.kv_bytes_per_token(model.dtype());
     start_with_executor_sized(config, model_config, bytes_per_token, |info| {
         let cfg = &info.model;
         let kv_cache = new_kv_cache(
@@ -67,12 +57,6 @@ pub fn start_engine_with_model(
         let runner = ModelRunner::new(model, kv_cache, info.block_size);
         Ok(Box::new(runner))
     })
-}
-
-/// Bytes one token's keys and values take across all layers in `dtype` (the CPU cache holds
-/// f32).
-fn kv_bytes_per_token(model: &ModelConfig, dtype: DType) -> usize {
-    2 * model.num_layers * model.num_kv_heads * model.head_dim * dtype.size_in_bytes()
 }
 
 /// The paged KV cache of a model's device.
@@ -130,7 +114,7 @@ pub fn start_engine_with_executor(
     model: ModelConfig,
     build_executor: impl FnOnce(&EngineInfo) -> Result<Box<dyn StepExecutor>>,
 ) -> Result<EngineHandle> {
-    let bytes_per_token = CpuKvCache::bytes_per_token(model.num_layers, model.attn_shape());
+    let bytes_per_token = model.kv_bytes_per_token(DType::F32);
     start_with_executor_sized(config, model, bytes_per_token, build_executor)
 }
 
@@ -140,7 +124,7 @@ fn start_with_executor_sized(
     kv_bytes_per_token: usize,
     build_executor: impl FnOnce(&EngineInfo) -> Result<Box<dyn StepExecutor>>,
 ) -> Result<EngineHandle> {
-    let info = engine_info_sized(&config, model, kv_bytes_per_token)?;
+    let info = engine_info(&config, model, kv_bytes_per_token)?;
     let executor = build_executor(&info)?;
     let (core, limits, stats, commands_tx) = EngineCore::build(&config, &info, executor);
     tracing::info!(
@@ -160,13 +144,8 @@ fn start_with_executor_sized(
 }
 
 /// Checks the configuration against the model's shape, resolves `max_model_len` and sizes the
-/// KV cache.
-pub fn engine_info(config: &EngineConfig, model: ModelConfig) -> Result<EngineInfo> {
-    let bytes_per_token = CpuKvCache::bytes_per_token(model.num_layers, model.attn_shape());
-    engine_info_sized(config, model, bytes_per_token)
-}
-
-fn engine_info_sized(
+/// KV cache for `kv_bytes_per_token`.
+fn engine_info(
     config: &EngineConfig,
     model: ModelConfig,
     kv_bytes_per_token: usize,

@@ -3,9 +3,9 @@
 
 mod common;
 
-use std::time::Duration;
-
+use common::gate::{token_budget, BudgetedExecutor, Gate, GatedModel};
 use common::*;
+use pagoda_engine::models::load_model;
 use pagoda_engine::testing::TinyLlamaSpec;
 use pagoda_engine::{
     EngineConfig, EngineError, FinishReason, SamplingParams, StopConditions, TokenEvent,
@@ -155,7 +155,21 @@ fn logprobs_come_with_each_token_when_asked() {
 
 #[test]
 fn abort_and_dropped_streams_free_their_blocks() {
-    let (_model, handle) = engine();
+    // Every forward pass waits at the gate, so a request gets no further than the test allows.
+    let model = tiny_model(&TinyLlamaSpec::default());
+    let gate = Gate::new(3);
+    let inner = load_model(&model.path, &candle_core::Device::Cpu, Default::default()).unwrap();
+    let handle = pagoda_engine::start_engine_with_model(
+        EngineConfig {
+            max_model_len: Some(256),
+            ..EngineConfig::default()
+        },
+        Box::new(GatedModel {
+            inner,
+            gate: gate.clone(),
+        }),
+    )
+    .unwrap();
     let mut long = greedy(200);
     long.1.max_tokens = Some(200);
     let mut stream = handle
@@ -165,7 +179,9 @@ fn abort_and_dropped_streams_free_their_blocks() {
     for _ in 0..3 {
         assert!(matches!(stream.blocking_next(), Some(TokenEvent::Token(_))));
     }
+    // The engine waits inside its fourth step: the abort is handled right after it.
     handle.abort(stream.id()).unwrap();
+    gate.open();
     let last = std::iter::from_fn(|| stream.blocking_next()).last();
     assert!(
         matches!(
@@ -180,6 +196,7 @@ fn abort_and_dropped_streams_free_their_blocks() {
     wait_until_idle(&handle);
 
     // Dropping a stream mid-way (client gone) aborts it too.
+    gate.close_after(1);
     let mut dropped = handle
         .validate(request(&handle, vec![9; 40], long.clone()))
         .and_then(|r| handle.submit(r))
@@ -188,8 +205,8 @@ fn abort_and_dropped_streams_free_their_blocks() {
         dropped.blocking_next(),
         Some(TokenEvent::Token(_))
     ));
-    drop(dropped);
-    // A waiting request dropped before it ever ran is removed as well.
+    // A waiting request dropped before it ever ran is removed as well: the engine waits inside
+    // the dropped request's second step, and handles these submissions and drops after it.
     let queued: Vec<_> = (0..20)
         .map(|_| {
             handle
@@ -198,8 +215,9 @@ fn abort_and_dropped_streams_free_their_blocks() {
                 .unwrap()
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(20));
+    drop(dropped);
     drop(queued);
+    gate.open();
     wait_until_idle(&handle);
     // The engine still serves afterwards.
     assert_eq!(
@@ -376,20 +394,15 @@ fn a_panicking_model_fails_its_step_but_not_the_engine() {
 
 #[test]
 fn dropping_a_stream_rejected_as_duplicate_leaves_the_original_running() {
-    // The mock engine paces the original at 100 ms a token (5 s in all), so it is still running
-    // when the duplicates arrive microseconds after its first token, however fast the build.
-    let mock = pagoda_engine::MockConfig {
-        ttft: Duration::ZERO,
-        tpot: Duration::from_millis(100),
-        jitter: 0.0,
-        seed: 0,
-        output_len: pagoda_engine::MockOutputLen::MaxTokens,
-        output_token_ids: vec![10, 11, 12],
-        fail_after_tokens: None,
-        stall: None,
-    };
+    // The executor gives one token, then none until the test adds to its budget: the original
+    // is still running when the duplicates arrive, however slow or fast the machine.
+    let budget = token_budget(1);
     let model = pagoda_engine::models::ModelConfig::mock(256, vec![2], 256);
-    let handle = pagoda_engine::start_mock_engine(EngineConfig::default(), model, mock).unwrap();
+    let executor_budget = budget.clone();
+    let handle = pagoda_engine::start_engine_with_executor(EngineConfig::default(), model, |_| {
+        Ok(Box::new(BudgetedExecutor::new(10, executor_budget)))
+    })
+    .unwrap();
     let id = handle.next_request_id();
     let mut long = greedy(50);
     long.1.max_tokens = Some(50);
@@ -426,6 +439,9 @@ fn dropping_a_stream_rejected_as_duplicate_leaves_the_original_running() {
             .unwrap(),
     );
     drop(duplicate_stream);
+    // Commands are handled in order: once this reply is in, so are the drops above.
+    handle.blocking_reset_prefix_cache().unwrap();
+    budget.fetch_add(49, std::sync::atomic::Ordering::SeqCst);
     let events: Vec<TokenEvent> = std::iter::from_fn(|| original_stream.blocking_next()).collect();
     assert!(
         matches!(

@@ -50,7 +50,7 @@ fn load_error(path: &Path) -> String {
             "loading {} panicked instead of returning an error",
             path.display()
         ),
-        Ok(Err(EngineError::ModelLoad(message))) => message,
+        Ok(Err(EngineError::ModelLoad { message, .. })) => message,
         Ok(Err(other)) => panic!("expected a model-load error, got {other:?}"),
         Ok(Ok(_)) => panic!("{} loaded but is broken", path.display()),
     }

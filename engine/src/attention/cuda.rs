@@ -13,7 +13,9 @@ use pagoda_cuda_kernels::{
     KernelDType, Launch, Rows, SeqQuery, WorkPlan,
 };
 
-use super::{AttnMetadata, AttnShape, PagedKvCache};
+use super::metadata::AttnMetadata;
+use super::paged_cache::PagedKvCache;
+use super::shape::AttnShape;
 use crate::error::{EngineError, Result};
 
 /// Key and value buffers of every layer, in one element type.
@@ -90,11 +92,6 @@ impl CudaKvCache {
             num_sms,
             step: None,
         })
-    }
-
-    /// Bytes one token takes across all layers (keys and values) in `dtype`.
-    pub fn bytes_per_token(num_layers: usize, shape: AttnShape, dtype: DType) -> usize {
-        2 * num_layers * shape.num_kv_heads * shape.head_dim * dtype.size_in_bytes()
     }
 
     fn geometry(&self) -> CacheGeometry {

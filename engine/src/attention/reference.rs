@@ -6,7 +6,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::cpu::{paged_attention, CacheView};
-use super::{AttnMetadata, AttnShape};
+use super::metadata::AttnMetadata;
+use super::shape::AttnShape;
 
 /// Naive causal attention for one sequence: `q` holds the last `num_new` tokens,
 /// `keys`/`values` hold all `len` tokens contiguously (`[len, num_kv_heads, head_dim]`).

@@ -1,7 +1,7 @@
-//! Starting the engine on an NVIDIA GPU (`cuda` feature): load the model in its compute dtype,
-//! measure what the model and a worst-case step use, size the paged KV cache from
-//! `gpu_memory_utilization` (or take `kv_cache_memory_bytes`), then run the same engine loop as
-//! the CPU with `attention::cuda::CudaKvCache`.
+//! Preparing an engine on an NVIDIA GPU (`cuda` feature): load the model in its compute dtype,
+//! measure what the model and a worst-case step use, and size the paged KV cache from
+//! `gpu_memory_utilization` (or take `kv_cache_memory_bytes`); `start` then runs the same engine
+//! loop as the CPU with `attention::cuda::CudaKvCache`.
 
 mod memory;
 mod profile;
@@ -15,18 +15,18 @@ pub use profile::{kv_cache_budget, profile_plan};
 
 use crate::config::EngineConfig;
 use crate::error::{EngineError, Result};
-use crate::handle::EngineHandle;
-use crate::models::load_model_with;
-use crate::start::{load_options, start_engine_with_model};
+use crate::models::{load_model_with, CausalLm};
 
 const GIB: f64 = (1u64 << 30) as f64;
 
-/// Loads the model onto `device`, sizes the KV cache, starts the engine thread.
-pub fn start_gpu_engine(
+/// Loads the model onto `device` and sizes the KV cache: returns the configuration to start the
+/// engine with (its `kv_cache_memory_bytes` set from `gpu_memory_utilization`, when given) and
+/// the model.
+pub fn load_sized_for_gpu(
     mut config: EngineConfig,
     model_path: &Path,
     device: Device,
-) -> Result<EngineHandle> {
+) -> Result<(EngineConfig, Box<dyn CausalLm>)> {
     let probe = MemoryProbe::new(&device)?;
     let at_start = probe.snapshot()?;
     if let Some(fraction) = config.gpu_memory_utilization {
@@ -42,7 +42,7 @@ pub fn start_gpu_engine(
         }
     }
     probe.reset_peak()?;
-    let model = load_model_with(model_path, &load_options(&config, device))?;
+    let model = load_model_with(model_path, &config.load_options(device))?;
     let after_load = probe.snapshot()?;
     tracing::info!(
         dtype = ?model.dtype(),
@@ -61,7 +61,7 @@ pub fn start_gpu_engine(
             at_start.total_bytes as f64 / GIB
         );
         config.kv_cache_memory_bytes = budget.kv_cache_bytes;
-        return start_engine_with_model(config, model);
+        return Ok((config, model));
     }
-    start_engine_with_model(config, model)
+    Ok((config, model))
 }

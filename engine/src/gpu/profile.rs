@@ -6,8 +6,9 @@ use crate::attention::cuda::CudaKvCache;
 use crate::batch::{BatchPlan, ScheduledSeq};
 use crate::config::EngineConfig;
 use crate::error::Result;
+use crate::kv::block_count::num_blocks_for;
+use crate::kv::block_pool::BlockId;
 use crate::kv::budget::{kv_budget, KvBudget, MemoryMeasurements};
-use crate::kv::{num_blocks_for, BlockId};
 use crate::models::CausalLm;
 use crate::request::RequestId;
 use crate::runner::ModelRunner;
@@ -68,9 +69,8 @@ pub fn kv_cache_budget(
         config.block_size,
         num_blocks,
     )?;
-    let profile_cache_bytes = num_blocks
-        * config.block_size
-        * CudaKvCache::bytes_per_token(model_config.num_layers, shape, model.dtype());
+    let profile_cache_bytes =
+        num_blocks * config.block_size * model_config.kv_bytes_per_token(model.dtype());
     let mut runner = ModelRunner::new(model, Box::new(cache), config.block_size);
     let started = std::time::Instant::now();
     runner.execute(&plan)?;

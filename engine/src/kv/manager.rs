@@ -2,9 +2,9 @@
 //! Its verbs follow vLLM's: `allocate_slots` returning `None` is how the scheduler learns it must
 //! preempt; `get_computed_blocks` is how a new request finds its cached prefix.
 
+use super::block_count::num_blocks_for;
 use super::block_pool::{BlockId, BlockPool};
 use super::hash::{extend_block_hashes, hash_block, BlockHasher};
-use super::num_blocks_for;
 use crate::sequence::Sequence;
 
 /// Blocks of a cached prefix, found for a sequence before it is admitted.
@@ -68,11 +68,6 @@ impl KvCacheManager {
 
     pub fn prefix_caching_enabled(&self) -> bool {
         self.enable_prefix_caching
-    }
-
-    /// Capacity in tokens.
-    pub fn num_token_slots(&self) -> usize {
-        self.num_blocks() * self.block_size
     }
 
     /// The longest run of cached full blocks that starts the sequence. The last token is never

@@ -1,5 +1,6 @@
 //! The paged KV cache's bookkeeping: which block holds which tokens. No tensors here.
 
+pub mod block_count;
 pub mod block_pool;
 pub mod budget;
 pub mod free_list;
@@ -8,11 +9,7 @@ pub mod manager;
 #[cfg(test)]
 mod manager_tests;
 
+pub use block_count::num_blocks_for;
 pub use block_pool::{BlockId, BlockPool};
 pub use hash::{BlockHash, BlockHasher};
 pub use manager::{ComputedBlocks, KvCacheManager};
-
-/// Number of blocks needed to hold `num_tokens` tokens.
-pub fn num_blocks_for(num_tokens: usize, block_size: usize) -> usize {
-    num_tokens.div_ceil(block_size)
-}

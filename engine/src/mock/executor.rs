@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{MockConfig, MockOutputLen, MockStall};
+use super::config::{MockConfig, MockOutputLen, MockStall};
 use crate::batch::BatchPlan;
 use crate::error::{EngineError, Result};
 use crate::models::ModelConfig;

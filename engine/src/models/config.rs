@@ -1,7 +1,7 @@
 //! `ModelConfig`: the shape of a Llama-family model, whatever file it came from.
 
 use super::generation_config::SamplingDefaults;
-use crate::attention::AttnShape;
+use crate::attention::shape::AttnShape;
 use crate::error::{EngineError, Result};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -87,9 +87,14 @@ impl ModelConfig {
         }
     }
 
+    /// Bytes one token's keys and values take across all layers, stored in `dtype`.
+    pub fn kv_bytes_per_token(&self, dtype: candle_core::DType) -> usize {
+        self.attn_shape().kv_bytes_per_token(self.num_layers, dtype)
+    }
+
     /// Rejects shapes the layers cannot run, with the offending values named.
     pub fn validate(&self) -> Result<()> {
-        let fail = |m: String| Err(EngineError::ModelLoad(m));
+        let fail = |m: String| Err(EngineError::model_load(m));
         for (name, value) in [
             ("vocab_size", self.vocab_size),
             ("hidden_size", self.hidden_size),

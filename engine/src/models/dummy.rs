@@ -15,7 +15,8 @@ use super::config::ModelConfig;
 use super::hf::read_model_config;
 use super::hf_config::HfConfig;
 use super::linear::Linear;
-use super::weights::{dense_embedding_and_tied_head, WeightFormat, WeightSource};
+use super::weight_format::WeightFormat;
+use super::weights::{dense_embedding_and_tied_head, WeightSource};
 use crate::error::{EngineError, Result};
 
 #[derive(Debug)]
@@ -57,22 +58,28 @@ impl DummyWeights {
         self.num_drawn.set(index + 1);
         let seed = self.seed.wrapping_mul(0x9e37_79b9).wrapping_add(index);
         let bound = (3.0 / cols as f64).sqrt() as f32;
-        let tensor = if self.device.is_cpu() {
-            // candle's CPU generator cannot be seeded: draw here.
-            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-            let values: Vec<f32> = (0..rows * cols)
-                .map(|_| rng.random_range(-bound..bound))
-                .collect();
-            Tensor::from_vec(values, (rows, cols), &self.device)?
-        } else {
-            self.device.set_seed(seed).map_err(|e| self.error(e))?;
-            Tensor::rand(-bound, bound, (rows, cols), &self.device)?
+        let draw = || {
+            let tensor = if self.device.is_cpu() {
+                // candle's CPU generator cannot be seeded: draw here.
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                let values: Vec<f32> = (0..rows * cols)
+                    .map(|_| rng.random_range(-bound..bound))
+                    .collect();
+                Tensor::from_vec(values, (rows, cols), &self.device)?
+            } else {
+                self.device.set_seed(seed)?;
+                Tensor::rand(-bound, bound, (rows, cols), &self.device)?
+            };
+            tensor.to_dtype(self.dtype)
         };
-        Ok(tensor.to_dtype(self.dtype)?)
+        draw().map_err(|e| self.error(e))
     }
 
-    fn error(&self, message: impl std::fmt::Display) -> EngineError {
-        EngineError::ModelLoad(format!("{} (dummy weights): {message}", self.dir.display()))
+    fn error(&self, source: candle_core::Error) -> EngineError {
+        EngineError::model_load_from(
+            format_args!("{}: cannot make dummy weights", self.dir.display()),
+            source,
+        )
     }
 }
 
@@ -85,12 +92,18 @@ impl WeightSource for DummyWeights {
 
     fn vector(&self, name: &str, len: usize) -> Result<Tensor> {
         let value = if name.ends_with(".bias") { 0.0 } else { 1.0 };
-        Ok(Tensor::full(value as f32, len, &self.device)?.to_dtype(self.dtype)?)
+        Tensor::full(value as f32, len, &self.device)
+            .and_then(|t| t.to_dtype(self.dtype))
+            .map_err(|e| self.error(e))
     }
 
     fn matrix(&self, _name: &str, rows: usize, cols: usize) -> Result<Arc<QTensor>> {
-        let dense = self.random(rows, cols)?.to_dtype(DType::F32)?;
-        Ok(Arc::new(QTensor::quantize(&dense, GgmlDType::F32)?))
+        let dense = self.random(rows, cols)?;
+        let matrix = dense
+            .to_dtype(DType::F32)
+            .and_then(|t| QTensor::quantize(&t, GgmlDType::F32))
+            .map_err(|e| self.error(e))?;
+        Ok(Arc::new(matrix))
     }
 
     fn contains(&self, name: &str) -> bool {

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use super::eos_ids::eos_ids;
 use crate::request::SamplingParams;
 
 /// Sampling values the model's authors recommend; `None` where the file says nothing.
@@ -77,7 +78,7 @@ pub fn read_generation_config(path: &Path) -> GenerationConfig {
         SamplingDefaults::default()
     });
     GenerationConfig {
-        eos_token_ids: super::hf_config::eos_ids(json.get("eos_token_id")),
+        eos_token_ids: eos_ids(json.get("eos_token_id")),
         sampling,
     }
 }

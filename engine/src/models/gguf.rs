@@ -11,7 +11,7 @@ use candle_core::quantized::QTensor;
 use candle_core::{DType, Device};
 
 use super::config::ModelConfig;
-use super::weights::WeightFormat;
+use super::weight_format::WeightFormat;
 use crate::error::{EngineError, Result};
 
 /// An open GGUF file: its header is parsed, tensors are read on demand.
@@ -26,18 +26,27 @@ pub struct GgufFile {
 }
 
 fn load_error(path: &Path, message: impl std::fmt::Display) -> EngineError {
-    EngineError::ModelLoad(format!("{}: {message}", path.display()))
+    EngineError::model_load(format!("{}: {message}", path.display()))
+}
+
+/// A load error `source` reported about `what` in the file at `path`.
+fn load_error_from(
+    path: &Path,
+    what: impl std::fmt::Display,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> EngineError {
+    EngineError::model_load_from(format_args!("{}: {what}", path.display()), source)
 }
 
 impl GgufFile {
     pub fn open(path: &Path, device: &Device, weight_format: WeightFormat) -> Result<Self> {
-        let file = File::open(path).map_err(|e| load_error(path, e))?;
+        let file = File::open(path).map_err(|e| load_error_from(path, "cannot open", e))?;
         let mut reader = BufReader::new(file);
         // A corrupt header can make the parser ask for absurd allocations; turn a panic into an error.
         let content =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Content::read(&mut reader)))
                 .map_err(|_| load_error(path, "corrupt GGUF header"))?
-                .map_err(|e| load_error(path, format!("not a valid GGUF file ({e})")))?;
+                .map_err(|e| load_error_from(path, "not a valid GGUF file", e))?;
         Ok(Self {
             path: path.to_path_buf(),
             content,
@@ -93,7 +102,9 @@ impl GgufFile {
         let mut reader = self.reader.borrow_mut();
         self.content
             .tensor(&mut *reader, name, &self.device)
-            .map_err(|e| load_error(&self.path, format!("cannot read tensor `{name}`: {e}")))
+            .map_err(|e| {
+                load_error_from(&self.path, format_args!("cannot read tensor `{name}`"), e)
+            })
     }
 
     fn value(&self, key: &str) -> Option<&Value> {
@@ -177,7 +188,7 @@ impl GgufFile {
             eos_token_ids: self.eos_token_ids(),
             sampling_defaults: self.generation_config().sampling,
         };
-        config.validate().map_err(|e| load_error(&self.path, e))?;
+        config.validate().map_err(|e| e.loading(&self.path))?;
         Ok(config)
     }
 

@@ -14,9 +14,8 @@ use super::config::ModelConfig;
 use super::generation_config::read_generation_config;
 use super::hf_config::HfConfig;
 use super::linear::Linear;
-use super::weights::{
-    dense_embedding_and_tied_head, file_embedding_and_tied_head, WeightFormat, WeightSource,
-};
+use super::weight_format::WeightFormat;
+use super::weights::{dense_embedding_and_tied_head, file_embedding_and_tied_head, WeightSource};
 use crate::error::{EngineError, Result};
 
 /// An open Hugging Face model directory.
@@ -30,16 +29,26 @@ pub struct HfDirectory {
 }
 
 fn load_error(path: &Path, message: impl std::fmt::Display) -> EngineError {
-    EngineError::ModelLoad(format!("{}: {message}", path.display()))
+    EngineError::model_load(format!("{}: {message}", path.display()))
+}
+
+/// A load error `source` reported about `what` in `path`.
+fn load_error_from(
+    path: &Path,
+    what: impl std::fmt::Display,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> EngineError {
+    EngineError::model_load_from(format_args!("{}: {what}", path.display()), source)
 }
 
 /// The safetensors files of a directory: the shards its index names, or `model.safetensors`.
 fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let index = dir.join("model.safetensors.index.json");
     if index.exists() {
-        let text = std::fs::read_to_string(&index).map_err(|e| load_error(&index, e))?;
+        let text = std::fs::read_to_string(&index)
+            .map_err(|e| load_error_from(&index, "cannot read", e))?;
         let json: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| load_error(&index, format!("not valid JSON ({e})")))?;
+            .map_err(|e| load_error_from(&index, "not valid JSON", e))?;
         let map = json["weight_map"]
             .as_object()
             .ok_or_else(|| load_error(&index, "`weight_map` is missing"))?;
@@ -69,7 +78,7 @@ fn map_safetensors(files: &[PathBuf]) -> Result<MmapedSafetensors> {
     // require that nobody modifies them while the model is loaded (the weights are copied into
     // the engine's own format at load, so the map lives only during loading).
     unsafe { MmapedSafetensors::multi(files) }
-        .map_err(|e| EngineError::ModelLoad(format!("cannot read safetensors: {e}")))
+        .map_err(|e| EngineError::model_load_from("cannot read safetensors", e))
 }
 
 /// The Hugging Face name of a Llama-family weight, given its GGUF name (the names the layers use).
@@ -158,10 +167,9 @@ impl HfDirectory {
         let hf = self
             .hf_name(name)
             .ok_or_else(|| load_error(&self.dir, format!("no weight maps to `{name}`")))?;
-        let tensor = self
-            .tensors
-            .load(&hf, &Device::Cpu)
-            .map_err(|e| load_error(&self.dir, format!("tensor `{hf}`: {e}")))?;
+        let tensor = self.tensors.load(&hf, &Device::Cpu).map_err(|e| {
+            load_error_from(&self.dir, format_args!("cannot read tensor `{hf}`"), e)
+        })?;
         if !matches!(tensor.dtype(), DType::F32 | DType::F16 | DType::BF16) {
             return Err(load_error(
                 &self.dir,
@@ -180,7 +188,12 @@ impl HfDirectory {
                 ),
             ));
         }
-        Ok(tensor.to_device(&self.device)?.to_dtype(self.dtype)?)
+        tensor
+            .to_device(&self.device)
+            .and_then(|t| t.to_dtype(self.dtype))
+            .map_err(|e| {
+                load_error_from(&self.dir, format_args!("cannot convert tensor `{hf}`"), e)
+            })
     }
 }
 
@@ -205,7 +218,7 @@ impl WeightSource for HfDirectory {
         let tensor = self.load_f32(name, &[out_dim, in_dim])?;
         self.weight_format
             .convert_dense(tensor, self.dtype)
-            .map_err(|e| load_error(&self.dir, format!("`{name}`: {e}")))
+            .map_err(|e| load_error_from(&self.dir, format_args!("cannot convert `{name}`"), e))
     }
 
     fn vector(&self, name: &str, len: usize) -> Result<Tensor> {
@@ -214,7 +227,9 @@ impl WeightSource for HfDirectory {
 
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Arc<QTensor>> {
         let tensor = self.load_f32(name, &[rows, cols])?;
-        Ok(Arc::new(QTensor::quantize(&tensor, GgmlDType::F32)?))
+        let matrix = QTensor::quantize(&tensor, GgmlDType::F32)
+            .map_err(|e| load_error_from(&self.dir, format_args!("cannot convert `{name}`"), e))?;
+        Ok(Arc::new(matrix))
     }
 
     fn contains(&self, name: &str) -> bool {

@@ -5,8 +5,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::config::{ModelConfig, RopeScaling};
+use super::eos_ids::eos_ids;
 use super::generation_config::GenerationConfig;
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, ErrorSource, Result};
 
 /// Architectures (`architectures[0]` of config.json) we serve.
 pub const SUPPORTED_HF_ARCHITECTURES: &[&str] = &[
@@ -55,22 +56,28 @@ fn default_rope_theta() -> f32 {
 }
 
 fn invalid(path: &Path, message: impl std::fmt::Display) -> EngineError {
-    EngineError::ModelLoad(format!("{}: {message}", path.display()))
+    EngineError::model_load(format!("{}: {message}", path.display()))
 }
 
 impl HfConfig {
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| invalid(path, e))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            EngineError::model_load_from(format_args!("{}: cannot read", path.display()), e)
+        })?;
         let deserializer = &mut serde_json::Deserializer::from_str(&text);
         serde_path_to_error::deserialize(deserializer).map_err(|e| {
             let field = e.path().to_string();
             let error = e.into_inner();
-            match field.as_str() {
-                "." | "" => invalid(path, format!("not a valid model config ({error})")),
-                _ => invalid(
-                    path,
-                    format!("not a valid model config (field `{field}`: {error})"),
+            let message = match field.as_str() {
+                "." | "" => format!("{}: not a valid model config", path.display()),
+                _ => format!(
+                    "{}: not a valid model config (field `{field}`)",
+                    path.display()
                 ),
+            };
+            EngineError::ModelLoad {
+                message,
+                source: Some(ErrorSource::new(error)),
             }
         })
     }
@@ -149,23 +156,8 @@ impl HfConfig {
             eos_token_ids,
             sampling_defaults: generation.sampling,
         };
-        config.validate().map_err(|e| invalid(path, e))?;
+        config.validate().map_err(|e| e.loading(path))?;
         Ok(config)
-    }
-}
-
-/// `eos_token_id` as a number or a list.
-pub fn eos_ids(value: Option<&serde_json::Value>) -> Vec<u32> {
-    match value {
-        Some(serde_json::Value::Number(n)) => {
-            n.as_u64().map(|v| vec![v as u32]).unwrap_or_default()
-        }
-        Some(serde_json::Value::Array(items)) => items
-            .iter()
-            .filter_map(|v| v.as_u64())
-            .map(|v| v as u32)
-            .collect(),
-        _ => Vec::new(),
     }
 }
 

@@ -35,7 +35,7 @@ impl Linear {
         if int8.len() == parts.len() {
             return Int8Matrix::concat_rows(&int8)
                 .map(Linear::Int8)
-                .map_err(EngineError::ModelLoad);
+                .map_err(EngineError::model_load);
         }
         let dense: Vec<&Tensor> = parts
             .iter()
@@ -45,7 +45,9 @@ impl Linear {
             })
             .collect();
         if dense.len() == parts.len() {
-            return Ok(Linear::Candle(QMatMul::Tensor(Tensor::cat(&dense, 0)?)));
+            let fused = Tensor::cat(&dense, 0)
+                .map_err(|e| EngineError::model_load_from("cannot fuse projections", e))?;
+            return Ok(Linear::Candle(QMatMul::Tensor(fused)));
         }
         Ok(Linear::Stacked(parts))
     }
@@ -114,10 +116,13 @@ impl Projection {
                 .zip(out_dims)
                 .map(|(p, &dim)| match &p.bias {
                     Some(b) => Ok(b.clone()),
-                    None => Ok(Tensor::zeros(dim, like.dtype(), like.device())?),
+                    None => Tensor::zeros(dim, like.dtype(), like.device()),
                 })
-                .collect::<Result<Vec<_>>>()?;
-            Some(Tensor::cat(&pieces, 0)?)
+                .collect::<candle_core::Result<Vec<_>>>();
+            let fused = pieces
+                .and_then(|pieces| Tensor::cat(&pieces, 0))
+                .map_err(|e| EngineError::model_load_from("cannot fuse biases", e))?;
+            Some(fused)
         } else {
             None
         };

@@ -4,13 +4,13 @@
 use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Tensor};
 
+use super::causal_lm::{CausalLm, ModelInput};
 use super::config::ModelConfig;
 use super::layers::{GatedMlp, RmsNorm};
 use super::linear::Linear;
 use super::rotary::RotaryEmbedding;
 use super::self_attention::SelfAttention;
 use super::weights::WeightSource;
-use super::{CausalLm, ModelInput};
 use crate::attention::{AttnMetadata, PagedKvCache};
 use crate::error::Result;
 

@@ -3,7 +3,7 @@
 use candle_core::{DType, Device, Tensor};
 
 use super::config::{ModelConfig, RopeScaling};
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 
 /// Precomputed cos/sin tables, one row per position.
 #[derive(Debug, Clone)]
@@ -57,6 +57,20 @@ pub fn inverse_frequencies(head_dim: usize, theta: f32, scaling: Option<RopeScal
 impl RotaryEmbedding {
     /// Tables for every position of the context, in the compute dtype `dtype`.
     pub fn new(config: &ModelConfig, device: &Device, dtype: DType) -> Result<Self> {
+        let (cos, sin) = Self::tables(config, device, dtype)
+            .map_err(|e| EngineError::model_load_from("cannot build the RoPE tables", e))?;
+        Ok(Self {
+            cos,
+            sin,
+            interleaved: config.rope_interleaved,
+        })
+    }
+
+    fn tables(
+        config: &ModelConfig,
+        device: &Device,
+        dtype: DType,
+    ) -> candle_core::Result<(Tensor, Tensor)> {
         let head_dim = config.head_dim;
         let max_positions = config.context_length;
         let inv_freq = inverse_frequencies(head_dim, config.rope_theta, config.rope_scaling);
@@ -65,11 +79,10 @@ impl RotaryEmbedding {
             .to_dtype(DType::F32)?
             .reshape((max_positions, 1))?;
         let angles = positions.broadcast_mul(&inv_freq)?;
-        Ok(Self {
-            cos: angles.cos()?.to_dtype(dtype)?,
-            sin: angles.sin()?.to_dtype(dtype)?,
-            interleaved: config.rope_interleaved,
-        })
+        Ok((
+            angles.cos()?.to_dtype(dtype)?,
+            angles.sin()?.to_dtype(dtype)?,
+        ))
     }
 
     /// Rotates `x` (`[num_tokens, num_heads * head_dim]`), each token at its own position.

@@ -7,9 +7,10 @@
 //!
 //! - `batch`: the step's batched sampling, where each row runs.
 //! - `state`: what one sequence carries from step to step.
-//! - `sampler`: the per-row pipeline, in vLLM's order, and the per-thread scratch buffers.
+//! - `sampler`: the per-row pipeline (its order: `SequenceSampler`) and the per-thread scratch
+//!   buffers.
 //! - `penalties`: banned ids, repetition, presence and frequency penalties.
-//! - `filters`: softmax weights, top-k, top-p, min-p and the draw.
+//! - `filters`: top-k (on the logits), softmax weights, top-p, min-p and the draw.
 //! - `logprobs`: log-softmax and top-n selection for the logprobs returned to clients.
 
 mod batch;

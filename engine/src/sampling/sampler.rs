@@ -56,12 +56,13 @@ pub struct SamplerScratch {
 
 /// Turns one row of logits per step into one token for one sequence.
 ///
-/// Steps, as vLLM: logit bias → banned ids → repetition penalty → presence/frequency penalties →
-/// greedy argmax, or top-k → temperature softmax → top-p → min-p → draw. The draw takes one
-/// uniform number from the sequence's RNG per step and walks the kept tokens in vocabulary order
-/// (inverse CDF), so the result depends only on the row, the parameters and that number — never
-/// on the batch or on how the filters ordered their candidates. Log-probabilities are reported
-/// from the raw logits.
+/// Steps: logit bias → banned ids → repetition penalty → presence/frequency penalties → greedy
+/// argmax, or top-k (on the logits) → temperature softmax → top-p → min-p → draw. Top-k keeps the
+/// same tokens before or after temperature; min-p comes last here, where vLLM applies it before
+/// top-k and top-p. The draw takes one uniform number from the sequence's RNG per step and walks
+/// the kept tokens in vocabulary order (inverse CDF), so the result depends only on the row, the
+/// parameters and that number — never on the batch or on how the filters ordered their
+/// candidates. Log-probabilities are reported from the raw logits.
 #[derive(Debug)]
 pub struct SequenceSampler {
     params: SamplingParams,

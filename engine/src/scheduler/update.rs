@@ -1,13 +1,13 @@
-//! `Scheduler::update`: a step's results applied to its sequences. Counters advance, the token
+//! A step's results applied to the running sequences (`Scheduler::update`). Counters advance, the token
 //! the executor chose is appended, stops are checked, and finished sequences leave with their
 //! blocks freed. The scheduler never sees logits.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::Scheduler;
 use crate::batch::BatchPlan;
 use crate::events::GeneratedToken;
+use crate::kv::manager::KvCacheManager;
 use crate::request::RequestId;
 use crate::runner::StepOutput;
 use crate::sampling::SampledToken;
@@ -42,10 +42,18 @@ fn next_of(output: &StepOutput, row: usize) -> Next<'_> {
     }
 }
 
-impl Scheduler {
-    /// Applies a step's results: advances counters, samples (or takes the chosen token), checks
-    /// stops, frees finished blocks.
-    pub fn update(&mut self, plan: &BatchPlan, output: &StepOutput) -> StepUpdate {
+/// The scheduler's state a step's results change.
+pub(super) struct RunningState<'a> {
+    pub running: &'a mut Vec<Sequence>,
+    pub kv: &'a mut KvCacheManager,
+    pub eos_token_ids: &'a [u32],
+    pub max_model_len: usize,
+}
+
+impl RunningState<'_> {
+    /// Applies a step's results: advances counters, takes the chosen token, checks stops, frees
+    /// finished blocks.
+    pub(super) fn apply(self, plan: &BatchPlan, output: &StepOutput) -> StepUpdate {
         let mut update = StepUpdate::default();
         let positions: HashMap<RequestId, usize> = self
             .running
@@ -79,7 +87,7 @@ impl Scheduler {
                 update.num_prompt_tokens += seq.num_prompt_tokens;
             }
             update.tokens.push((seq.id, token));
-            if let Some(reason) = seq.check_stop(&self.eos_token_ids, self.limits.max_model_len) {
+            if let Some(reason) = seq.check_stop(self.eos_token_ids, self.max_model_len) {
                 seq.status = SequenceStatus::Finished(reason);
             }
         }
@@ -87,7 +95,7 @@ impl Scheduler {
         update
     }
 
-    fn collect_finished(&mut self, update: &mut StepUpdate) {
+    fn collect_finished(self, update: &mut StepUpdate) {
         let mut index = 0;
         while index < self.running.len() {
             if !self.running[index].is_finished() {

@@ -25,11 +25,11 @@ use crate::kv::BlockId;
 use crate::models::config::ModelConfig;
 use crate::models::gguf::GgufFile;
 use crate::models::{load_model, WeightFormat};
+use crate::request::RequestId;
 use crate::runner::ModelRunner;
-use crate::RequestId;
 
 fn convert_error(path: &Path, message: impl std::fmt::Display) -> EngineError {
-    EngineError::ModelLoad(format!("{}: {message}", path.display()))
+    EngineError::model_load(format!("{}: {message}", path.display()))
 }
 
 /// Writes `out_dir/{config.json, model.safetensors, generation_config.json}` for the Llama GGUF
@@ -107,7 +107,7 @@ fn reorder_head_rows(tensor: &Tensor, num_heads: usize, to_llama_cpp: bool) -> R
     let dims = tensor.dims().to_vec();
     let rows = dims.first().copied().unwrap_or(0);
     if num_heads == 0 || rows == 0 || !rows.is_multiple_of(2 * num_heads) {
-        return Err(EngineError::ModelLoad(format!(
+        return Err(EngineError::model_load(format!(
             "cannot split {rows} rows into {num_heads} heads of pairs"
         )));
     }

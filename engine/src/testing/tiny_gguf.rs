@@ -154,7 +154,7 @@ pub fn write_gguf(
 ) -> Result<()> {
     {
         let mut file =
-            std::fs::File::create(path).map_err(|e| EngineError::ModelLoad(e.to_string()))?;
+            std::fs::File::create(path).map_err(|e| EngineError::model_load(e.to_string()))?;
         let metadata_refs: Vec<(&str, &Value)> =
             metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
         let tensor_refs: Vec<(&str, &QTensor)> =

@@ -106,7 +106,7 @@ fn name_hash(name: &str) -> u64 {
 }
 
 fn io_error(path: &Path, e: impl std::fmt::Display) -> EngineError {
-    EngineError::ModelLoad(format!("cannot write {}: {e}", path.display()))
+    EngineError::model_load(format!("cannot write {}: {e}", path.display()))
 }
 
 /// How a tensor's values are drawn.

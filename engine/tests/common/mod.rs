@@ -2,6 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod dense_reference;
+pub mod gate;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
