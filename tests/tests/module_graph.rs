@@ -25,7 +25,10 @@ fn no_file_imports_another_that_imports_it_back() {
     for source in CRATE_SOURCES {
         let graph = ModuleGraph::read(&repo_file(source));
         for cycle in graph.cycles() {
-            loops.push(format!("{source}: {}", cycle.join(" → ")));
+            loops.push(format!(
+                "{source}: {}",
+                graph.edges_within(&cycle).join(", ")
+            ));
         }
     }
     assert!(
@@ -51,7 +54,10 @@ fn the_checker_sees_loops_through_parents_children_and_groups() {
         "a.rs",
         "mod child;\npub use child::Thing;\npub struct Shared;\n",
     );
-    write("a/child.rs", "use super::Shared;\npub struct Thing;\n");
+    write(
+        "a/child.rs",
+        "use super::Shared;\npub struct Thing;\nmod inner {\n    use super::Thing;\n}\n",
+    );
     write("b.rs", "use crate::{a::Thing, c::{self, Other}};\n");
     write(
         "c.rs",
@@ -83,11 +89,24 @@ impl ModuleGraph {
         let mut edges = BTreeMap::new();
         for module in &modules {
             let text = std::fs::read_to_string(&files[module]).expect("a readable source file");
-            let code = without_test_blocks(&strip_comments(&text));
+            let code = inline_modules_as_self(&without_test_blocks(&strip_comments(&text)));
             let named = named_modules(module, &tokens(&code), &modules);
             edges.insert(module.clone(), named);
         }
         Self { edges }
+    }
+
+    /// The imports among `files` (names as `cycles` gives them), as `a → b`.
+    fn edges_within(&self, files: &[String]) -> Vec<String> {
+        let mut found = Vec::new();
+        for (from, targets) in &self.edges {
+            for to in targets {
+                if files.contains(&display(from)) && files.contains(&display(to)) {
+                    found.push(format!("{} → {}", display(from), display(to)));
+                }
+            }
+        }
+        found
     }
 
     /// Every loop (strongly connected set of two or more files), each as sorted file names.
@@ -103,7 +122,7 @@ impl ModuleGraph {
             .into_iter()
             .filter(|component| component.len() > 1)
             .map(|component| {
-                let mut names: Vec<String> = component.iter().map(|m| display(m)).collect();
+                let mut names: Vec<String> = component.iter().map(display).collect();
                 names.sort();
                 names
             })
@@ -189,7 +208,7 @@ fn test_only_modules(files: &BTreeMap<ModulePath, PathBuf>) -> BTreeSet<ModulePa
     }
     files
         .keys()
-        .filter(|module| (1..=module.len()).any(|n| test_only.contains(&module[..n].to_vec())))
+        .filter(|module| (1..=module.len()).any(|n| test_only.contains(&module[..n])))
         .cloned()
         .collect()
 }
@@ -213,21 +232,8 @@ fn without_test_blocks(code: &str) -> String {
         let after = &rest[at..];
         let header_end = after.find(['{', ';']).unwrap_or(after.len());
         if after[..header_end].contains("mod ") && after[header_end..].starts_with('{') {
-            let mut depth = 0usize;
-            let mut end = after.len();
-            for (offset, c) in after[header_end..].char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = header_end + offset + 1;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            let end =
+                header_end + block_end(&after[header_end..]).unwrap_or(after.len() - header_end);
             rest = &after[end..];
         } else {
             kept.push_str("#[cfg(test)]");
@@ -236,6 +242,60 @@ fn without_test_blocks(code: &str) -> String {
     }
     kept.push_str(rest);
     kept
+}
+
+/// Inside an inline `mod name { … }` (not a test module), `super::` is the file's own module:
+/// written `self::` so that the file is not taken to name its parent.
+fn inline_modules_as_self(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = find_inline_mod(rest) {
+        let (before, block) = rest.split_at(at);
+        out.push_str(before);
+        let end = block_end(block).unwrap_or(block.len());
+        out.push_str(&block[..end].replace("super::", "self::"));
+        rest = &block[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where the next `mod name {` starts.
+fn find_inline_mod(code: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(found) = code[from..].find("mod ") {
+        let at = from + found;
+        let word_start =
+            at == 0 || !code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        let after: String = code[at + 4..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let tail = code[at + 4 + after.len()..].trim_start();
+        if word_start && !after.is_empty() && tail.starts_with('{') {
+            return Some(at);
+        }
+        from = at + 4;
+    }
+    None
+}
+
+/// The end (exclusive) of the first `{ … }` block in `code`.
+fn block_end(code: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (offset, c) in code.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(offset + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Identifiers and the punctuation of paths (`::`, `{`, `}`, `,`); everything else is a break.
