@@ -41,7 +41,9 @@ impl BatchPlan {
     }
 }
 
-/// The model's output for one step: one logits row per sampling sequence, in plan order.
+/// The model's output for one step: one logits row per sampling sequence, in plan order (for
+/// tests and tools that look at logits; serving samples them where they are).
+#[cfg(feature = "testing")]
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StepLogits {
     pub vocab_size: usize,
@@ -49,6 +51,7 @@ pub struct StepLogits {
     pub values: Vec<f32>,
 }
 
+#[cfg(feature = "testing")]
 impl StepLogits {
     pub fn row(&self, index: usize) -> &[f32] {
         &self.values[index * self.vocab_size..(index + 1) * self.vocab_size]

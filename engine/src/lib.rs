@@ -3,29 +3,43 @@
 //! Start one with [`start_engine`], then drive it through the [`EngineHandle`] it returns;
 //! [`start_mock_engine`] starts the same engine with no model, streaming tokens on a clock.
 
+/// Declares modules that are the engine's own business: public with the `testing` feature (for
+/// the engine's tests, examples and benchmarks, which reach into the scheduler, the KV cache and
+/// the runner), private otherwise, so the public API stays the handle, the configuration, the
+/// request, event and error types, and model loading.
+macro_rules! internal_modules {
+    ($($(#[$meta:meta])* mod $name:ident;)*) => {$(
+        $(#[$meta])* #[cfg(feature = "testing")] pub mod $name;
+        $(#[$meta])* #[cfg(not(feature = "testing"))] mod $name;
+    )*};
+}
+
 pub mod args;
-pub mod attention;
-pub mod batch;
 pub mod config;
 mod core;
 pub mod device;
 pub mod error;
 pub mod events;
-#[cfg(feature = "cuda")]
-pub mod gpu;
 pub mod handle;
-pub mod kv;
-pub mod mock;
 pub mod models;
 pub mod request;
-pub mod runner;
-pub mod sampling;
-pub mod scheduler;
-pub mod sequence;
-pub mod start;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod validate;
+
+internal_modules! {
+    mod attention;
+    mod batch;
+    #[cfg(feature = "cuda")]
+    mod gpu;
+    mod kv;
+    mod mock;
+    mod runner;
+    mod sampling;
+    mod scheduler;
+    mod sequence;
+    mod start;
+}
 
 pub use args::EngineArgs;
 pub use config::EngineConfig;
@@ -35,5 +49,7 @@ pub use events::{FinishReason, GeneratedToken, RequestTimings, TokenEvent, Usage
 pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};
 pub use mock::{start_mock_engine, MockConfig, MockOutputLen, MockStall};
 pub use request::{EngineRequest, RequestId, SamplingParams, StopConditions};
-pub use start::{start_engine, start_engine_with_executor, start_engine_with_model};
+pub use start::start_engine;
+#[cfg(feature = "testing")]
+pub use start::{start_engine_with_executor, start_engine_with_model};
 pub use validate::ValidRequest;

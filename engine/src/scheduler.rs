@@ -67,6 +67,7 @@ impl Scheduler {
         &self.kv
     }
 
+    #[cfg(feature = "testing")]
     pub fn limits(&self) -> SchedulerLimits {
         self.limits
     }
@@ -93,6 +94,7 @@ impl Scheduler {
     }
 
     /// Ids of the waiting sequences, first in line first.
+    #[cfg(feature = "testing")]
     pub fn waiting_ids(&self) -> Vec<RequestId> {
         self.waiting.iter().map(|s| s.id).collect()
     }

@@ -73,10 +73,12 @@ impl Sequence {
         self.token_ids.len() - self.num_prompt_tokens
     }
 
+    #[cfg(feature = "testing")]
     pub fn prompt_token_ids(&self) -> &[u32] {
         &self.token_ids[..self.num_prompt_tokens]
     }
 
+    #[cfg(feature = "testing")]
     pub fn output_token_ids(&self) -> &[u32] {
         &self.token_ids[self.num_prompt_tokens..]
     }

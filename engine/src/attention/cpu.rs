@@ -34,6 +34,7 @@ impl CpuKvCache {
     }
 
     /// One layer's keys and values, `[num_blocks, block_size, num_kv_heads, head_dim]`.
+    #[cfg(feature = "testing")]
     pub fn layer(&self, layer: usize) -> (&[f32], &[f32]) {
         (&self.keys[layer], &self.values[layer])
     }

@@ -14,4 +14,5 @@ pub mod shape;
 pub use cpu::CpuKvCache;
 pub use metadata::AttnMetadata;
 pub use paged_cache::PagedKvCache;
+#[cfg(feature = "testing")]
 pub use shape::AttnShape;

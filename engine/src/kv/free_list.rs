@@ -35,6 +35,7 @@ impl FreeList {
         self.len
     }
 
+    #[cfg(feature = "testing")]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

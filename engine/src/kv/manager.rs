@@ -42,6 +42,7 @@ impl KvCacheManager {
         }
     }
 
+    #[cfg(feature = "testing")]
     pub fn block_size(&self) -> usize {
         self.block_size
     }
@@ -50,6 +51,7 @@ impl KvCacheManager {
         self.pool.num_blocks()
     }
 
+    #[cfg(feature = "testing")]
     pub fn num_free_blocks(&self) -> usize {
         self.pool.num_free_blocks()
     }
@@ -162,6 +164,7 @@ impl KvCacheManager {
     }
 
     /// Fraction of blocks in use by sequences, in [0, 1].
+    #[cfg(feature = "testing")]
     pub fn usage(&self) -> f32 {
         if self.num_blocks() == 0 {
             return 0.0;

@@ -2,6 +2,7 @@
 
 pub mod block_count;
 pub mod block_pool;
+#[cfg(any(feature = "cuda", test))]
 pub mod budget;
 pub mod free_list;
 pub mod hash;
@@ -9,7 +10,12 @@ pub mod manager;
 #[cfg(test)]
 mod manager_tests;
 
-pub use block_count::num_blocks_for;
-pub use block_pool::{BlockId, BlockPool};
-pub use hash::{BlockHash, BlockHasher};
-pub use manager::{ComputedBlocks, KvCacheManager};
+pub use block_pool::BlockId;
+pub use manager::KvCacheManager;
+#[cfg(feature = "testing")]
+pub use {
+    block_count::num_blocks_for,
+    block_pool::BlockPool,
+    hash::{BlockHash, BlockHasher},
+    manager::ComputedBlocks,
+};

@@ -67,6 +67,7 @@ impl MockExecutor {
     }
 
     /// Requests the executor keeps a clock for (those added and not yet released).
+    #[cfg(feature = "testing")]
     pub fn num_requests(&self) -> usize {
         self.requests.len()
     }

@@ -6,7 +6,9 @@
 pub mod config;
 mod executor;
 
-pub use config::{MockConfig, MockOutputLen, MockStall, MAX_MOCK_DELAY};
+pub use config::{MockConfig, MockOutputLen, MockStall};
+#[cfg(feature = "testing")]
+pub use config::MAX_MOCK_DELAY;
 pub use executor::MockExecutor;
 
 use crate::config::EngineConfig;

@@ -1,7 +1,6 @@
 //! Reading GGUF files: metadata → `ModelConfig`, tensors → `QTensor`s.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -75,7 +74,8 @@ impl GgufFile {
         &self.path
     }
 
-    pub fn metadata(&self) -> &HashMap<String, Value> {
+    #[cfg(feature = "testing")]
+    pub fn metadata(&self) -> &std::collections::HashMap<String, Value> {
         &self.content.metadata
     }
 

@@ -120,6 +120,7 @@ impl std::fmt::Debug for HfDirectory {
 
 impl HfDirectory {
     /// Opens a directory for the CPU (f32).
+    #[cfg(feature = "testing")]
     pub fn open(dir: &Path, weight_format: WeightFormat) -> Result<Self> {
         Self::open_on(dir, weight_format, &Device::Cpu, DType::F32)
     }
@@ -149,6 +150,7 @@ impl HfDirectory {
     }
 
     /// The checkpoint's own dtype (`torch_dtype` in config.json), when it names one.
+    #[cfg(feature = "testing")]
     pub fn saved_dtype(&self) -> Option<DType> {
         saved_dtype(&self.config)
     }

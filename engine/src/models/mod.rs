@@ -4,21 +4,24 @@
 pub mod causal_lm;
 pub mod config;
 pub mod dtype;
-pub mod dummy;
-pub mod eos_ids;
 pub mod generation_config;
-pub mod gguf;
-pub mod hf;
-pub mod hf_config;
-pub mod int8;
-pub mod layers;
-pub mod linear;
-pub mod llama;
 pub mod load;
-pub mod rotary;
-pub mod self_attention;
 pub mod weight_format;
-pub mod weights;
+
+internal_modules! {
+    mod dummy;
+    mod eos_ids;
+    mod gguf;
+    mod hf;
+    mod hf_config;
+    mod int8;
+    mod layers;
+    mod linear;
+    mod llama;
+    mod rotary;
+    mod self_attention;
+    mod weights;
+}
 
 pub use causal_lm::{CausalLm, ModelInput};
 pub use config::{ModelConfig, RopeScaling};

@@ -9,7 +9,9 @@ pub use executor::{StepExecutor, StepOutput};
 use crate::attention::{AttnMetadata, PagedKvCache};
 use candle_core::Tensor;
 
-use crate::batch::{BatchPlan, StepLogits};
+use crate::batch::BatchPlan;
+#[cfg(feature = "testing")]
+use crate::batch::StepLogits;
 use crate::error::Result;
 use crate::models::CausalLm;
 use crate::request::{EngineRequest, RequestId};
@@ -38,11 +40,13 @@ impl ModelRunner {
         }
     }
 
+    #[cfg(feature = "testing")]
     pub fn model(&self) -> &dyn CausalLm {
         self.model.as_ref()
     }
 
     /// Gives the model back (the KV cache is dropped).
+    #[cfg(feature = "testing")]
     pub fn into_model(self) -> Box<dyn CausalLm> {
         self.model
     }
@@ -50,6 +54,7 @@ impl ModelRunner {
     /// Runs one step's forward pass; returns one logits row per sequence that samples, in plan
     /// order, copied to the host (for tests and tools that look at logits; serving samples them
     /// where they are, through `StepExecutor::execute`).
+    #[cfg(feature = "testing")]
     pub fn execute(&mut self, plan: &BatchPlan) -> Result<StepLogits> {
         let vocab_size = self.model.config().vocab_size;
         let values = match self.forward(plan)? {

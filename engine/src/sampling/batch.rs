@@ -51,6 +51,7 @@ impl BatchSampler {
     }
 
     /// Sequences with a sampling state.
+    #[cfg(feature = "testing")]
     pub fn num_sequences(&self) -> usize {
         self.states.len()
     }

@@ -21,6 +21,10 @@ mod sampler;
 mod state;
 
 pub use batch::BatchSampler;
-pub use logprobs::{log_softmax_into, top_n};
-pub use sampler::{SampledToken, SamplerScratch, SamplingContext, SequenceSampler};
-pub use state::SequenceSamplingState;
+pub use sampler::SampledToken;
+#[cfg(feature = "testing")]
+pub use {
+    logprobs::{log_softmax_into, top_n},
+    sampler::{SamplerScratch, SamplingContext, SequenceSampler},
+    state::SequenceSamplingState,
+};
