@@ -5,10 +5,11 @@ use std::time::{Duration, Instant};
 use reqwest::header::AUTHORIZATION;
 use reqwest::StatusCode;
 
+use super::config::normalize_base_url;
+use super::error::ClientError;
 use super::openai::{error_body_message, ModelList};
 use super::request::error_chain;
 use super::stream::clip;
-use super::{normalize_base_url, ClientError};
 
 /// How often a server that is not up yet is asked again.
 const POLL_INTERVAL: Duration = Duration::from_millis(250);

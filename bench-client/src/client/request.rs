@@ -11,9 +11,11 @@ use std::time::Instant;
 use reqwest::header::CONTENT_TYPE;
 use tokio::time::timeout_at;
 
+use super::clock::RunClock;
+use super::config::Endpoint;
+use super::http::Client;
 use super::openai::{error_body_message, ChatCompletionRequest, CompletionRequest, StreamOptions};
 use super::stream::{clip, Flow, StreamParser, TokenCounter};
-use super::{Client, Endpoint, RunClock};
 use crate::record::{ErrorKind, RequestRecord};
 use crate::workload::RequestSpec;
 

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CpuUsage, LagSummary};
+use super::cpu::CpuUsage;
+use super::lag::LagSummary;
 use crate::record::RequestRecord;
 
 /// Above these, [`ClientHealth::warnings`] says the client may have been the bottleneck.

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{SweepAxis, SweepPoint};
+use super::point::{SweepAxis, SweepPoint};
 use crate::compare::metric;
 
 /// The numbers a sweep report shows for one load.

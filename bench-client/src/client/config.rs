@@ -1,0 +1,103 @@
+//! Where and how a run's requests are sent: the [`Endpoint`], the [`Sampling`] fields and the
+//! whole [`RequestConfig`]; plus [`normalize_base_url`], which every URL built from a base URL
+//! goes through.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Which OpenAI endpoint requests go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// `/v1/chat/completions`, the prompt sent as `messages`.
+    #[default]
+    Chat,
+    /// `/v1/completions`, the prompt sent as text.
+    Completions,
+}
+
+impl Endpoint {
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "/v1/chat/completions",
+            Endpoint::Completions => "/v1/completions",
+        }
+    }
+}
+
+/// Sampling fields of every request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampling {
+    /// `None` leaves it to the server. Default 0 (greedy), as `vllm bench serve` sends.
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    /// Send `ignore_eos: true` so every request generates exactly `max_tokens` (vLLM, SGLang and
+    /// pagoda know it; OpenAI rejects it, so turn it off there). Default on: fixed-length
+    /// workloads are what benchmarks compare.
+    pub ignore_eos: bool,
+    /// Merged last into the body's top level (`--extra-body`): its keys win.
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Self {
+            temperature: Some(0.0),
+            top_p: None,
+            ignore_eos: true,
+            extra_body: serde_json::Map::new(),
+        }
+    }
+}
+
+/// Where and how every request of a run is sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestConfig {
+    pub endpoint: Endpoint,
+    /// `http://host:port` (a trailing `/` or `/v1` is dropped).
+    pub base_url: String,
+    pub model: String,
+    /// Sent as `Authorization: Bearer KEY`.
+    pub api_key: Option<String>,
+    /// Extra headers, sent with every request.
+    pub headers: Vec<(String, String)>,
+    pub sampling: Sampling,
+    /// The whole request, from send to the last byte; past it the record is a `Timeout`.
+    pub timeout: Duration,
+    /// Written into every record (`merge` combines the records of several client processes).
+    pub client_id: usize,
+}
+
+impl RequestConfig {
+    pub fn new(endpoint: Endpoint, base_url: &str, model: &str) -> Self {
+        Self {
+            endpoint,
+            base_url: base_url.to_string(),
+            model: model.to_string(),
+            api_key: None,
+            headers: Vec::new(),
+            sampling: Sampling::default(),
+            timeout: Duration::from_secs(600),
+            client_id: 0,
+        }
+    }
+}
+
+/// `http://host:port/v1/` → `http://host:port`.
+pub fn normalize_base_url(base_url: &str) -> &str {
+    let trimmed = base_url.trim_end_matches('/');
+    trimmed.strip_suffix("/v1").unwrap_or(trimmed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_normalisation() {
+        assert_eq!(normalize_base_url("http://h:1"), "http://h:1");
+        assert_eq!(normalize_base_url("http://h:1/"), "http://h:1");
+        assert_eq!(normalize_base_url("http://h:1/v1/"), "http://h:1");
+    }
+}
