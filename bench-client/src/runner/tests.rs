@@ -163,11 +163,13 @@ async fn max_concurrency_is_respected() {
     assert_eq!(health.peak_in_flight, 4);
     assert_eq!(health.target_send_rate, None);
     // Each wave of 4 takes ≥ 40 ms: the last wave waited ≥ 5 × 40 ms for its slots, and that
-    // wait shows in the records' send lag, not in the client's own lag.
+    // wait shows in the records' send lag, not in the client's own lag. (Were slot waits counted
+    // as client lag, its p99 would be at least one wave, 40 ms; the bound stays below that so
+    // that a loaded machine's scheduling delays cannot fail the test.)
     assert!(health.slot_wait_s.max >= 0.2, "{:?}", health.slot_wait_s);
     let last = &outcome.records[23];
     assert!(last.send_lag_s() >= 0.2);
-    assert!(health.client_lag_s.p99 < 0.005);
+    assert!(health.client_lag_s.p99 < 0.02, "{:?}", health.client_lag_s);
     // No more than 4 requests overlap at any instant, by the records themselves.
     for record in &outcome.records {
         let t = record.actual_send_s;
