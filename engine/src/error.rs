@@ -60,6 +60,20 @@ impl EngineError {
         }
     }
 
+    /// A load failure of the file at `path`, told in words.
+    pub fn model_load_at(path: &Path, message: impl fmt::Display) -> Self {
+        Self::model_load(format!("{}: {message}", path.display()))
+    }
+
+    /// A load failure that `source` reported about `what` in the file at `path`.
+    pub fn model_load_at_from(
+        path: &Path,
+        what: impl fmt::Display,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::model_load_from(format_args!("{}: {what}", path.display()), source)
+    }
+
     /// This error as a failure to load the model at `path`: a `ModelLoad` error that names the
     /// path (added in front when the message does not name it already); any other error becomes
     /// the source of one.

@@ -24,28 +24,16 @@ pub struct GgufFile {
     dtype: DType,
 }
 
-fn load_error(path: &Path, message: impl std::fmt::Display) -> EngineError {
-    EngineError::model_load(format!("{}: {message}", path.display()))
-}
-
-/// A load error `source` reported about `what` in the file at `path`.
-fn load_error_from(
-    path: &Path,
-    what: impl std::fmt::Display,
-    source: impl std::error::Error + Send + Sync + 'static,
-) -> EngineError {
-    EngineError::model_load_from(format_args!("{}: {what}", path.display()), source)
-}
 
 impl GgufFile {
     pub fn open(path: &Path, device: &Device, weight_format: WeightFormat) -> Result<Self> {
-        let file = File::open(path).map_err(|e| load_error_from(path, "cannot open", e))?;
+        let file = File::open(path).map_err(|e| EngineError::model_load_at_from(path, "cannot open", e))?;
         let mut reader = BufReader::new(file);
         // A corrupt header can make the parser ask for absurd allocations; turn a panic into an error.
         let content =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Content::read(&mut reader)))
-                .map_err(|_| load_error(path, "corrupt GGUF header"))?
-                .map_err(|e| load_error_from(path, "not a valid GGUF file", e))?;
+                .map_err(|_| EngineError::model_load_at(path, "corrupt GGUF header"))?
+                .map_err(|e| EngineError::model_load_at_from(path, "not a valid GGUF file", e))?;
         Ok(Self {
             path: path.to_path_buf(),
             content,
@@ -89,9 +77,9 @@ impl GgufFile {
             .content
             .tensor_infos
             .get(name)
-            .ok_or_else(|| load_error(&self.path, format!("tensor `{name}` is missing")))?;
+            .ok_or_else(|| EngineError::model_load_at(&self.path, format!("tensor `{name}` is missing")))?;
         if info.shape.dims() != dims {
-            return Err(load_error(
+            return Err(EngineError::model_load_at(
                 &self.path,
                 format!(
                     "tensor `{name}` has shape {:?}, expected {dims:?}",
@@ -103,7 +91,7 @@ impl GgufFile {
         self.content
             .tensor(&mut *reader, name, &self.device)
             .map_err(|e| {
-                load_error_from(&self.path, format_args!("cannot read tensor `{name}`"), e)
+                EngineError::model_load_at_from(&self.path, format_args!("cannot read tensor `{name}`"), e)
             })
     }
 
@@ -114,10 +102,10 @@ impl GgufFile {
     fn required_usize(&self, key: &str) -> Result<usize> {
         let value = self
             .value(key)
-            .ok_or_else(|| load_error(&self.path, format!("metadata `{key}` is missing")))?;
+            .ok_or_else(|| EngineError::model_load_at(&self.path, format!("metadata `{key}` is missing")))?;
         value_to_u64(value)
             .map(|v| v as usize)
-            .ok_or_else(|| load_error(&self.path, format!("metadata `{key}` is not an integer")))
+            .ok_or_else(|| EngineError::model_load_at(&self.path, format!("metadata `{key}` is not an integer")))
     }
 
     fn optional_f32(&self, key: &str) -> Result<Option<f32>> {
@@ -127,7 +115,7 @@ impl GgufFile {
                 .to_f32()
                 .or_else(|_| v.to_f64().map(|x| x as f32))
                 .map(Some)
-                .map_err(|_| load_error(&self.path, format!("metadata `{key}` is not a float"))),
+                .map_err(|_| EngineError::model_load_at(&self.path, format!("metadata `{key}` is not a float"))),
         }
     }
 
@@ -140,7 +128,7 @@ impl GgufFile {
         self.value("general.architecture")
             .and_then(|v| v.to_string().ok())
             .cloned()
-            .ok_or_else(|| load_error(&self.path, "metadata `general.architecture` is missing"))
+            .ok_or_else(|| EngineError::model_load_at(&self.path, "metadata `general.architecture` is missing"))
     }
 
     /// The architecture's shape, from `general.architecture` and its `<arch>.*` keys.
@@ -197,7 +185,7 @@ impl GgufFile {
             .content
             .tensor_infos
             .get("token_embd.weight")
-            .ok_or_else(|| load_error(&self.path, "tensor `token_embd.weight` is missing"))?;
+            .ok_or_else(|| EngineError::model_load_at(&self.path, "tensor `token_embd.weight` is missing"))?;
         Ok(info.shape.dims().first().copied().unwrap_or(0))
     }
 

@@ -28,34 +28,22 @@ pub struct HfDirectory {
     dtype: DType,
 }
 
-fn load_error(path: &Path, message: impl std::fmt::Display) -> EngineError {
-    EngineError::model_load(format!("{}: {message}", path.display()))
-}
-
-/// A load error `source` reported about `what` in `path`.
-fn load_error_from(
-    path: &Path,
-    what: impl std::fmt::Display,
-    source: impl std::error::Error + Send + Sync + 'static,
-) -> EngineError {
-    EngineError::model_load_from(format_args!("{}: {what}", path.display()), source)
-}
 
 /// The safetensors files of a directory: the shards its index names, or `model.safetensors`.
 fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let index = dir.join("model.safetensors.index.json");
     if index.exists() {
         let text = std::fs::read_to_string(&index)
-            .map_err(|e| load_error_from(&index, "cannot read", e))?;
+            .map_err(|e| EngineError::model_load_at_from(&index, "cannot read", e))?;
         let json: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| load_error_from(&index, "not valid JSON", e))?;
+            .map_err(|e| EngineError::model_load_at_from(&index, "not valid JSON", e))?;
         let map = json["weight_map"]
             .as_object()
-            .ok_or_else(|| load_error(&index, "`weight_map` is missing"))?;
+            .ok_or_else(|| EngineError::model_load_at(&index, "`weight_map` is missing"))?;
         let shards: BTreeSet<&str> = map.values().filter_map(|v| v.as_str()).collect();
         let files: Vec<PathBuf> = shards.into_iter().map(|s| dir.join(s)).collect();
         if let Some(missing) = files.iter().find(|f| !f.exists()) {
-            return Err(load_error(
+            return Err(EngineError::model_load_at(
                 &index,
                 format!("shard {} is missing", missing.display()),
             ));
@@ -66,7 +54,7 @@ fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     if single.exists() {
         return Ok(vec![single]);
     }
-    Err(load_error(
+    Err(EngineError::model_load_at(
         dir,
         "no model.safetensors or model.safetensors.index.json",
     ))
@@ -168,12 +156,12 @@ impl HfDirectory {
     fn load_f32(&self, name: &str, dims: &[usize]) -> Result<Tensor> {
         let hf = self
             .hf_name(name)
-            .ok_or_else(|| load_error(&self.dir, format!("no weight maps to `{name}`")))?;
+            .ok_or_else(|| EngineError::model_load_at(&self.dir, format!("no weight maps to `{name}`")))?;
         let tensor = self.tensors.load(&hf, &Device::Cpu).map_err(|e| {
-            load_error_from(&self.dir, format_args!("cannot read tensor `{hf}`"), e)
+            EngineError::model_load_at_from(&self.dir, format_args!("cannot read tensor `{hf}`"), e)
         })?;
         if !matches!(tensor.dtype(), DType::F32 | DType::F16 | DType::BF16) {
-            return Err(load_error(
+            return Err(EngineError::model_load_at(
                 &self.dir,
                 format!(
                     "tensor `{hf}` has dtype {:?}; expected f32, f16 or bf16",
@@ -182,7 +170,7 @@ impl HfDirectory {
             ));
         }
         if tensor.dims() != dims {
-            return Err(load_error(
+            return Err(EngineError::model_load_at(
                 &self.dir,
                 format!(
                     "tensor `{hf}` has shape {:?}, expected {dims:?}",
@@ -194,7 +182,7 @@ impl HfDirectory {
             .to_device(&self.device)
             .and_then(|t| t.to_dtype(self.dtype))
             .map_err(|e| {
-                load_error_from(&self.dir, format_args!("cannot convert tensor `{hf}`"), e)
+                EngineError::model_load_at_from(&self.dir, format_args!("cannot convert tensor `{hf}`"), e)
             })
     }
 }
@@ -220,7 +208,7 @@ impl WeightSource for HfDirectory {
         let tensor = self.load_f32(name, &[out_dim, in_dim])?;
         self.weight_format
             .convert_dense(tensor, self.dtype)
-            .map_err(|e| load_error_from(&self.dir, format_args!("cannot convert `{name}`"), e))
+            .map_err(|e| EngineError::model_load_at_from(&self.dir, format_args!("cannot convert `{name}`"), e))
     }
 
     fn vector(&self, name: &str, len: usize) -> Result<Tensor> {
@@ -230,7 +218,7 @@ impl WeightSource for HfDirectory {
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Arc<QTensor>> {
         let tensor = self.load_f32(name, &[rows, cols])?;
         let matrix = QTensor::quantize(&tensor, GgmlDType::F32)
-            .map_err(|e| load_error_from(&self.dir, format_args!("cannot convert `{name}`"), e))?;
+            .map_err(|e| EngineError::model_load_at_from(&self.dir, format_args!("cannot convert `{name}`"), e))?;
         Ok(Arc::new(matrix))
     }
 
