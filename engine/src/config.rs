@@ -100,7 +100,7 @@ impl EngineConfig {
     }
 
     /// How the model is to be loaded onto `device`.
-    pub fn load_options(&self, device: candle_core::Device) -> LoadOptions {
+    pub(crate) fn load_options(&self, device: candle_core::Device) -> LoadOptions {
         LoadOptions {
             device,
             dtype: self.dtype,

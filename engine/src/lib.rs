@@ -5,12 +5,12 @@
 
 /// Declares modules that are the engine's own business: public with the `testing` feature (for
 /// the engine's tests, examples and benchmarks, which reach into the scheduler, the KV cache and
-/// the runner), private otherwise, so the public API stays the handle, the configuration, the
+/// the runner), crate-private otherwise, so the public API stays the handle, the configuration, the
 /// request, event and error types, and model loading.
 macro_rules! internal_modules {
     ($($(#[$meta:meta])* mod $name:ident;)*) => {$(
         $(#[$meta])* #[cfg(feature = "testing")] pub mod $name;
-        $(#[$meta])* #[cfg(not(feature = "testing"))] mod $name;
+        $(#[$meta])* #[cfg(not(feature = "testing"))] pub(crate) mod $name;
     )*};
 }
 

@@ -94,6 +94,7 @@ impl PagedKvCache for CpuKvCache {
         )?)
     }
 
+    #[cfg(feature = "testing")]
     fn num_blocks(&self) -> usize {
         self.num_blocks
     }

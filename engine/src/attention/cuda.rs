@@ -295,6 +295,7 @@ impl PagedKvCache for CudaKvCache {
         result
     }
 
+    #[cfg(feature = "testing")]
     fn num_blocks(&self) -> usize {
         self.num_blocks
     }

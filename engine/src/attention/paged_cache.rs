@@ -26,5 +26,6 @@ pub trait PagedKvCache: Send + std::fmt::Debug {
     ) -> Result<Tensor>;
 
     /// Number of blocks per layer.
+    #[cfg(feature = "testing")]
     fn num_blocks(&self) -> usize;
 }

@@ -60,6 +60,7 @@ pub struct LoadOptions {
 
 impl LoadOptions {
     /// The CPU defaults: f32 compute, weights in `weight_format`.
+    #[cfg(feature = "testing")]
     pub fn cpu(weight_format: WeightFormat) -> Self {
         Self {
             device: Device::Cpu,
@@ -73,6 +74,7 @@ impl LoadOptions {
 
 /// Loads any supported model (a GGUF file, or a Hugging Face directory) for the CPU, or onto
 /// `device` in f32; `load_model_with` chooses the dtype and load format.
+#[cfg(feature = "testing")]
 pub fn load_model(
     path: &Path,
     device: &Device,

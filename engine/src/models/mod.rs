@@ -1,14 +1,14 @@
 //! Model families and their loaders. Models take `&self`; the KV cache and attention metadata are
 //! arguments, so no paging logic lives in a model file.
 
-pub mod causal_lm;
 pub mod config;
 pub mod dtype;
 pub mod generation_config;
-pub mod load;
 pub mod weight_format;
 
 internal_modules! {
+    mod causal_lm;
+    mod load;
     mod dummy;
     mod eos_ids;
     mod gguf;
@@ -23,10 +23,19 @@ internal_modules! {
     mod weights;
 }
 
-pub use causal_lm::{CausalLm, ModelInput};
 pub use config::{ModelConfig, RopeScaling};
 pub use dtype::ModelDType;
-pub use load::{
-    load_model, load_model_with, LoadFormat, LoadOptions, SUPPORTED_GGUF_ARCHITECTURES,
-};
+pub use load::LoadFormat;
 pub use weight_format::WeightFormat;
+// Running a model needs the attention internals: loading and the model trait are the engine's
+// own business, public only with the `testing` feature.
+#[cfg(not(feature = "testing"))]
+pub(crate) use {
+    causal_lm::{CausalLm, ModelInput},
+    load::load_model_with,
+};
+#[cfg(feature = "testing")]
+pub use {
+    causal_lm::{CausalLm, ModelInput},
+    load::{load_model, load_model_with, LoadOptions, SUPPORTED_GGUF_ARCHITECTURES},
+};

@@ -47,11 +47,11 @@ pub async fn chat_completions(
         tokenize_blocking(move || state.chat_prompt_ids(&messages, add_generation_prompt, false))
             .await?
     };
-    record_accepted(&state, "chat", prompt.len(), &params);
     let num_prompt_tokens = prompt.len();
     let request = state
         .validate_prompt(prompt, &params)
         .map_err(|e| e.naming_prompt("messages"))?;
+    record_accepted(&state, "chat", num_prompt_tokens, &params);
     let runs = state.start_choices(&request, &params, 0, logprobs.is_some())?;
     let meta = ResponseMeta {
         id: format!("chatcmpl-{}", request_id.compact()),

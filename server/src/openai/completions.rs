@@ -39,7 +39,6 @@ pub async fn completions(
     let params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
     let prompts = prompt_ids(&state, request.prompt).await?;
     let num_prompt_tokens: usize = prompts.iter().map(Vec::len).sum();
-    record_accepted(&state, "completion", num_prompt_tokens, &params);
     let num_prompt_tokens_each: Vec<usize> = prompts.iter().map(Vec::len).collect();
     // Every prompt is checked before any is started.
     let requests = prompts
@@ -47,6 +46,7 @@ pub async fn completions(
         .map(|prompt| state.validate_prompt(prompt, &params))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.naming_prompt("prompt"))?;
+    record_accepted(&state, "completion", num_prompt_tokens, &params);
     let mut runs = Vec::with_capacity(requests.len() * params.n);
     for (prompt_index, request) in requests.iter().enumerate() {
         runs.extend(state.start_choices(

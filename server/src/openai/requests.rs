@@ -151,10 +151,11 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
                 format!("the request body is not valid JSON: {inner}"),
             );
         }
-        let param = if path == "." {
-            "body".to_string()
-        } else {
-            path
+        let (param, inner) = match path.as_str() {
+            // Fields read through `#[serde(flatten)]` lose their path: find it in the shared
+            // fields alone.
+            "." => shared_field_error(text).unwrap_or_else(|| ("body".to_string(), inner)),
+            _ => (path, inner),
         };
         ApiError::invalid(param.clone(), format!("invalid `{param}`: {inner}"))
     })?;
@@ -166,6 +167,14 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
         )
     })?;
     Ok(value)
+}
+
+/// The path and error of a bad value among the [`CommonFields`] of `text`, if one is bad.
+fn shared_field_error(text: &str) -> Option<(String, serde_json::Error)> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let error = serde_path_to_error::deserialize::<_, CommonFields>(&mut deserializer).err()?;
+    let path = error.path().to_string();
+    (path != ".").then(|| (path, error.into_inner()))
 }
 
 #[cfg(test)]
@@ -215,6 +224,23 @@ mod tests {
             parse_body::<ChatCompletionRequest>(br#"{"messages":[],"temperature":"hot"}"#)
                 .expect_err("string temperature");
         assert_eq!(wrong_type.param.as_deref(), Some("temperature"));
+        let completion =
+            parse_body::<CompletionRequest>(br#"{"prompt":"x","stop":[1],"best_of":2}"#)
+                .expect_err("numbers as stop strings");
+        assert_eq!(
+            completion.param.as_deref(),
+            Some("stop"),
+            "{}",
+            completion.message
+        );
+        let own_field =
+            parse_body::<CompletionRequest>(br#"{"prompt":"x","echo":"yes"}"#).expect_err("echo");
+        assert_eq!(
+            own_field.param.as_deref(),
+            Some("echo"),
+            "{}",
+            own_field.message
+        );
         let missing =
             parse_body::<ChatCompletionRequest>(br#"{"model":"m"}"#).expect_err("no messages");
         assert!(missing.message.contains("messages"), "{}", missing.message);
