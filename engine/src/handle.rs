@@ -16,7 +16,7 @@ use crate::validate::{RequestLimits, ValidRequest};
 
 /// What the engine thread is told.
 #[derive(Debug)]
-pub enum EngineCommand {
+pub(crate) enum EngineCommand {
     Submit(Box<ValidRequest>, UnboundedSender<TokenEvent>),
     Abort(RequestId),
     /// Sent when a stream is dropped early: aborts the request only if that stream still owns it
