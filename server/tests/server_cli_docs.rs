@@ -1,5 +1,6 @@
 //! `pagoda-server`'s `/version` and `/health`, and its `--help` against the flag tables of
-//! `docs/server.md`, both ways: every documented flag exists and every flag is documented.
+//! `docs/server.md` and of `docs/engine.md` (the engine flags every binary shares), both ways:
+//! every documented flag exists and every flag is documented.
 
 mod common;
 
@@ -56,11 +57,14 @@ fn defined_flags(help: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Every `--flag` in the first column of `docs/server.md`'s flag tables (`--mock-*` kept as a
-/// pattern).
+/// Every `--flag` in the first column of the flag tables of `docs/server.md` and
+/// `docs/engine.md` (`--mock-*` kept as a pattern).
 fn documented_flags() -> BTreeSet<String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/server.md");
-    let docs = std::fs::read_to_string(path).expect("docs/server.md");
+    let read = |name: &str| {
+        let path = format!("{}/../docs/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let docs = read("server.md") + &read("engine.md");
     let mut flags = BTreeSet::new();
     for row in docs.lines().filter(|l| l.starts_with("| `--")) {
         let first_column = row.split(" | ").next().unwrap_or("");
@@ -115,6 +119,6 @@ fn every_flag_of_the_binary_is_documented() {
         .collect();
     assert!(
         undocumented.is_empty(),
-        "in --help but in no table of docs/server.md: {undocumented:?}"
+        "in --help but in no table of docs/server.md or docs/engine.md: {undocumented:?}"
     );
 }
