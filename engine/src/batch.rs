@@ -43,7 +43,7 @@ impl BatchPlan {
 
 /// The model's output for one step: one logits row per sampling sequence, in plan order (for
 /// tests and tools that look at logits; serving samples them where they are).
-#[cfg(feature = "testing")]
+#[cfg(any(feature = "testing", feature = "cuda"))]
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StepLogits {
     pub vocab_size: usize,

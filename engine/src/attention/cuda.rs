@@ -104,6 +104,7 @@ impl CudaKvCache {
     }
 
     /// One layer's keys and values as f32, in the cache layout (tests read slots back).
+    #[cfg(feature = "testing")]
     pub fn read_layer(&self, layer: usize) -> Result<(Vec<f32>, Vec<f32>)> {
         fn read<T: DeviceRepr + Copy>(
             device: &CudaDevice,
@@ -136,6 +137,7 @@ impl CudaKvCache {
     }
 
     /// Index of `(slot, kv_head, 0)` in a layer buffer.
+    #[cfg(feature = "testing")]
     pub fn slot_offset(&self, slot: usize, kv_head: usize) -> usize {
         let (block, offset) = (slot / self.block_size, slot % self.block_size);
         ((block * self.shape.num_kv_heads + kv_head) * self.block_size + offset)

@@ -10,8 +10,10 @@ use std::path::Path;
 
 use candle_core::Device;
 
-pub use memory::{GpuMemory, MemoryProbe};
-pub use profile::{kv_cache_budget, profile_plan};
+pub use memory::MemoryProbe;
+pub use profile::kv_cache_budget;
+#[cfg(feature = "testing")]
+pub use {memory::GpuMemory, profile::profile_plan};
 
 use crate::config::EngineConfig;
 use crate::error::{EngineError, Result};

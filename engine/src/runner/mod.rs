@@ -10,7 +10,7 @@ use crate::attention::{AttnMetadata, PagedKvCache};
 use candle_core::Tensor;
 
 use crate::batch::BatchPlan;
-#[cfg(feature = "testing")]
+#[cfg(any(feature = "testing", feature = "cuda"))]
 use crate::batch::StepLogits;
 use crate::error::Result;
 use crate::models::CausalLm;
@@ -46,7 +46,7 @@ impl ModelRunner {
     }
 
     /// Gives the model back (the KV cache is dropped).
-    #[cfg(feature = "testing")]
+    #[cfg(any(feature = "testing", feature = "cuda"))]
     pub fn into_model(self) -> Box<dyn CausalLm> {
         self.model
     }
@@ -54,7 +54,7 @@ impl ModelRunner {
     /// Runs one step's forward pass; returns one logits row per sequence that samples, in plan
     /// order, copied to the host (for tests and tools that look at logits; serving samples them
     /// where they are, through `StepExecutor::execute`).
-    #[cfg(feature = "testing")]
+    #[cfg(any(feature = "testing", feature = "cuda"))]
     pub fn execute(&mut self, plan: &BatchPlan) -> Result<StepLogits> {
         let vocab_size = self.model.config().vocab_size;
         let values = match self.forward(plan)? {
