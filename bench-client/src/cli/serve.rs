@@ -128,6 +128,8 @@ fn request_config(args: &ServeArgs, model: &str) -> anyhow::Result<RequestConfig
     let mut request = RequestConfig::new(endpoint(args.endpoint), &args.base_url(), model);
     request.api_key = args.api_key.clone();
     request.timeout = Duration::from_secs_f64(args.request_timeout);
+    request.pool_idle_timeout = Duration::try_from_secs_f64(args.pool_idle_timeout)
+        .with_context(|| format!("--pool-idle-timeout {}", args.pool_idle_timeout))?;
     request.client_id = args.client_id;
     for header in &args.headers {
         let (name, value) = header

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use crate::client::DEFAULT_POOL_IDLE_TIMEOUT;
+
 /// Which dataset builds the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DatasetName {
@@ -56,6 +58,11 @@ pub struct ServeArgs {
     /// Per-request timeout in seconds.
     #[arg(long, default_value_t = 600.0)]
     pub request_timeout: f64,
+    /// Seconds an idle keep-alive connection is kept for the next request; 0 keeps none (a
+    /// connection per request). Keep it below the server's keep-alive timeout (5 s for
+    /// llama.cpp, vLLM and SGLang).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_POOL_IDLE_TIMEOUT.as_secs_f64())]
+    pub pool_idle_timeout: f64,
 
     /// Workload source.
     #[arg(long, value_enum, default_value = "random")]
