@@ -35,9 +35,13 @@ pub struct ServeArgs {
     /// Server port, when --base-url is not given.
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
-    /// API route to benchmark.
-    #[arg(long, value_enum, default_value = "/v1/chat/completions")]
-    pub endpoint: EndpointArg,
+    /// API route to benchmark. [default: --backend's, else /v1/chat/completions]
+    #[arg(long, value_enum)]
+    pub endpoint: Option<EndpointArg>,
+    /// Request format, named as `vllm bench serve` does: openai or vllm (/v1/completions),
+    /// openai-chat (/v1/chat/completions). Must agree with --endpoint when both are given.
+    #[arg(long, value_name = "NAME")]
+    pub backend: Option<String>,
     /// Model name sent in requests. [default: the first id of the server's /v1/models]
     #[arg(long)]
     pub model: Option<String>,
