@@ -133,6 +133,7 @@ fn request_config(args: &ServeArgs, model: &str) -> anyhow::Result<RequestConfig
     request.pool_idle_timeout = Duration::try_from_secs_f64(args.pool_idle_timeout)
         .with_context(|| format!("--pool-idle-timeout {}", args.pool_idle_timeout))?;
     request.client_id = args.client_id;
+    request.keep_generated_text = args.save_detailed;
     for header in &args.headers {
         let (name, value) = header
             .split_once(':')

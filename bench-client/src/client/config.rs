@@ -70,6 +70,8 @@ pub struct RequestConfig {
     /// How long an idle keep-alive connection stays in the pool; zero keeps none (every request
     /// opens its own connection). Default [`DEFAULT_POOL_IDLE_TIMEOUT`].
     pub pool_idle_timeout: Duration,
+    /// Keep each request's generated text in its record (for the result's `generated_texts`).
+    pub keep_generated_text: bool,
 }
 
 /// Below the 5 s after which llama.cpp's server (cpp-httplib) and uvicorn (vLLM, SGLang) close
@@ -88,6 +90,7 @@ impl RequestConfig {
             timeout: Duration::from_secs(600),
             client_id: 0,
             pool_idle_timeout: DEFAULT_POOL_IDLE_TIMEOUT,
+            keep_generated_text: false,
         }
     }
 }

@@ -44,7 +44,8 @@ impl Client {
         let body = self.body(spec);
         let sent = Instant::now();
         let deadline = tokio::time::Instant::from_std(sent + self.config.timeout);
-        let mut parser = StreamParser::new(tokenizer.is_some());
+        let keep_text = self.config.keep_generated_text;
+        let mut parser = StreamParser::new(keep_text || tokenizer.is_some());
         let (response, num_retries) = self.send_retrying(body, deadline).await;
         let outcome = match response {
             Ok(response) => read_response(response, deadline, clock, &mut parser).await,
@@ -56,6 +57,7 @@ impl Client {
         };
         let result = parser.into_result();
         let (output_tokens, token_count_source) = result.output_tokens(tokenizer);
+        let generated_text = if keep_text { result.text } else { None };
         let (error, error_message) = match outcome {
             Ok(_) => (None, None),
             Err((kind, message)) => (Some(kind), Some(message)),
@@ -75,6 +77,7 @@ impl Client {
             error,
             error_message,
             num_retries,
+            generated_text,
         }
     }
 

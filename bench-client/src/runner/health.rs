@@ -102,6 +102,7 @@ mod tests {
             error: None,
             error_message: None,
             num_retries: 0,
+            generated_text: None,
         }
     }
 

@@ -27,6 +27,7 @@ pub fn streamed(
         error: None,
         error_message: None,
         num_retries: 0,
+        generated_text: None,
     }
 }
 
