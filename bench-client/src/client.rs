@@ -10,6 +10,7 @@
 //! - [`sse`]: the incremental Server-Sent Events decoder.
 //! - [`stream`]: one response's chunks → arrival times, usage, text.
 //! - `request`: [`Client::send`], the HTTP exchange and its timing.
+//! - `stale`: is a failed send a closed keep-alive connection's (retried once)?
 //! - `probe`: readiness and model discovery.
 //!
 //! HTTP/1.1 only (reqwest without `http2`), plain `http://` (no TLS backend), as `vllm bench
@@ -23,10 +24,13 @@ pub mod openai;
 mod probe;
 mod request;
 pub mod sse;
+mod stale;
 pub mod stream;
 
 pub use clock::RunClock;
-pub use config::{normalize_base_url, Endpoint, RequestConfig, Sampling};
+pub use config::{
+    normalize_base_url, Endpoint, RequestConfig, Sampling, DEFAULT_POOL_IDLE_TIMEOUT,
+};
 pub use error::ClientError;
 pub use http::Client;
 pub use probe::{discover_model, readiness_check};

@@ -59,6 +59,19 @@ pub struct RequestRecord {
     /// The error's text, for the detailed file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// Times it was sent again: 1 when its pooled keep-alive connection turned out closed before
+    /// any of the response arrived and it went out once more on a fresh connection; else 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub num_retries: u32,
+    /// The generated text (reasoning included), kept only when the run saves it (`vllm bench
+    /// serve`'s `generated_texts`, with `--save-detailed`): one string per request, never
+    /// per-token copies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated_text: Option<String>,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 impl RequestRecord {

@@ -156,6 +156,17 @@ fn a_fixed_length_workload_on_the_default_model_has_exact_token_counts() {
             "{key}: {lens:?}"
         );
     }
+    let texts = result
+        .get("generated_texts")
+        .and_then(Value::as_array)
+        .expect("generated_texts");
+    assert_eq!(texts.len(), 4);
+    assert!(
+        texts
+            .iter()
+            .all(|t| t.as_str().is_some_and(|t| !t.is_empty())),
+        "{texts:?}"
+    );
     let sources = result
         .pointer("/pagoda/summary/token_count_sources")
         .expect("sources");

@@ -1,5 +1,6 @@
 //! The `pagoda-bench` command line: one subcommand per task.
 
+pub mod backend;
 pub mod compare_cmd;
 pub mod engine_args;
 pub mod latency_cmd;

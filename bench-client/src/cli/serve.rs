@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use pagoda_text::tokenizer::TextTokenizer;
 use serde_json::Value;
 
+use crate::cli::backend::resolve_endpoint;
 use crate::cli::serve_args::{DatasetName, EndpointArg, ServeArgs};
 use crate::client::{discover_model, readiness_check, Endpoint, RequestConfig, Sampling};
 use crate::dataset::{build_workload, DatasetConfig, PrefixRepetitionConfig, RandomConfig};
@@ -125,10 +126,14 @@ fn summary_options(args: &ServeArgs, schedule: &ScheduleConfig) -> anyhow::Resul
 }
 
 fn request_config(args: &ServeArgs, model: &str) -> anyhow::Result<RequestConfig> {
-    let mut request = RequestConfig::new(endpoint(args.endpoint), &args.base_url(), model);
+    let endpoint_arg = resolve_endpoint(args.backend.as_deref(), args.endpoint)?;
+    let mut request = RequestConfig::new(endpoint(endpoint_arg), &args.base_url(), model);
     request.api_key = args.api_key.clone();
     request.timeout = Duration::from_secs_f64(args.request_timeout);
+    request.pool_idle_timeout = Duration::try_from_secs_f64(args.pool_idle_timeout)
+        .with_context(|| format!("--pool-idle-timeout {}", args.pool_idle_timeout))?;
     request.client_id = args.client_id;
+    request.keep_generated_text = args.save_detailed;
     for header in &args.headers {
         let (name, value) = header
             .split_once(':')
@@ -165,6 +170,8 @@ pub fn load_tokenizer(
 
 /// Checks the server, builds the workload and its schedule.
 pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow::Result<Prepared> {
+    // Flags are checked before the server is asked anything.
+    resolve_endpoint(args.backend.as_deref(), args.endpoint)?;
     let base_url = args.base_url();
     readiness_check(
         &base_url,

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use crate::client::DEFAULT_POOL_IDLE_TIMEOUT;
+
 /// Which dataset builds the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DatasetName {
@@ -33,9 +35,13 @@ pub struct ServeArgs {
     /// Server port, when --base-url is not given.
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
-    /// API route to benchmark.
-    #[arg(long, value_enum, default_value = "/v1/chat/completions")]
-    pub endpoint: EndpointArg,
+    /// API route to benchmark. [default: --backend's, else /v1/chat/completions]
+    #[arg(long, value_enum)]
+    pub endpoint: Option<EndpointArg>,
+    /// Request format, named as `vllm bench serve` does: openai or vllm (/v1/completions),
+    /// openai-chat (/v1/chat/completions). Must agree with --endpoint when both are given.
+    #[arg(long, value_name = "NAME")]
+    pub backend: Option<String>,
     /// Model name sent in requests. [default: the first id of the server's /v1/models]
     #[arg(long)]
     pub model: Option<String>,
@@ -56,6 +62,11 @@ pub struct ServeArgs {
     /// Per-request timeout in seconds.
     #[arg(long, default_value_t = 600.0)]
     pub request_timeout: f64,
+    /// Seconds an idle keep-alive connection is kept for the next request; 0 keeps none (a
+    /// connection per request). Keep it below the server's keep-alive timeout (5 s for
+    /// llama.cpp, vLLM and SGLang).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_POOL_IDLE_TIMEOUT.as_secs_f64())]
+    pub pool_idle_timeout: f64,
 
     /// Workload source.
     #[arg(long, value_enum, default_value = "random")]

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde_json::{json, Value};
 
+use crate::cli::backend::{backend_name, resolve_endpoint};
 use crate::cli::run_meta::{format_date, machine_info, unix_now_s};
 use crate::cli::serve::{load_tokenizer, prepare, run_once_with_server_view, Prepared};
-use crate::cli::serve_args::{DatasetName, EndpointArg, ServeArgs};
+use crate::cli::serve_args::{DatasetName, ServeArgs};
 use crate::compare::aggregate_runs;
 use crate::record::RequestRecord;
 use crate::report::{render, render_server_side};
@@ -17,11 +18,10 @@ use crate::stats::{parse_metadata, vllm_result_json, BenchSummary, RampUp, RunMe
 /// Where `merge` finds the raw records in a result file saved with `--save-detailed`.
 pub const RECORDS_KEY: &str = "records";
 
-fn backend(args: &ServeArgs) -> &'static str {
-    match args.endpoint {
-        EndpointArg::Chat => "openai-chat",
-        EndpointArg::Completions => "openai",
-    }
+/// The result's `backend`, as vLLM names it (`--backend` as given, else the endpoint's name).
+fn backend(args: &ServeArgs) -> anyhow::Result<String> {
+    let endpoint = resolve_endpoint(args.backend.as_deref(), args.endpoint)?;
+    Ok(backend_name(args.backend.as_deref(), endpoint))
 }
 
 fn metadata(
@@ -38,7 +38,7 @@ fn metadata(
     };
     Ok(RunMetadata {
         date: format_date(start_unix_s),
-        backend: backend(args).to_string(),
+        backend: backend(args)?,
         label: args.label.clone(),
         base_url: args.base_url(),
         endpoint: prepared.run_config.request.endpoint.path().to_string(),

@@ -67,7 +67,16 @@ pub struct RequestConfig {
     pub timeout: Duration,
     /// Written into every record (`merge` combines the records of several client processes).
     pub client_id: usize,
+    /// How long an idle keep-alive connection stays in the pool; zero keeps none (every request
+    /// opens its own connection). Default [`DEFAULT_POOL_IDLE_TIMEOUT`].
+    pub pool_idle_timeout: Duration,
+    /// Keep each request's generated text in its record (for the result's `generated_texts`).
+    pub keep_generated_text: bool,
 }
+
+/// Below the 5 s after which llama.cpp's server (cpp-httplib) and uvicorn (vLLM, SGLang) close
+/// an idle keep-alive connection, so the client drops a connection before the server does.
+pub const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 
 impl RequestConfig {
     pub fn new(endpoint: Endpoint, base_url: &str, model: &str) -> Self {
@@ -80,6 +89,8 @@ impl RequestConfig {
             sampling: Sampling::default(),
             timeout: Duration::from_secs(600),
             client_id: 0,
+            pool_idle_timeout: DEFAULT_POOL_IDLE_TIMEOUT,
+            keep_generated_text: false,
         }
     }
 }

@@ -12,22 +12,29 @@ use super::error::ClientError;
 /// Sends requests of one configuration; cheap to clone (the connection pool is shared).
 #[derive(Debug, Clone)]
 pub struct Client {
+    /// Pooled: a connection is reused while idle less than `pool_idle_timeout`.
     pub(super) http: reqwest::Client,
+    /// Keeps no idle connection: every request on it opens a fresh one (the retry of a request
+    /// whose pooled connection turned out closed).
+    pub(super) fresh: reqwest::Client,
     pub(super) url: String,
     pub(super) config: Arc<RequestConfig>,
 }
 
 impl Client {
-    /// Builds the HTTP client: headers set once, TCP_NODELAY on (reqwest's default, set here
+    /// Builds the HTTP clients: headers set once, TCP_NODELAY on (reqwest's default, set here
     /// explicitly), and no cap on idle connections per host (`pool_max_idle_per_host`), so every
-    /// connection a burst opened is kept for the next burst instead of being reopened.
+    /// connection a burst opened is kept for the next burst (if it comes within
+    /// `pool_idle_timeout`) instead of being reopened.
     pub fn new(config: RequestConfig) -> Result<Self, ClientError> {
-        let http = reqwest::Client::builder()
-            .default_headers(default_headers(&config)?)
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(usize::MAX)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build()?;
+        let idle_timeout = config.pool_idle_timeout;
+        let max_idle = if idle_timeout.is_zero() {
+            0
+        } else {
+            usize::MAX
+        };
+        let http = http_client(&config, max_idle, idle_timeout)?;
+        let fresh = http_client(&config, 0, idle_timeout)?;
         let url = format!(
             "{}{}",
             normalize_base_url(&config.base_url),
@@ -35,6 +42,7 @@ impl Client {
         );
         Ok(Self {
             http,
+            fresh,
             url,
             config: Arc::new(config),
         })
@@ -48,6 +56,20 @@ impl Client {
     pub fn url(&self) -> &str {
         &self.url
     }
+}
+
+fn http_client(
+    config: &RequestConfig,
+    max_idle_per_host: usize,
+    idle_timeout: Duration,
+) -> Result<reqwest::Client, ClientError> {
+    let idle_timeout = (!idle_timeout.is_zero()).then_some(idle_timeout);
+    Ok(reqwest::Client::builder()
+        .default_headers(default_headers(config)?)
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(max_idle_per_host)
+        .pool_idle_timeout(idle_timeout)
+        .build()?)
 }
 
 fn default_headers(config: &RequestConfig) -> Result<HeaderMap, ClientError> {

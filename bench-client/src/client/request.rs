@@ -4,7 +4,8 @@
 //! request is handed to the connection (so it includes connecting, as the server sees it: a
 //! cold connection's handshake is part of TTFT, as in `vllm bench serve`); every content chunk
 //! is stamped when the read that completed it returned; `end_s` when `[DONE]` arrived, or when
-//! the request failed.
+//! the request failed. A request retried because its pooled connection was found closed (see
+//! `stale`) keeps its first `actual_send_s`: the lost round trip is part of its latency.
 
 use std::time::Instant;
 
@@ -15,6 +16,7 @@ use super::clock::RunClock;
 use super::config::Endpoint;
 use super::http::Client;
 use super::openai::{error_body_message, ChatCompletionRequest, CompletionRequest, StreamOptions};
+use super::stale::closed_before_response;
 use super::stream::{clip, Flow, StreamParser, TokenCounter};
 use crate::record::{ErrorKind, RequestRecord};
 use crate::workload::RequestSpec;
@@ -40,17 +42,22 @@ impl Client {
         tokenizer: Option<&TokenCounter>,
     ) -> RequestRecord {
         let body = self.body(spec);
-        let request = self.http.post(&self.url).body(body);
         let sent = Instant::now();
         let deadline = tokio::time::Instant::from_std(sent + self.config.timeout);
-        let mut parser = StreamParser::new(tokenizer.is_some());
-        let outcome = exchange(request, deadline, clock, &mut parser).await;
+        let keep_text = self.config.keep_generated_text;
+        let mut parser = StreamParser::new(keep_text || tokenizer.is_some());
+        let (response, num_retries) = self.send_retrying(body, deadline).await;
+        let outcome = match response {
+            Ok(response) => read_response(response, deadline, clock, &mut parser).await,
+            Err(failure) => Err(failure),
+        };
         let end = match &outcome {
             Ok(done_at) => *done_at,
             Err(_) => Instant::now(),
         };
         let result = parser.into_result();
         let (output_tokens, token_count_source) = result.output_tokens(tokenizer);
+        let generated_text = if keep_text { result.text } else { None };
         let (error, error_message) = match outcome {
             Ok(_) => (None, None),
             Err((kind, message)) => (Some(kind), Some(message)),
@@ -69,6 +76,32 @@ impl Client {
             expected_output_tokens: spec.output_tokens,
             error,
             error_message,
+            num_retries,
+            generated_text,
+        }
+    }
+
+    /// Sends `body`; once more, on a fresh connection, when the pooled connection turned out
+    /// closed before any of the response arrived (see `stale`): never a request that met a
+    /// timeout or received anything. The response (its head) and the number of retries (0, 1).
+    async fn send_retrying(
+        &self,
+        body: Vec<u8>,
+        deadline: tokio::time::Instant,
+    ) -> (Result<reqwest::Response, Failure>, u32) {
+        let request = match self.http.post(&self.url).body(body).build() {
+            Ok(request) => request,
+            Err(error) => return (Err(transport_failure(error)), 0),
+        };
+        // A body built from bytes clones cheaply (shared, not copied).
+        let retry = request.try_clone();
+        let first = timeout_at(deadline, self.http.execute(request)).await;
+        match (first, retry) {
+            (Ok(Err(error)), Some(retry)) if closed_before_response(&error) => {
+                let second = timeout_at(deadline, self.fresh.execute(retry)).await;
+                (response_or_failure(second), 1)
+            }
+            (first, _) => (response_or_failure(first), 0),
         }
     }
 
@@ -112,18 +145,28 @@ impl Client {
     }
 }
 
-/// Sends, checks the status, reads the stream into `parser`; `Ok(when [DONE] arrived)`.
-async fn exchange(
-    request: reqwest::RequestBuilder,
+/// A send's outcome under the deadline: the response, or the failure.
+fn response_or_failure(
+    sent: Result<reqwest::Result<reqwest::Response>, tokio::time::error::Elapsed>,
+) -> Result<reqwest::Response, Failure> {
+    match sent {
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(error)) => Err(transport_failure(error)),
+        Err(_) => Err(timed_out()),
+    }
+}
+
+fn timed_out() -> Failure {
+    (ErrorKind::Timeout, "the request timed out".to_string())
+}
+
+/// Checks the status, reads the stream into `parser`; `Ok(when [DONE] arrived)`.
+async fn read_response(
+    mut response: reqwest::Response,
     deadline: tokio::time::Instant,
     clock: RunClock,
     parser: &mut StreamParser,
 ) -> Result<Instant, Failure> {
-    let timed_out = || (ErrorKind::Timeout, "the request timed out".to_string());
-    let mut response = timeout_at(deadline, request.send())
-        .await
-        .map_err(|_| timed_out())?
-        .map_err(transport_failure)?;
     let status = response.status();
     if !status.is_success() {
         let body = read_error_body(&mut response, deadline).await;
@@ -207,3 +250,7 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
+
+#[cfg(test)]
+#[path = "retry_tests.rs"]
+mod retry_tests;

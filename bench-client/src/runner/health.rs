@@ -101,6 +101,8 @@ mod tests {
             expected_output_tokens: 0,
             error: None,
             error_message: None,
+            num_retries: 0,
+            generated_text: None,
         }
     }
 

@@ -337,3 +337,22 @@ async fn two_thousand_concurrent_streams() {
         "all 2000 were open at once"
     );
 }
+
+/// The generated text is kept in the record only when the run asks (`--save-detailed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_text_is_kept_only_when_asked() {
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start_mock(&[]);
+    for keep in [true, false] {
+        let mut config = config(&server.base_url, Endpoint::Completions);
+        config.request.keep_generated_text = keep;
+        let outcome = run(&specs(3, 5), &constant_rate(3, 100.0), &config)
+            .await
+            .expect("runs");
+        assert_all_succeeded(&outcome);
+        for record in &outcome.records {
+            let text = record.generated_text.as_deref();
+            assert_eq!(text.is_some_and(|t| !t.is_empty()), keep, "{text:?}");
+        }
+    }
+}

@@ -26,6 +26,8 @@ pub fn streamed(
         expected_output_tokens: output_tokens,
         error: None,
         error_message: None,
+        num_retries: 0,
+        generated_text: None,
     }
 }
 

@@ -16,8 +16,9 @@
 //!   (client, index); seconds; a failed request has output length 0, latency 0, TTFT 0 unless a
 //!   token came, its error text in `errors` (`""` on success); `start_times` are seconds from
 //!   the run's start (vLLM writes raw `perf_counter` values, meaningful only as differences);
-//! - not written ([`VLLM_UNFILLED_KEYS`]): `generated_texts` (records keep no text), and the
-//!   probe, speculative-decoding, diffusion and ramp-up-event keys of features we do not have.
+//!   `generated_texts` is each request's streamed text (`""` when none came; records keep it
+//!   only when the run saves it);
+//! - not written ([`VLLM_UNFILLED_KEYS`]): the probe, speculative-decoding, diffusion and ramp-up-event keys of features we do not have.
 
 use serde_json::{json, Map, Value};
 
@@ -69,6 +70,7 @@ pub const VLLM_DETAILED_KEYS: &[&str] = &[
     "output_lens",
     "ttfts",
     "itls",
+    "generated_texts",
     "latencies",
     "start_times",
     "queue_times",
@@ -77,7 +79,6 @@ pub const VLLM_DETAILED_KEYS: &[&str] = &[
 
 /// vLLM keys we never write, and why: see the module's doc.
 pub const VLLM_UNFILLED_KEYS: &[&str] = &[
-    "generated_texts",
     "rps_change_events",
     "probe_completed",
     "probe_failed",
@@ -204,6 +205,7 @@ fn insert_per_request(out: &mut Map<String, Value>, records: &[RequestRecord]) {
         "output_lens": column(&|r| succeeded(r, json!(r.output_tokens))),
         "ttfts": column(&|r| json!(r.ttft_s().unwrap_or(0.0))),
         "itls": column(&|r| json!(chunk_gaps_s(r))),
+        "generated_texts": column(&|r| json!(r.generated_text.as_deref().unwrap_or(""))),
         "latencies": column(&|r| succeeded(r, json!(r.e2el_s()))),
         "start_times": column(&|r| json!(r.actual_send_s)),
         "queue_times": column(&|r| json!(r.actual_send_s - r.target_send_s)),

@@ -88,8 +88,11 @@ fn every_vllm_key_is_written() {
 
 #[test]
 fn values_keep_vllms_meanings() {
-    let summary = summarize(&records(), &SummaryOptions::default());
-    let json = vllm_result_json(&summary, &records(), &meta(), true).expect("builds");
+    let mut records = records();
+    records[0].generated_text = Some("one two three".into());
+    records[1].generated_text = Some("four five".into());
+    let summary = summarize(&records, &SummaryOptions::default());
+    let json = vllm_result_json(&summary, &records, &meta(), true).expect("builds");
     assert_eq!(json["duration"], 1.25);
     assert_eq!(json["completed"], 2);
     assert_eq!(json["failed"], 1);
@@ -107,6 +110,10 @@ fn values_keep_vllms_meanings() {
     assert_eq!(
         json["errors"],
         serde_json::json!(["", "", "failed on purpose"])
+    );
+    assert_eq!(
+        json["generated_texts"],
+        serde_json::json!(["four five", "one two three", ""])
     );
     // TTFT samples 250 and 500 ms.
     assert_eq!(json["mean_ttft_ms"], 375.0);
