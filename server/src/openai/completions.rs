@@ -38,8 +38,8 @@ pub async fn completions(
     };
     let params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
     let prompts = prompt_ids(&state, request.prompt).await?;
-    let num_prompt_tokens: usize = prompts.iter().map(Vec::len).sum();
     let num_prompt_tokens_each: Vec<usize> = prompts.iter().map(Vec::len).collect();
+    let num_prompt_tokens: usize = num_prompt_tokens_each.iter().sum();
     // Every prompt is checked before any is started.
     let requests = prompts
         .into_iter()
