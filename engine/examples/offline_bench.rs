@@ -61,11 +61,7 @@ fn run_one(
     prompt: Vec<u32>,
     output_len: usize,
 ) -> Result<(Duration, Duration), String> {
-    let stop = StopConditions {
-        max_tokens: Some(output_len),
-        ignore_eos: true,
-        ..StopConditions::default()
-    };
+    let stop = StopConditions::exact_length(output_len);
     let request = EngineRequest::new(
         handle.next_request_id(),
         prompt,

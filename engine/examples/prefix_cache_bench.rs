@@ -13,11 +13,7 @@ use pagoda_engine::{
 use rand::{Rng, SeedableRng};
 
 fn ttft(handle: &EngineHandle, prompt: Vec<u32>) -> Result<Duration, String> {
-    let stop = StopConditions {
-        max_tokens: Some(1),
-        ignore_eos: true,
-        ..StopConditions::default()
-    };
+    let stop = StopConditions::exact_length(1);
     let request = EngineRequest::new(
         handle.next_request_id(),
         prompt,

@@ -148,6 +148,17 @@ pub struct StopConditions {
     pub ignore_eos: bool,
 }
 
+impl StopConditions {
+    /// Exactly `num_tokens` tokens (EOS ignored), as benchmarks ask for.
+    pub fn exact_length(num_tokens: usize) -> Self {
+        Self {
+            max_tokens: Some(num_tokens),
+            ignore_eos: true,
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for StopConditions {
     fn default() -> Self {
         Self {

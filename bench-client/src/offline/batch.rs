@@ -22,16 +22,11 @@ pub async fn run_batch(
 ) -> Result<Vec<Usage>, OfflineError> {
     let mut streams = Vec::with_capacity(requests.len());
     for (prompt, output_len) in requests {
-        let stop = StopConditions {
-            max_tokens: Some(output_len),
-            ignore_eos: true,
-            ..StopConditions::default()
-        };
         let request = EngineRequest::new(
             handle.next_request_id(),
             prompt,
             SamplingParams::greedy(),
-            stop,
+            StopConditions::exact_length(output_len),
         );
         streams.push(handle.submit(handle.validate(request)?)?);
     }

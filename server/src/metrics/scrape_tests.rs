@@ -15,11 +15,7 @@ fn metrics(namespace: MetricsNamespace, engine: &EngineHandle) -> Metrics {
 
 /// Runs one greedy request to its end, recording what the server would record.
 fn generate(engine: &EngineHandle, metrics: &Metrics, prompt: Vec<u32>, max_tokens: usize) {
-    let stop = StopConditions {
-        max_tokens: Some(max_tokens),
-        ignore_eos: true,
-        ..StopConditions::default()
-    };
+    let stop = StopConditions::exact_length(max_tokens);
     let request = EngineRequest::new(
         engine.next_request_id(),
         prompt,
