@@ -81,8 +81,8 @@ fn time_serial(logits: &Tensor, sampled: bool, iterations: usize) -> BoxResult<f
 
 /// The new path: the whole batch through the runner's `BatchSampler`.
 fn time_batched(logits: &Tensor, sampled: bool, iterations: usize) -> BoxResult<f64> {
-    let (num_rows, _) = logits.dims2()?;
-    let mut batch = BatchSampler::new(vec![0]);
+    let (num_rows, vocab_size) = logits.dims2()?;
+    let mut batch = BatchSampler::new(vec![0], vocab_size);
     let ids: Vec<RequestId> = (0..num_rows as u64).map(RequestId).collect();
     for &id in &ids {
         let stop = StopConditions {

@@ -16,6 +16,7 @@ macro_rules! internal_modules {
 
 pub mod args;
 pub mod config;
+pub mod constraint;
 mod core;
 pub mod device;
 pub mod error;
@@ -43,6 +44,7 @@ internal_modules! {
 
 pub use args::EngineArgs;
 pub use config::EngineConfig;
+pub use constraint::{ConstraintMatcher, TokenConstraint, TokenMask};
 pub use device::DeviceSpec;
 pub use error::{EngineError, Result};
 pub use events::{FinishReason, GeneratedToken, RequestTimings, TokenEvent, Usage};

@@ -1,7 +1,9 @@
 //! What a caller submits: token ids, sampling parameters and stop conditions. Token ids only.
 
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::constraint::TokenConstraint;
 use crate::error::EngineError;
 
 /// Identifies one request for its whole life in the engine.
@@ -180,6 +182,9 @@ pub struct EngineRequest {
     pub arrival: Instant,
     /// Requests with different salts never share cached KV blocks (tenant isolation).
     pub cache_salt: Option<String>,
+    /// A grammar the output must follow (structured outputs, forced tool calls); each sequence
+    /// of the request starts its own matcher.
+    pub constraint: Option<Arc<dyn TokenConstraint>>,
 }
 
 impl EngineRequest {
@@ -196,6 +201,7 @@ impl EngineRequest {
             stop,
             arrival: Instant::now(),
             cache_salt: None,
+            constraint: None,
         }
     }
 }

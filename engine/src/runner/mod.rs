@@ -31,7 +31,8 @@ impl ModelRunner {
         kv_cache: Box<dyn PagedKvCache>,
         block_size: usize,
     ) -> Self {
-        let sampler = BatchSampler::new(model.config().eos_token_ids.clone());
+        let config = model.config();
+        let sampler = BatchSampler::new(config.eos_token_ids.clone(), config.vocab_size);
         Self {
             model,
             kv_cache,
@@ -67,29 +68,57 @@ impl ModelRunner {
     /// The forward pass: `[sampling rows, vocab]` logits on the model's device (`None` for an
     /// empty plan).
     fn forward(&mut self, plan: &BatchPlan) -> Result<Option<Tensor>> {
-        if plan.is_empty() {
-            return Ok(None);
-        }
-        let meta =
-            AttnMetadata::from_plan(plan, self.block_size, self.model.config().sliding_window);
-        let input = input::build_model_input(plan, &meta, self.model.device())?;
-        self.kv_cache.begin_step(&meta)?;
-        let logits = self.model.forward(&input, &meta, self.kv_cache.as_mut())?;
-        Ok(Some(logits))
+        forward(self.model.as_ref(), self.kv_cache.as_mut(), self.block_size, plan)
     }
+
+    /// The forward pass, with the grammar masks of the step's constrained sequences computed on
+    /// another thread meanwhile (the model's kernels and the masks overlap, as in vLLM).
+    fn forward_and_masks(&mut self, plan: &BatchPlan, ids: &[RequestId]) -> Result<Option<Tensor>> {
+        if !self.sampler.any_constrained(ids) {
+            return self.forward(plan);
+        }
+        let sampler = &mut self.sampler;
+        let block_size = self.block_size;
+        let (model, kv_cache) = (self.model.as_ref(), self.kv_cache.as_mut());
+        std::thread::scope(|scope| {
+            let masks = scope.spawn(|| sampler.prepare_masks(ids));
+            let logits = forward(model, kv_cache, block_size, plan);
+            // A panic while computing masks resurfaces here, inside the engine's step guard.
+            if let Err(panic) = masks.join() {
+                std::panic::resume_unwind(panic);
+            }
+            logits
+        })
+    }
+}
+
+fn forward(
+    model: &dyn CausalLm,
+    kv_cache: &mut dyn PagedKvCache,
+    block_size: usize,
+    plan: &BatchPlan,
+) -> Result<Option<Tensor>> {
+    if plan.is_empty() {
+        return Ok(None);
+    }
+    let meta = AttnMetadata::from_plan(plan, block_size, model.config().sliding_window);
+    let input = input::build_model_input(plan, &meta, model.device())?;
+    kv_cache.begin_step(&meta)?;
+    let logits = model.forward(&input, &meta, kv_cache)?;
+    Ok(Some(logits))
 }
 
 impl StepExecutor for ModelRunner {
     fn execute(&mut self, plan: &BatchPlan) -> Result<StepOutput> {
-        let Some(logits) = self.forward(plan)? else {
-            return Ok(StepOutput::default());
-        };
         let ids: Vec<RequestId> = plan
             .seqs
             .iter()
             .filter(|s| s.sample)
             .map(|s| s.id)
             .collect();
+        let Some(logits) = self.forward_and_masks(plan, &ids)? else {
+            return Ok(StepOutput::default());
+        };
         if ids.is_empty() {
             return Ok(StepOutput::default());
         }

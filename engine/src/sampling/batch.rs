@@ -28,21 +28,44 @@ thread_local! {
 #[derive(Debug, Default)]
 pub struct BatchSampler {
     eos_token_ids: Vec<u32>,
+    vocab_size: usize,
     states: HashMap<RequestId, SequenceSamplingState>,
 }
 
 impl BatchSampler {
-    pub fn new(eos_token_ids: Vec<u32>) -> Self {
+    /// A sampler for logits rows of `vocab_size` entries.
+    pub fn new(eos_token_ids: Vec<u32>, vocab_size: usize) -> Self {
         Self {
             eos_token_ids,
+            vocab_size,
             states: HashMap::new(),
         }
     }
 
     /// A request was admitted (its seed resolved).
     pub fn add(&mut self, request: &EngineRequest) {
-        let state = SequenceSamplingState::new(request, &self.eos_token_ids);
+        let state = SequenceSamplingState::new(request, &self.eos_token_ids, self.vocab_size);
         self.states.insert(request.id, state);
+    }
+
+    /// Whether any of `ids` follows a grammar (its mask is worth computing ahead).
+    pub fn any_constrained(&self, ids: &[RequestId]) -> bool {
+        ids.iter()
+            .any(|id| self.states.get(id).is_some_and(|s| s.is_constrained()))
+    }
+
+    /// Computes the grammar masks of `ids`' next tokens, sequences in parallel; the runner calls
+    /// it while the step's forward pass runs. Sampling computes any mask still missing.
+    pub fn prepare_masks(&mut self, ids: &[RequestId]) {
+        let mut constrained: Vec<&mut SequenceSamplingState> = self
+            .states
+            .iter_mut()
+            .filter(|(id, state)| state.is_constrained() && ids.contains(id))
+            .map(|(_, state)| state)
+            .collect();
+        constrained
+            .par_iter_mut()
+            .for_each(|state| state.prepare_mask());
     }
 
     /// A request ended.
@@ -219,7 +242,7 @@ mod tests {
     }
 
     fn sampler(requests: &[EngineRequest]) -> BatchSampler {
-        let mut sampler = BatchSampler::new(vec![0]);
+        let mut sampler = BatchSampler::new(vec![0], 500);
         for request in requests {
             sampler.add(request);
         }

@@ -7,6 +7,7 @@
 //!
 //! - `batch`: the step's batched sampling, where each row runs.
 //! - `state`: what one sequence carries from step to step.
+//! - `constrained`: a sequence's grammar matcher and its mask of allowed tokens.
 //! - `sampler`: the per-row pipeline (its order: `SequenceSampler`) and the per-thread scratch
 //!   buffers.
 //! - `penalties`: banned ids, repetition, presence and frequency penalties.
@@ -14,6 +15,7 @@
 //! - `logprobs`: log-softmax and top-n selection for the logprobs returned to clients.
 
 mod batch;
+mod constrained;
 mod filters;
 pub mod logprobs;
 mod penalties;

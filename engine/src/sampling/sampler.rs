@@ -12,6 +12,7 @@ use super::logprobs::{log_softmax_into, top_n};
 use super::penalties::{
     apply_presence_frequency_penalties, apply_repetition_penalty, ban_tokens, TokenCounter,
 };
+use crate::constraint::TokenMask;
 use crate::error::{EngineError, Result};
 use crate::request::SamplingParams;
 
@@ -22,6 +23,8 @@ pub struct SamplingContext<'a> {
     pub output_tokens: &'a [u32],
     /// Tokens that must not be drawn this step (e.g. EOS and stop ids before `min_tokens`).
     pub banned_token_ids: &'a [u32],
+    /// The only tokens that may be drawn this step (a grammar's mask); `None` = any.
+    pub allowed: Option<&'a TokenMask>,
 }
 
 /// The chosen token and, when the request asked for them, its log-probabilities.
@@ -32,6 +35,8 @@ pub struct SampledToken {
     pub logprob: Option<f32>,
     /// The `n` most likely `(token_id, logprob)` from the raw logits, by descending logprob.
     pub top_logprobs: Vec<(u32, f32)>,
+    /// The sequence's grammar is complete (or could not go on) with this token: it ends here.
+    pub ends_constraint: bool,
 }
 
 impl SampledToken {
@@ -41,6 +46,7 @@ impl SampledToken {
             token_id,
             logprob: None,
             top_logprobs: Vec::new(),
+            ends_constraint: false,
         }
     }
 }
@@ -56,7 +62,7 @@ pub struct SamplerScratch {
 
 /// Turns one row of logits per step into one token for one sequence.
 ///
-/// Steps: logit bias → banned ids → repetition penalty → presence/frequency penalties → greedy
+/// Steps: grammar mask → logit bias → banned ids → repetition penalty → presence/frequency penalties → greedy
 /// argmax, or top-k (on the logits) → temperature softmax → top-p → min-p → draw. Top-k keeps the
 /// same tokens before or after temperature; min-p comes last here, where vLLM applies it before
 /// top-k and top-p. The draw takes one uniform number from the sequence's RNG per step and walks
@@ -86,8 +92,9 @@ impl SequenceSampler {
     /// Picks the next token from one row of `logits` (one entry per vocabulary token).
     ///
     /// Never panics on degenerate rows: if banning and penalties leave no token with any
-    /// probability, the argmax of the raw logits is returned (token 0 if even those are all
-    /// `-inf`/NaN). Only an empty row is an error.
+    /// probability, the argmax of the raw logits is returned — among the tokens the grammar
+    /// allows, when there is one (token 0 if even those are all `-inf`/NaN). Only an empty row is
+    /// an error.
     pub fn sample(
         &mut self,
         logits: &[f32],
@@ -102,7 +109,11 @@ impl SequenceSampler {
             Some(token_id) => token_id,
             None => {
                 tracing::debug!("no token left after banning and penalties; using raw argmax");
-                argmax(logits).map_or(0, |index| index as u32)
+                let best = match ctx.allowed {
+                    Some(mask) => mask.best_allowed(logits),
+                    None => argmax(logits).map(|index| index as u32),
+                };
+                best.unwrap_or(0)
             }
         };
         Ok(self.with_logprobs(logits, token_id, scratch))
@@ -118,6 +129,9 @@ impl SequenceSampler {
         let logits = &mut scratch.processed_logits;
         logits.clear();
         logits.extend_from_slice(raw_logits);
+        if let Some(mask) = ctx.allowed {
+            mask.apply_to(logits);
+        }
         let params = &self.params;
         for &(token_id, bias) in &params.logit_bias {
             if let Some(logit) = logits.get_mut(token_id as usize) {
@@ -177,17 +191,14 @@ impl SequenceSampler {
         scratch: &mut SamplerScratch,
     ) -> SampledToken {
         let Some(num_top_logprobs) = self.params.logprobs else {
-            return SampledToken {
-                token_id,
-                logprob: None,
-                top_logprobs: Vec::new(),
-            };
+            return SampledToken::chosen(token_id);
         };
         log_softmax_into(raw_logits, &mut scratch.raw_logprobs);
         SampledToken {
             token_id,
             logprob: scratch.raw_logprobs.get(token_id as usize).copied(),
             top_logprobs: top_n(&scratch.raw_logprobs, num_top_logprobs),
+            ends_constraint: false,
         }
     }
 }

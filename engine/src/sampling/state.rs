@@ -1,7 +1,8 @@
 //! What sampling needs to remember about one sequence between steps, kept by the executor that
 //! samples (its `add_request`/`release` give it the lifecycle): the sampler (parameters, seeded
-//! RNG), the tokens the penalties look at, and what `min_tokens` bans.
+//! RNG), the tokens the penalties look at, what `min_tokens` bans, and the grammar's matcher.
 
+use super::constrained::ConstraintState;
 use super::sampler::{SampledToken, SamplerScratch, SamplingContext, SequenceSampler};
 use crate::error::Result;
 use crate::request::{EngineRequest, SamplingParams};
@@ -18,12 +19,14 @@ pub struct SequenceSamplingState {
     /// unless `ignore_eos`.
     banned_until_min_tokens: Vec<u32>,
     min_tokens: usize,
+    /// The grammar the output follows, if the request gave one.
+    constraint: Option<ConstraintState>,
 }
 
 impl SequenceSamplingState {
     /// The state of an admitted request. Its seed should be resolved by now (an unseeded request
     /// would draw with seed 0).
-    pub fn new(request: &EngineRequest, eos_token_ids: &[u32]) -> Self {
+    pub fn new(request: &EngineRequest, eos_token_ids: &[u32], vocab_size: usize) -> Self {
         let params = &request.sampling;
         let prompt_tokens = if params.repetition_penalty != 1.0 {
             request.prompt.clone()
@@ -40,6 +43,23 @@ impl SequenceSamplingState {
             output_tokens: Vec::new(),
             banned_until_min_tokens: banned,
             min_tokens: request.stop.min_tokens,
+            constraint: request
+                .constraint
+                .as_ref()
+                .map(|c| ConstraintState::new(c.start(), vocab_size, eos_token_ids)),
+        }
+    }
+
+    /// Whether a grammar constrains this sequence's tokens.
+    pub fn is_constrained(&self) -> bool {
+        self.constraint.is_some()
+    }
+
+    /// Computes this step's grammar mask ahead of sampling (while the forward pass runs); a
+    /// no-op without a grammar or when it is already computed.
+    pub fn prepare_mask(&mut self) {
+        if let Some(constraint) = &mut self.constraint {
+            constraint.prepare_mask();
         }
     }
 
@@ -52,6 +72,7 @@ impl SequenceSamplingState {
     pub fn is_plain_greedy(&self) -> bool {
         let params = self.params();
         params.is_greedy()
+            && self.constraint.is_none()
             && params.logprobs.is_none()
             && params.logit_bias.is_empty()
             && params.repetition_penalty == 1.0
@@ -68,8 +89,10 @@ impl SequenceSamplingState {
         }
     }
 
-    /// Samples this step's token from the sequence's row of logits, and remembers it.
+    /// Samples this step's token from the sequence's row of logits (among the tokens its grammar
+    /// allows), and remembers it.
     pub fn sample(&mut self, logits: &[f32], scratch: &mut SamplerScratch) -> Result<SampledToken> {
+        self.prepare_mask();
         let banned: &[u32] = if self.output_tokens.len() < self.min_tokens {
             &self.banned_until_min_tokens
         } else {
@@ -79,8 +102,12 @@ impl SequenceSamplingState {
             prompt_tokens: &self.prompt_tokens,
             output_tokens: &self.output_tokens,
             banned_token_ids: banned,
+            allowed: self.constraint.as_ref().map(ConstraintState::mask),
         };
-        let sampled = self.sampler.sample(logits, &ctx, scratch)?;
+        let mut sampled = self.sampler.sample(logits, &ctx, scratch)?;
+        if let Some(constraint) = &mut self.constraint {
+            sampled.ends_constraint = constraint.accept(sampled.token_id);
+        }
         self.output_tokens.push(sampled.token_id);
         Ok(sampled)
     }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::batch::BatchPlan;
-use crate::events::GeneratedToken;
+use crate::events::{FinishReason, GeneratedToken};
 use crate::kv::manager::KvCacheManager;
 use crate::request::RequestId;
 use crate::runner::StepOutput;
@@ -79,15 +79,21 @@ impl RunningState<'_> {
             seq.num_computed_tokens += num_computed;
             update.num_computed_tokens += num_computed;
             self.kv.cache_full_blocks(seq);
-            let token = match next {
+            let (token, ends_constraint) = match next {
                 Next::NoSample | Next::NotReady => continue,
-                Next::Chosen(token) => append(seq, token),
+                Next::Chosen(token) => (append(seq, token), token.ends_constraint),
             };
             if seq.num_output_tokens() == 1 {
                 update.num_prompt_tokens += seq.num_prompt_tokens;
             }
             update.tokens.push((seq.id, token));
-            if let Some(reason) = seq.check_stop(self.eos_token_ids, self.max_model_len) {
+            // A complete grammar ends the output, whatever the stop settings say.
+            let grammar_end = ends_constraint.then_some(FinishReason::Stop {
+                stop_token_id: None,
+            });
+            if let Some(reason) =
+                grammar_end.or_else(|| seq.check_stop(self.eos_token_ids, self.max_model_len))
+            {
                 seq.status = SequenceStatus::Finished(reason);
             }
         }
