@@ -1,0 +1,196 @@
+//! Compiles structured-output specs into engine constraints, off the async runtime and the engine
+//! thread, with a time limit, a size limit and a cap on concurrent compilations; compiled grammars
+//! are cached by their canonical text.
+//!
+//! A compilation that runs past the limit answers `Timeout` at the limit; the compiling thread
+//! itself runs on until llguidance's own work limits (its lexer fuel and grammar size caps) stop
+//! it, holding its concurrency permit meanwhile, so runaway grammars cannot pile up threads.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use llguidance::{Matcher, ParserFactory};
+use pagoda_engine::TokenConstraint;
+use pagoda_text::tokenizer::TextTokenizer;
+use tokio::sync::Semaphore;
+
+use crate::cache::GrammarCache;
+use crate::error::StructuredError;
+use crate::matcher::{CompiledGrammar, MaskObserver};
+use crate::spec::OutputSpec;
+use crate::vocabulary::tok_env;
+
+/// Limits on compilation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompileLimits {
+    /// Longest a compilation may take (waiting for a free compiler included).
+    pub timeout: Duration,
+    /// Largest grammar text (a schema's JSON, a regex, a grammar) accepted.
+    pub max_grammar_bytes: usize,
+    /// Compilations that may run at once.
+    pub max_concurrent: usize,
+    /// Compiled grammars kept.
+    pub cache_capacity: usize,
+}
+
+impl Default for CompileLimits {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(10),
+            max_grammar_bytes: 256 * 1024,
+            max_concurrent: 2,
+            cache_capacity: 256,
+        }
+    }
+}
+
+/// A compiled constraint, and how long compiling took (`None`: it came from the cache).
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub constraint: Arc<dyn TokenConstraint>,
+    pub compile_time: Option<Duration>,
+}
+
+/// Compiles specs for one model's vocabulary.
+pub struct GrammarCompiler {
+    factory: Arc<ParserFactory>,
+    cache: Mutex<GrammarCache>,
+    limits: CompileLimits,
+    permits: Arc<Semaphore>,
+    trie_eos: u32,
+    eos_token_ids: Arc<[u32]>,
+    on_mask: Option<MaskObserver>,
+}
+
+impl std::fmt::Debug for GrammarCompiler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrammarCompiler")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GrammarCompiler {
+    /// A compiler for a model whose logits have `vocab_size` entries and whose output ends with
+    /// any of `eos_token_ids` (the first is the grammar's end token).
+    pub fn new(
+        tokenizer: Arc<TextTokenizer>,
+        vocab_size: usize,
+        eos_token_ids: &[u32],
+        limits: CompileLimits,
+    ) -> Result<Self, StructuredError> {
+        let trie_eos = *eos_token_ids.first().ok_or_else(|| {
+            StructuredError::Vocabulary("the model has no EOS token to end a grammar".into())
+        })?;
+        let env = tok_env(tokenizer, vocab_size, trie_eos)?;
+        let mut factory = ParserFactory::new_simple(&env)
+            .map_err(|e| StructuredError::Vocabulary(e.to_string()))?;
+        factory.quiet();
+        Ok(Self {
+            factory: Arc::new(factory),
+            cache: Mutex::new(GrammarCache::new(limits.cache_capacity)),
+            permits: Arc::new(Semaphore::new(limits.max_concurrent.max(1))),
+            limits,
+            trie_eos,
+            eos_token_ids: eos_token_ids.into(),
+            on_mask: None,
+        })
+    }
+
+    /// Reports each mask's computation time to `observe` (for every grammar compiled from now).
+    pub fn with_mask_observer(mut self, observe: MaskObserver) -> Self {
+        self.on_mask = Some(observe);
+        self
+    }
+
+    pub fn limits(&self) -> &CompileLimits {
+        &self.limits
+    }
+
+    /// The compiled constraint for `spec`, from the cache or compiled within the limits.
+    pub async fn compile(&self, spec: &OutputSpec) -> Result<Compiled, StructuredError> {
+        let key = spec.canonical_text();
+        if key.len() > self.limits.max_grammar_bytes {
+            return Err(StructuredError::TooLarge {
+                num_bytes: key.len(),
+                max_bytes: self.limits.max_grammar_bytes,
+            });
+        }
+        if let Some(grammar) = self.lock_cache().get(&key) {
+            return Ok(Compiled {
+                constraint: grammar,
+                compile_time: None,
+            });
+        }
+        let started = Instant::now();
+        let grammar = tokio::time::timeout(self.limits.timeout, self.compile_uncached(spec))
+            .await
+            .map_err(|_| StructuredError::Timeout {
+                limit: self.limits.timeout,
+            })??;
+        let grammar = Arc::new(grammar);
+        self.lock_cache().insert(key, Arc::clone(&grammar));
+        Ok(Compiled {
+            constraint: grammar,
+            compile_time: Some(started.elapsed()),
+        })
+    }
+
+    async fn compile_uncached(
+        &self,
+        spec: &OutputSpec,
+    ) -> Result<CompiledGrammar, StructuredError> {
+        let grammar = spec.to_grammar().map_err(StructuredError::Invalid)?;
+        let permit = Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|e| StructuredError::Internal(e.to_string()))?;
+        let factory = Arc::clone(&self.factory);
+        let matcher = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            start_matcher(&factory, grammar)
+        })
+        .await
+        .map_err(|e| StructuredError::Internal(e.to_string()))??;
+        Ok(CompiledGrammar::new(
+            matcher,
+            self.trie_eos,
+            Arc::clone(&self.eos_token_ids),
+            self.on_mask.clone(),
+        ))
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, GrammarCache> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Grammars in the cache.
+    pub fn num_cached(&self) -> usize {
+        self.lock_cache().len()
+    }
+}
+
+/// Compiles and computes the first mask (which builds the lexer states the first token needs),
+/// so a grammar that cannot even start fails here, not in the engine.
+fn start_matcher(
+    factory: &ParserFactory,
+    grammar: llguidance::api::TopLevelGrammar,
+) -> Result<Matcher, StructuredError> {
+    let parser = factory
+        .create_parser(grammar)
+        .map_err(|e| StructuredError::Invalid(e.to_string()))?;
+    let mut matcher = Matcher::new(Ok(parser));
+    let first = matcher
+        .compute_mask()
+        .map_err(|e| StructuredError::Invalid(e.to_string()))?;
+    if first.num_set() == 0 {
+        return Err(StructuredError::Invalid(
+            "the grammar allows no output at all".to_string(),
+        ));
+    }
+    Ok(matcher)
+}
+
+#[cfg(test)]
+#[path = "compiler_tests.rs"]
+mod tests;

@@ -1,0 +1,236 @@
+//! The compiler on the default model's real vocabulary: random walks through each kind of grammar
+//! (any allowed token, seeded) always produce text of the grammar; bad input is refused with the
+//! reason; limits and the cache hold.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use pagoda_engine::TokenMask;
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+
+use super::*;
+use crate::tool_schema::{required_calls_schema, ToolFunction};
+
+fn tokenizer() -> Arc<TextTokenizer> {
+    static TOKENIZER: OnceLock<Arc<TextTokenizer>> = OnceLock::new();
+    let tokenizer = TOKENIZER.get_or_init(|| {
+        let model = pagoda_e2e::tools::default_model();
+        Arc::new(TextTokenizer::from_gguf(model).unwrap())
+    });
+    Arc::clone(tokenizer)
+}
+
+fn compiler(limits: CompileLimits) -> GrammarCompiler {
+    let tokenizer = tokenizer();
+    let eos = tokenizer.eos_token_ids();
+    GrammarCompiler::new(tokenizer, 49_152, &eos, limits).unwrap()
+}
+
+fn compile(compiler: &GrammarCompiler, spec: &OutputSpec) -> Result<Compiled, StructuredError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(compiler.compile(spec))
+}
+
+/// Draws allowed tokens until the grammar ends (an EOS drawn, or the matcher finished); prefers
+/// EOS whenever it is allowed so walks end. Returns the text.
+fn random_walk(constraint: &dyn TokenConstraint, seed: u64) -> String {
+    let tokenizer = tokenizer();
+    let eos = tokenizer.eos_token_ids();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut matcher = constraint.start();
+    let mut mask = TokenMask::new(49_152);
+    let mut tokens = Vec::new();
+    for _ in 0..400 {
+        mask.clear();
+        matcher.fill_next_mask(&mut mask).unwrap();
+        let allowed: Vec<u32> = (0..49_152u32).filter(|&id| mask.allows(id)).collect();
+        assert!(!allowed.is_empty(), "the grammar always allows something");
+        if let Some(&end) = eos.iter().find(|&&id| mask.allows(id)) {
+            matcher.accept(end).unwrap();
+            break;
+        }
+        let token = allowed[rng.random_range(0..allowed.len())];
+        matcher.accept(token).unwrap();
+        tokens.push(token);
+        if matcher.is_finished() {
+            break;
+        }
+    }
+    assert!(matcher.is_finished(), "the walk ended the grammar");
+    tokenizer.decode(&tokens, false).unwrap()
+}
+
+fn person_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 12},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150},
+            "role": {"enum": ["admin", "user"]},
+            "active": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 5}, "maxItems": 2},
+        },
+        "required": ["name", "age", "role", "active", "tags"],
+        "additionalProperties": false,
+    })
+}
+
+#[test]
+fn json_schema_walks_always_validate() {
+    let compiler = compiler(CompileLimits::default());
+    let compiled = compile(&compiler, &OutputSpec::JsonSchema(person_schema())).unwrap();
+    assert!(compiled.compile_time.is_some());
+    for seed in 0..8 {
+        let text = random_walk(compiled.constraint.as_ref(), seed);
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!("walk {seed} produced invalid JSON ({e}): {text:?}");
+        });
+        let object = value.as_object().unwrap();
+        let keys: Vec<&str> = object.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["name", "age", "role", "active", "tags"], "{text}");
+        assert!(object["name"].as_str().unwrap().chars().count() <= 12);
+        assert!((0..=150).contains(&object["age"].as_i64().unwrap()));
+        assert!(["admin", "user"].contains(&object["role"].as_str().unwrap()));
+        assert!(object["active"].is_boolean());
+        assert!(object["tags"].as_array().unwrap().len() <= 2);
+    }
+}
+
+#[test]
+fn json_object_regex_choice_and_grammar_walks_stay_in_their_language() {
+    let compiler = compiler(CompileLimits::default());
+    let object = compile(&compiler, &OutputSpec::JsonObject).unwrap();
+    let regex = compile(&compiler, &OutputSpec::Regex("[0-9]{3}-[a-z]{2}".into())).unwrap();
+    let choices = vec![
+        "red".to_string(),
+        "green".to_string(),
+        "blue sky".to_string(),
+    ];
+    let choice = compile(&compiler, &OutputSpec::Choice(choices.clone())).unwrap();
+    let lark = "start: answer \" \" NUMBER\nanswer: \"yes\" | \"no\"\nNUMBER: /[1-9][0-9]?/\n";
+    let grammar = compile(&compiler, &OutputSpec::Grammar(lark.into())).unwrap();
+    for seed in 0..6 {
+        let text = random_walk(regex.constraint.as_ref(), seed);
+        let bytes = text.as_bytes();
+        assert_eq!(bytes.len(), 6, "{text:?}");
+        assert!(
+            bytes[..3].iter().all(u8::is_ascii_digit) && bytes[3] == b'-',
+            "{text:?}"
+        );
+        assert!(bytes[4..].iter().all(u8::is_ascii_lowercase), "{text:?}");
+        assert!(choices.contains(&random_walk(choice.constraint.as_ref(), seed)));
+        let answer = random_walk(grammar.constraint.as_ref(), seed);
+        let (word, number) = answer.split_once(' ').unwrap();
+        assert!(["yes", "no"].contains(&word), "{answer:?}");
+        assert!(
+            (1..100).contains(&number.parse::<u32>().unwrap()),
+            "{answer:?}"
+        );
+        // Free-form objects may not end by themselves: check the prefix is an object.
+        let mut matcher = object.constraint.start();
+        let mut mask = TokenMask::new(49_152);
+        matcher.fill_next_mask(&mut mask).unwrap();
+        let opening = tokenizer().token_to_id("{").unwrap();
+        let letter = tokenizer().token_to_id("a").unwrap();
+        assert!(mask.allows(opening) && !mask.allows(letter));
+    }
+}
+
+#[test]
+fn required_tool_calls_walks_are_calls_to_known_functions() {
+    let functions = vec![
+        ToolFunction {
+            name: "get_weather".into(),
+            parameters: json!({"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}},
+                "required": ["city"], "additionalProperties": false}),
+        },
+        ToolFunction {
+            name: "add".into(),
+            parameters: json!({"type": "object", "properties": {"a": {"type": "integer", "maximum": 9, "minimum": 0}},
+                "required": ["a"], "additionalProperties": false}),
+        },
+    ];
+    let compiler = compiler(CompileLimits::default());
+    let schema = required_calls_schema(&functions, false);
+    let compiled = compile(&compiler, &OutputSpec::JsonSchema(schema)).unwrap();
+    for seed in 0..6 {
+        let text = random_walk(compiled.constraint.as_ref(), seed);
+        let calls: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        assert_eq!(calls.len(), 1, "{text}");
+        let name = calls[0]["name"].as_str().unwrap();
+        assert!(["get_weather", "add"].contains(&name), "{text}");
+        assert!(calls[0]["arguments"].is_object(), "{text}");
+    }
+}
+
+#[test]
+fn bad_specs_are_refused_with_the_reason() {
+    let compiler = compiler(CompileLimits::default());
+    let cases = [
+        OutputSpec::JsonSchema(json!({"type": "nonsense"})),
+        OutputSpec::JsonSchema(json!({"type": "string", "minLength": 5, "maxLength": 2})),
+        OutputSpec::JsonSchema(json!([1, 2])),
+        OutputSpec::Regex("(unclosed".into()),
+        OutputSpec::Grammar("start: undefined_rule\n".into()),
+        OutputSpec::Grammar("   ".into()),
+        OutputSpec::Choice(Vec::new()),
+    ];
+    for spec in cases {
+        match compile(&compiler, &spec) {
+            Err(StructuredError::Invalid(message)) => assert!(!message.is_empty()),
+            other => panic!("{spec:?} should be invalid, got {other:?}"),
+        }
+    }
+    assert_eq!(compiler.num_cached(), 0, "failures are not cached");
+}
+
+#[test]
+fn limits_cache_and_mask_observer() {
+    let tiny = compiler(CompileLimits {
+        max_grammar_bytes: 30,
+        ..CompileLimits::default()
+    });
+    let schema = OutputSpec::JsonSchema(person_schema());
+    assert!(matches!(
+        compile(&tiny, &schema),
+        Err(StructuredError::TooLarge { max_bytes: 30, .. })
+    ));
+    let instant = compiler(CompileLimits {
+        timeout: Duration::ZERO,
+        ..CompileLimits::default()
+    });
+    assert!(matches!(
+        compile(&instant, &OutputSpec::Regex("a+".into())),
+        Err(StructuredError::Timeout { .. })
+    ));
+    let masks = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&masks);
+    let cached = compiler(CompileLimits {
+        cache_capacity: 1,
+        ..CompileLimits::default()
+    })
+    .with_mask_observer(Arc::new(move |_| {
+        counted.fetch_add(1, Ordering::Relaxed);
+    }));
+    let regex = OutputSpec::Regex("a+".into());
+    assert!(compile(&cached, &regex).unwrap().compile_time.is_some());
+    let again = compile(&cached, &regex).unwrap();
+    assert!(
+        again.compile_time.is_none(),
+        "the second compile is a cache hit"
+    );
+    random_walk(again.constraint.as_ref(), 1);
+    assert!(masks.load(Ordering::Relaxed) > 0, "masks were timed");
+    compile(&cached, &OutputSpec::Regex("b+".into())).unwrap();
+    assert_eq!(
+        cached.num_cached(),
+        1,
+        "capacity 1 evicts the older grammar"
+    );
+    assert!(compile(&cached, &regex).unwrap().compile_time.is_some());
+}

@@ -1,0 +1,112 @@
+//! A compiled grammar as the engine sees it ([`TokenConstraint`]): each sequence gets a clone of
+//! the matcher compiled once, whose masks are llguidance's, widened to every EOS id of the model.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use llguidance::Matcher;
+use pagoda_engine::{ConstraintMatcher, TokenConstraint, TokenMask};
+
+/// Told how long each mask took to compute (for the metrics).
+pub type MaskObserver = Arc<dyn Fn(Duration) + Send + Sync>;
+
+/// A grammar compiled for the model's vocabulary, ready for any number of sequences.
+pub struct CompiledGrammar {
+    /// A matcher at the grammar's start (its first mask already computed, so warm).
+    pristine: Mutex<Matcher>,
+    /// The id llguidance's trie knows as EOS, and every id that ends the model's output.
+    trie_eos: u32,
+    eos_token_ids: Arc<[u32]>,
+    on_mask: Option<MaskObserver>,
+}
+
+impl std::fmt::Debug for CompiledGrammar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledGrammar")
+            .field("trie_eos", &self.trie_eos)
+            .field("eos_token_ids", &self.eos_token_ids)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CompiledGrammar {
+    pub(crate) fn new(
+        pristine: Matcher,
+        trie_eos: u32,
+        eos_token_ids: Arc<[u32]>,
+        on_mask: Option<MaskObserver>,
+    ) -> Self {
+        Self {
+            pristine: Mutex::new(pristine),
+            trie_eos,
+            eos_token_ids,
+            on_mask,
+        }
+    }
+}
+
+impl TokenConstraint for CompiledGrammar {
+    fn start(&self) -> Box<dyn ConstraintMatcher> {
+        let matcher = match self.pristine.lock() {
+            Ok(pristine) => pristine.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        Box::new(GrammarMatcher {
+            matcher,
+            trie_eos: self.trie_eos,
+            eos_token_ids: Arc::clone(&self.eos_token_ids),
+            on_mask: self.on_mask.clone(),
+        })
+    }
+}
+
+/// One sequence's llguidance matcher.
+struct GrammarMatcher {
+    matcher: Matcher,
+    trie_eos: u32,
+    eos_token_ids: Arc<[u32]>,
+    on_mask: Option<MaskObserver>,
+}
+
+impl std::fmt::Debug for GrammarMatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrammarMatcher")
+            .field("stopped", &self.matcher.is_stopped())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConstraintMatcher for GrammarMatcher {
+    fn fill_next_mask(&mut self, mask: &mut TokenMask) -> Result<(), String> {
+        let started = Instant::now();
+        let allowed = self
+            .matcher
+            .compute_mask_or_eos()
+            .map_err(|e| e.to_string())?;
+        for (word, &allowed_word) in mask.words_mut().iter_mut().zip(allowed.as_slice()) {
+            *word = allowed_word;
+        }
+        if allowed.is_allowed(self.trie_eos) {
+            self.eos_token_ids.iter().for_each(|&id| mask.allow(id));
+        }
+        if let Some(observe) = &self.on_mask {
+            observe(started.elapsed());
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, token_id: u32) -> Result<(), String> {
+        let token_id = if self.eos_token_ids.contains(&token_id) {
+            self.trie_eos
+        } else {
+            token_id
+        };
+        self.matcher
+            .consume_token(token_id)
+            .map_err(|e| e.to_string())
+    }
+
+    fn is_finished(&self) -> bool {
+        self.matcher.is_stopped()
+    }
+}
