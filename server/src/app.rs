@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use pagoda_engine::{start_engine, DeviceSpec, EngineConfig, EngineHandle};
+use pagoda_structured::{CompileLimits, GrammarCompiler};
 use pagoda_text::prompt_side::{extra_stop_token_ids, PromptSide};
+use pagoda_text::tokenizer::TextTokenizer;
 use tokio::net::TcpListener;
 
 use crate::args::ServerArgs;
@@ -123,9 +125,19 @@ fn assemble_state(
             &info.model.eos_token_ids,
         ),
     };
+    let tokenizer = Arc::new(prompt_side.tokenizer);
+    let mut end_token_ids = info.model.eos_token_ids.clone();
+    end_token_ids.extend(&param_defaults.extra_stop_token_ids);
+    let grammar_compiler = grammar_compiler(
+        args,
+        Arc::clone(&tokenizer),
+        info.model.vocab_size,
+        &end_token_ids,
+        &metrics,
+    )?;
     let mut state = AppState::new(AppParts {
         engine,
-        tokenizer: Arc::new(prompt_side.tokenizer),
+        tokenizer,
         template: prompt_side.template,
         served_model_names,
         model_root,
@@ -141,7 +153,39 @@ fn assemble_state(
         extra_roles: args.allowed_roles.clone(),
         allow_special_tokens_in_content: args.allow_special_tokens_in_content,
     };
+    state.grammar_compiler = grammar_compiler;
     Ok(state)
+}
+
+/// The structured-output compiler for the model's vocabulary. A tokenizer llguidance cannot read
+/// leaves the server up without structured outputs (their requests get a 400), and says so.
+fn grammar_compiler(
+    args: &ServerArgs,
+    tokenizer: Arc<TextTokenizer>,
+    vocab_size: usize,
+    end_token_ids: &[u32],
+    metrics: &Metrics,
+) -> anyhow::Result<Option<Arc<GrammarCompiler>>> {
+    let timeout_s = args.structured_output_timeout;
+    if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= 3600.0) {
+        bail!(
+            "--structured-output-timeout must be a number of seconds in (0, 3600], got {timeout_s}"
+        );
+    }
+    let limits = CompileLimits {
+        timeout: Duration::from_secs_f64(timeout_s),
+        max_grammar_bytes: args.max_grammar_bytes,
+        ..CompileLimits::default()
+    };
+    match GrammarCompiler::new(tokenizer, vocab_size, end_token_ids, limits) {
+        Ok(compiler) => Ok(Some(Arc::new(
+            compiler.with_mask_observer(metrics.grammar_mask_observer()),
+        ))),
+        Err(error) => {
+            tracing::warn!(%error, "structured outputs are disabled");
+            Ok(None)
+        }
+    }
 }
 
 /// `models/SmolLM2-135M-Instruct.Q4_1.gguf` → `SmolLM2-135M-Instruct.Q4_1`; a directory → its name.

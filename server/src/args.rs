@@ -187,6 +187,32 @@ pub struct ServerArgs {
     #[arg(long, env = "PAGODA_MOCK_STALL_MS", default_value_t = 5000.0)]
     pub mock_stall_ms: f64,
 
+    /// Longest a structured-output grammar (JSON schema, regex, choice, grammar, forced tool
+    /// call) may take to compile; past it the request gets a 400 and other requests carry on.
+    #[arg(
+        long,
+        env = "PAGODA_STRUCTURED_OUTPUT_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 10.0
+    )]
+    pub structured_output_timeout: f64,
+
+    /// Largest structured-output grammar accepted (a schema's JSON text, a regex, a grammar),
+    /// 400 past it.
+    #[arg(long, env = "PAGODA_MAX_GRAMMAR_BYTES", value_name = "BYTES", default_value = "256KiB", value_parser = parse_bytes)]
+    pub max_grammar_bytes: usize,
+
+    /// How the model writes tool calls, to turn its output into `tool_calls`: `hermes`
+    /// (`<tool_call>{…}</tool_call>`, Qwen2/Qwen3, Hermes), `llama3_json` or `mistral`
+    /// (`[TOOL_CALLS][…]`). Needed for `tool_choice: "auto"`. [default: none]
+    #[arg(long, env = "PAGODA_TOOL_CALL_PARSER", value_name = "NAME")]
+    pub tool_call_parser: Option<String>,
+
+    /// Accept `tool_choice: "auto"` (the default when a request has tools): the model decides
+    /// whether to call, and --tool-call-parser extracts the calls from its text.
+    #[arg(long, env = "PAGODA_ENABLE_AUTO_TOOL_CHOICE")]
+    pub enable_auto_tool_choice: bool,
+
     /// Seconds between keep-alive comments on an idle SSE stream.
     #[arg(
         long,

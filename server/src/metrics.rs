@@ -11,6 +11,9 @@
 //! - per parent HTTP request, [`Metrics::record_request_params`] and
 //!   [`Metrics::record_max_num_generation_tokens`];
 //! - per HTTP request, [`Metrics::record_http`];
+//! - per structured-output request, [`Metrics::record_structured_request`]; per grammar
+//!   compiled, [`Metrics::record_grammar_compile`]; per grammar mask, the observer
+//!   [`Metrics::grammar_mask_observer`] hands the grammar compiler;
 //! - at scrape time, from `EngineHandle::stats()`: running/waiting gauges, KV-cache usage, and
 //!   the counters the engine already keeps (tokens, preemptions, prefix-cache queries and hits).
 
@@ -28,6 +31,7 @@ mod recorder;
 mod request;
 #[cfg(test)]
 mod scrape_tests;
+mod structured;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]
@@ -41,3 +45,6 @@ pub use http::{status_group, EXCLUDED_HANDLERS, UNMATCHED_HANDLER};
 pub use names::MetricsNamespace;
 pub use recorder::{Metrics, ENGINE_STALLED, ENGINE_STALLS_TOTAL};
 pub use request::FinishedSequence;
+pub use structured::{
+    GRAMMAR_COMPILE_SECONDS, GRAMMAR_MASK_SECONDS, STRUCTURED_OUTPUT_REQUESTS_TOTAL,
+};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pagoda_engine::{EngineHandle, ValidRequest};
+use pagoda_structured::GrammarCompiler;
 use pagoda_text::template::{ChatMessage, ChatTemplate};
 use pagoda_text::tokenizer::TextTokenizer;
 
@@ -45,6 +46,9 @@ pub struct AppState {
     pub chat_policy: ChatPolicy,
     /// Whether the engine is making progress (see `watchdog`).
     pub engine_health: EngineHealth,
+    /// Compiles structured-output grammars for the model's vocabulary (`None`: the tokenizer
+    /// could not be prepared; such requests get a 400).
+    pub grammar_compiler: Option<Arc<GrammarCompiler>>,
     pub started_unix_s: u64,
     draining: AtomicBool,
 }
@@ -81,6 +85,7 @@ impl AppState {
             http_limits: HttpLimits::default(),
             chat_policy: ChatPolicy::default(),
             engine_health: EngineHealth::default(),
+            grammar_compiler: None,
             started_unix_s: unix_now_s(),
             draining: AtomicBool::new(false),
         }

@@ -14,6 +14,7 @@ use super::error::MetricsError;
 use super::exposition;
 use super::http::HttpMetrics;
 use super::request::{FinishedSequence, RequestMetrics};
+use super::structured::StructuredMetrics;
 
 /// The server's metrics. Cheap to clone; every clone records into the same registry.
 #[derive(Debug, Clone)]
@@ -26,6 +27,7 @@ struct Inner {
     registry: Registry,
     request: RequestMetrics,
     http: HttpMetrics,
+    structured: StructuredMetrics,
     engine_stalled: IntGauge,
     engine_stalls: IntCounter,
 }
@@ -42,6 +44,7 @@ impl Metrics {
         let registry = Registry::new();
         let request = RequestMetrics::register(&registry, &config)?;
         let http = HttpMetrics::register(&registry)?;
+        let structured = StructuredMetrics::register(&registry)?;
         let series = SeriesBuilder {
             namespace: config.namespace,
             model_name: &config.model_name,
@@ -67,6 +70,7 @@ impl Metrics {
                 registry,
                 request,
                 http,
+                structured,
                 engine_stalled,
                 engine_stalls,
             }),
@@ -120,6 +124,29 @@ impl Metrics {
         self.inner
             .http
             .record(handler, method, status, duration.as_secs_f64());
+    }
+
+    /// Once per structured-output request (tool calls forced by a grammar count as `tool_call`).
+    pub fn record_structured_request(&self, kind: &str) {
+        self.inner
+            .structured
+            .requests
+            .with_label_values(&[kind])
+            .inc();
+    }
+
+    /// Once per grammar compiled (not for cache hits).
+    pub fn record_grammar_compile(&self, duration: Duration) {
+        self.inner
+            .structured
+            .compile_s
+            .observe(duration.as_secs_f64());
+    }
+
+    /// What a grammar compiler calls after computing each mask (from the engine's threads).
+    pub fn grammar_mask_observer(&self) -> pagoda_structured::MaskObserver {
+        let histogram = self.inner.structured.mask_s.clone();
+        std::sync::Arc::new(move |duration: Duration| histogram.observe(duration.as_secs_f64()))
     }
 
     /// The text exposition ([`CONTENT_TYPE`](super::exposition::CONTENT_TYPE)), engine gauges/counters read from

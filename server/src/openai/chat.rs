@@ -6,9 +6,11 @@ use axum::Extension;
 use serde_json::Value;
 
 use crate::middleware::RequestIdValue;
+use crate::openai::constrain::compile_requested;
 use crate::openai::error::ApiError;
 use crate::openai::format::{ChatFormat, ResponseMeta};
 use crate::openai::json_body::JsonBody;
+use crate::openai::output_spec::requested_spec;
 use crate::openai::params::GenerationParams;
 use crate::openai::requests::{parse_body, ChatCompletionRequest};
 use crate::openai::usage::UsageTotals;
@@ -39,7 +41,12 @@ pub async fn chat_completions(
         }
         _ => None,
     };
-    let params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
+    let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
+    if let Some(requested) = requested_spec(&request.fields, request.response_format.as_ref())? {
+        let compiler = state.grammar_compiler.as_deref();
+        params.constraint =
+            Some(compile_requested(compiler, &state.metrics, &requested, None).await?);
+    }
     let add_generation_prompt = request.add_generation_prompt.unwrap_or(true);
     let prompt = {
         let state = state.clone();
@@ -93,15 +100,6 @@ fn reject_unsupported(request: &ChatCompletionRequest) -> Result<(), ApiError> {
         .is_some_and(|v| !tool_choice_none(v))
     {
         return Err(ApiError::unsupported("function_call", "function calling"));
-    }
-    if let Some(format) = &request.response_format {
-        let kind = format.get("type").and_then(Value::as_str);
-        if !format.is_null() && kind != Some("text") {
-            return Err(ApiError::unsupported(
-                "response_format",
-                &format!("`response_format` of type {}", kind.unwrap_or("(none)")),
-            ));
-        }
     }
     Ok(())
 }

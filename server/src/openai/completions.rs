@@ -5,9 +5,11 @@ use axum::response::Response;
 use axum::Extension;
 
 use crate::middleware::RequestIdValue;
+use crate::openai::constrain::compile_requested;
 use crate::openai::error::ApiError;
 use crate::openai::format::{CompletionFormat, ResponseMeta};
 use crate::openai::json_body::JsonBody;
+use crate::openai::output_spec::requested_spec;
 use crate::openai::params::GenerationParams;
 use crate::openai::requests::{parse_body, CompletionRequest, PromptInput};
 use crate::openai::usage::UsageTotals;
@@ -36,7 +38,12 @@ pub async fn completions(
         }
         other => other.map(|n| n as usize),
     };
-    let params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
+    let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
+    if let Some(requested) = requested_spec(&request.fields, None)? {
+        let compiler = state.grammar_compiler.as_deref();
+        params.constraint =
+            Some(compile_requested(compiler, &state.metrics, &requested, None).await?);
+    }
     let prompts = prompt_ids(&state, request.prompt).await?;
     let num_prompt_tokens_each: Vec<usize> = prompts.iter().map(Vec::len).collect();
     let num_prompt_tokens: usize = num_prompt_tokens_each.iter().sum();

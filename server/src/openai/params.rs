@@ -3,8 +3,10 @@
 //! and spellings) is checked here; everything the engine runs is checked once, by the engine's
 //! validation (`EngineHandle::validate`), whose errors name the field at fault too.
 
+use std::sync::Arc;
+
 use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
-use pagoda_engine::{EngineRequest, RequestId, SamplingParams, StopConditions};
+use pagoda_engine::{EngineRequest, RequestId, SamplingParams, StopConditions, TokenConstraint};
 
 use crate::openai::error::ApiError;
 use crate::openai::logit_bias::parse_logit_bias;
@@ -26,6 +28,19 @@ pub struct GenerationParams {
     pub include_usage: bool,
     pub skip_special_tokens: bool,
     pub cache_salt: Option<String>,
+    /// The compiled grammar every choice's output must follow (structured outputs, forced tool
+    /// calls); set once compiled, after these fields were checked.
+    pub constraint: Option<SharedConstraint>,
+}
+
+/// A compiled output constraint, shared by the choices of a request; equal only to itself.
+#[derive(Debug, Clone)]
+pub struct SharedConstraint(pub Arc<dyn TokenConstraint>);
+
+impl PartialEq for SharedConstraint {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// How the model's defaults and the server's end-of-turn ids apply to requests.
@@ -78,6 +93,7 @@ impl GenerationParams {
             include_usage,
             skip_special_tokens: fields.skip_special_tokens.unwrap_or(true),
             cache_salt: fields.cache_salt.clone(),
+            constraint: None,
         })
     }
 
@@ -85,6 +101,7 @@ impl GenerationParams {
     pub fn engine_request(&self, id: RequestId, prompt: Vec<u32>) -> EngineRequest {
         let mut request = EngineRequest::new(id, prompt, self.sampling.clone(), self.stop.clone());
         request.cache_salt = self.cache_salt.clone();
+        request.constraint = self.constraint.as_ref().map(|c| Arc::clone(&c.0));
         request
     }
 

@@ -53,6 +53,13 @@ pub struct CommonFields {
     pub user: Option<String>,
     pub cache_salt: Option<String>,
     pub logit_bias: Option<Value>,
+    /// vLLM's structured outputs (`json`, `regex`, `choice`, `grammar`, `json_object`).
+    pub structured_outputs: Option<Value>,
+    /// vLLM's older spellings of `structured_outputs`.
+    pub guided_json: Option<Value>,
+    pub guided_regex: Option<String>,
+    pub guided_choice: Option<Vec<String>>,
+    pub guided_grammar: Option<String>,
 }
 
 /// `POST /v1/chat/completions`.
@@ -64,6 +71,7 @@ pub struct ChatCompletionRequest {
     pub top_logprobs: Option<u32>,
     pub tools: Option<Value>,
     pub tool_choice: Option<Value>,
+    pub parallel_tool_calls: Option<bool>,
     pub functions: Option<Value>,
     pub function_call: Option<Value>,
     pub response_format: Option<Value>,

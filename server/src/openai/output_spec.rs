@@ -1,0 +1,223 @@
+//! The structured-output fields of a request → one [`OutputSpec`], with the field that asked for
+//! it (so a compile error names it): OpenAI's `response_format` (chat), vLLM's
+//! `structured_outputs` and its older `guided_json`, `guided_regex`, `guided_choice`,
+//! `guided_grammar`. At most one of them may constrain a request.
+
+use pagoda_structured::OutputSpec;
+use serde_json::Value;
+
+use crate::openai::error::ApiError;
+use crate::openai::requests::CommonFields;
+
+/// A request's constraint and the field it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestedSpec {
+    pub spec: OutputSpec,
+    pub field: String,
+}
+
+/// vLLM's `structured_outputs` keys that choose the kind of output.
+const STRUCTURED_OUTPUT_KINDS: [&str; 6] = [
+    "json",
+    "regex",
+    "choice",
+    "grammar",
+    "json_object",
+    "structural_tag",
+];
+
+/// The one constraint the request's fields ask for, if any; `response_format` is chat's.
+pub fn requested_spec(
+    fields: &CommonFields,
+    response_format: Option<&Value>,
+) -> Result<Option<RequestedSpec>, ApiError> {
+    let mut found: Vec<RequestedSpec> = Vec::new();
+    if let Some(format) = response_format {
+        found.extend(from_response_format(format)?);
+    }
+    if let Some(value) = fields.structured_outputs.as_ref().filter(|v| !v.is_null()) {
+        found.extend(from_structured_outputs(value)?);
+    }
+    found.extend(from_guided_fields(fields)?);
+    if found.len() > 1 {
+        let names: Vec<&str> = found.iter().map(|r| r.field.as_str()).collect();
+        return Err(ApiError::invalid(
+            found[1].field.clone(),
+            format!(
+                "only one structured-output constraint per request, got {}",
+                names.join(" and ")
+            ),
+        ));
+    }
+    Ok(found.pop())
+}
+
+/// OpenAI's `response_format`: `text`, `json_object`, or `json_schema` with `schema`.
+fn from_response_format(format: &Value) -> Result<Option<RequestedSpec>, ApiError> {
+    const FIELD: &str = "response_format";
+    if format.is_null() {
+        return Ok(None);
+    }
+    let kind = format.get("type").and_then(Value::as_str).ok_or_else(|| {
+        ApiError::invalid(
+            "response_format.type",
+            "`response_format` must be an object with a string `type`",
+        )
+    })?;
+    let spec = match kind {
+        "text" => return Ok(None),
+        "json_object" => OutputSpec::JsonObject,
+        "json_schema" => {
+            let json_schema = format.get("json_schema").filter(|v| v.is_object());
+            let schema = json_schema.and_then(|j| j.get("schema")).ok_or_else(|| {
+                ApiError::invalid(
+                    "response_format.json_schema.schema",
+                    "`response_format` of type json_schema needs `json_schema.schema`",
+                )
+            })?;
+            if let Some(name) = json_schema.and_then(|j| j.get("name")) {
+                if !name.is_string() {
+                    return Err(ApiError::invalid(
+                        "response_format.json_schema.name",
+                        "`json_schema.name` must be a string",
+                    ));
+                }
+            }
+            return Ok(Some(RequestedSpec {
+                spec: schema_spec(schema, "response_format.json_schema.schema")?,
+                field: "response_format.json_schema.schema".into(),
+            }));
+        }
+        other => {
+            return Err(ApiError::invalid(
+                "response_format.type",
+                format!(
+                    "unknown `response_format` type {other:?}: expected text, json_object or \
+                     json_schema"
+                ),
+            ))
+        }
+    };
+    Ok(Some(RequestedSpec {
+        spec,
+        field: FIELD.into(),
+    }))
+}
+
+/// vLLM's `structured_outputs`: exactly one of `json`, `regex`, `choice`, `grammar`,
+/// `json_object` (options such as `disable_any_whitespace` are accepted and ignored).
+fn from_structured_outputs(value: &Value) -> Result<Option<RequestedSpec>, ApiError> {
+    let object = value.as_object().ok_or_else(|| {
+        ApiError::invalid(
+            "structured_outputs",
+            "`structured_outputs` must be an object",
+        )
+    })?;
+    let present: Vec<&str> = STRUCTURED_OUTPUT_KINDS
+        .into_iter()
+        .filter(|key| {
+            object
+                .get(*key)
+                .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
+        })
+        .collect();
+    let key = match present.as_slice() {
+        [] => return Ok(None),
+        [key] => *key,
+        _ => {
+            return Err(ApiError::invalid(
+                "structured_outputs",
+                format!(
+                    "`structured_outputs` takes one of json, regex, choice, grammar or \
+                     json_object, got {}",
+                    present.join(", ")
+                ),
+            ))
+        }
+    };
+    let field = format!("structured_outputs.{key}");
+    let value = &object[key];
+    let spec = match key {
+        "json" => schema_spec(value, &field)?,
+        "regex" => OutputSpec::Regex(string_of(value, &field)?),
+        "choice" => OutputSpec::Choice(choices_of(value, &field)?),
+        "grammar" => OutputSpec::Grammar(string_of(value, &field)?),
+        "json_object" => OutputSpec::JsonObject,
+        _ => return Err(ApiError::unsupported(&field, "`structural_tag`")),
+    };
+    Ok(Some(RequestedSpec { spec, field }))
+}
+
+/// vLLM's older top-level `guided_*` fields.
+fn from_guided_fields(fields: &CommonFields) -> Result<Vec<RequestedSpec>, ApiError> {
+    let mut found = Vec::new();
+    let mut push = |field: &str, spec: OutputSpec| {
+        found.push(RequestedSpec {
+            spec,
+            field: field.into(),
+        })
+    };
+    if let Some(schema) = fields.guided_json.as_ref().filter(|v| !v.is_null()) {
+        push("guided_json", schema_spec(schema, "guided_json")?);
+    }
+    if let Some(regex) = &fields.guided_regex {
+        push("guided_regex", OutputSpec::Regex(regex.clone()));
+    }
+    if let Some(choices) = &fields.guided_choice {
+        let value = Value::from(choices.clone());
+        push(
+            "guided_choice",
+            OutputSpec::Choice(choices_of(&value, "guided_choice")?),
+        );
+    }
+    if let Some(grammar) = &fields.guided_grammar {
+        push("guided_grammar", OutputSpec::Grammar(grammar.clone()));
+    }
+    Ok(found)
+}
+
+/// A schema given as an object (or `true`), or as a string holding one (vLLM accepts both).
+fn schema_spec(value: &Value, field: &str) -> Result<OutputSpec, ApiError> {
+    let schema = match value {
+        Value::String(text) => serde_json::from_str(text)
+            .map_err(|e| ApiError::invalid(field, format!("`{field}` is not valid JSON: {e}")))?,
+        other => other.clone(),
+    };
+    if !(schema.is_object() || schema == Value::Bool(true)) {
+        return Err(ApiError::invalid(
+            field,
+            format!("`{field}` must be a JSON schema object"),
+        ));
+    }
+    Ok(OutputSpec::JsonSchema(schema))
+}
+
+fn string_of(value: &Value, field: &str) -> Result<String, ApiError> {
+    match value.as_str() {
+        Some(text) if !text.trim().is_empty() => Ok(text.to_string()),
+        _ => Err(ApiError::invalid(
+            field,
+            format!("`{field}` must be a non-empty string"),
+        )),
+    }
+}
+
+fn choices_of(value: &Value, field: &str) -> Result<Vec<String>, ApiError> {
+    let choices: Option<Vec<String>> = value.as_array().and_then(|items| {
+        items
+            .iter()
+            .map(|item| item.as_str().map(str::to_string))
+            .collect()
+    });
+    match choices {
+        Some(choices) if !choices.is_empty() => Ok(choices),
+        _ => Err(ApiError::invalid(
+            field,
+            format!("`{field}` must be a non-empty list of strings"),
+        )),
+    }
+}
+
+#[cfg(test)]
+#[path = "output_spec_tests.rs"]
+mod tests;
