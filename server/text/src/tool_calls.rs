@@ -118,6 +118,8 @@ impl ParsedOutput {
 }
 
 #[cfg(test)]
+mod generated_stream_tests;
+#[cfg(test)]
 mod stream_tests;
 #[cfg(test)]
 mod tests;

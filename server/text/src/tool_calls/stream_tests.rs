@@ -7,7 +7,7 @@ use ToolCallFormat::{Hermes, JsonArray, Llama3Json, Mistral};
 
 /// What a stream of deltas adds up to.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Assembled {
+pub(super) struct Assembled {
     content: String,
     names: Vec<String>,
     arguments: Vec<String>,
@@ -34,7 +34,7 @@ impl Assembled {
         }
     }
 
-    fn of_parsed(parsed: ParsedOutput) -> Self {
+    pub(super) fn of_parsed(parsed: ParsedOutput) -> Self {
         Self {
             content: parsed.content.unwrap_or_default(),
             names: parsed.tool_calls.iter().map(|c| c.name.clone()).collect(),
@@ -43,7 +43,7 @@ impl Assembled {
     }
 }
 
-fn stream(format: ToolCallFormat, chunks: &[&str]) -> Assembled {
+pub(super) fn stream(format: ToolCallFormat, chunks: &[&str]) -> Assembled {
     let mut parser = format.streaming();
     let mut assembled = Assembled::default();
     for chunk in chunks {
@@ -61,7 +61,7 @@ fn two_way_splits(text: &str) -> impl Iterator<Item = [&str; 2]> {
 }
 
 /// A reproducible pseudo-random chunking of `text` into pieces of 1 to 8 chars.
-fn random_chunks(text: &str, seed: u64) -> Vec<&str> {
+pub(super) fn random_chunks(text: &str, seed: u64) -> Vec<&str> {
     let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut chunks = Vec::new();
     let mut rest = text;
