@@ -87,8 +87,8 @@ pub fn chat_prompt_ids(
         .iter()
         .zip(&texts)
         .map(|(message, text)| ChatMessage {
-            role: message.role.clone(),
             content: MessageContent::Text(masker.mask(tokenizer, text)),
+            ..message.clone()
         })
         .collect();
     let rendered = template.render(&masked, add_generation_prompt)?;

@@ -3,13 +3,31 @@
 //! Rendered with minijinja configured like transformers' `apply_chat_template`: `trim_blocks` and
 //! `lstrip_blocks` on, Python string methods (`.strip()`, `.startswith()`, ...) through
 //! minijinja-contrib's pycompat, `raise_exception(msg)`, `tojson` as Python's `json.dumps`, and `{% break %}`/`{% continue %}`.
-//! Templates see `messages` (each with `role` and `content` as plain text), `add_generation_prompt`,
-//! `bos_token` and `eos_token`.
+//!
+//! Templates see what transformers and vLLM give Hugging Face templates:
+//! - `messages`, each with `role`, `content` (plain text: parts joined by newlines, and empty
+//!   when the request gave `null` or nothing, as vLLM passes it), and where the request gave
+//!   them `tool_calls`, `tool_call_id` and `name`. Each tool call is
+//!   `{"id", "type", "function": {"name", "arguments"}, "name", "arguments"}` with the arguments
+//!   parsed from their JSON text into an object (templates write `tool_call.arguments | tojson`);
+//!   an empty `tool_calls` list is left out.
+//! - `tools`: the request's tool objects (`{"type": "function", "function": {"name",
+//!   "description", "parameters"}}`), or none.
+//! - `add_generation_prompt`, `bos_token` and `eos_token`.
+//!
+//! A template that never mentions `tools` (see [`ChatTemplate::renders_tools`]) gets them another
+//! way: [`ChatTemplate::render_with_tools`] describes them in a Hermes-style system preamble and
+//! turns the conversation's tool calls and results into text (see `tool_fallback`).
 
+mod messages;
 mod tojson;
+mod tool_fallback;
+mod view;
 
-use minijinja::{context, Environment, ErrorKind};
-use serde::{Deserialize, Serialize};
+pub use messages::{AssistantToolCall, ChatMessage, ContentPart, FunctionCall, MessageContent};
+
+use minijinja::{context, Environment, ErrorKind, Value};
+use view::TemplateMessage;
 
 /// ChatML, for models whose files carry no chat template.
 pub const CHATML_TEMPLATE: &str = "{% for message in messages %}\
@@ -18,6 +36,7 @@ pub const CHATML_TEMPLATE: &str = "{% for message in messages %}\
 {% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
 const TEMPLATE_NAME: &str = "chat_template";
+const TOOL_PREAMBLE_NAME: &str = "tool_preamble";
 
 /// Why a chat template could not be compiled or rendered.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -31,69 +50,9 @@ pub enum TemplateError {
     /// A message content part that is not text (images, audio, ...).
     #[error("unsupported message content part of type {0:?}: only \"text\" parts are supported")]
     UnsupportedContent(String),
-}
-
-/// One chat message as the OpenAI API spells it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChatMessage {
-    pub role: String,
-    pub content: MessageContent,
-}
-
-impl ChatMessage {
-    /// A message with plain text content.
-    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
-        Self {
-            role: role.into(),
-            content: MessageContent::Text(content.into()),
-        }
-    }
-}
-
-/// A message's content: a string, or a list of typed parts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum MessageContent {
-    Text(String),
-    Parts(Vec<ContentPart>),
-}
-
-/// One part of a multi-part content, e.g. `{"type": "text", "text": "Hello"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ContentPart {
-    #[serde(rename = "type")]
-    pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-}
-
-impl MessageContent {
-    /// The content as one string; text parts are joined with newlines.
-    pub fn to_text(&self) -> Result<String, TemplateError> {
-        match self {
-            MessageContent::Text(text) => Ok(text.clone()),
-            MessageContent::Parts(parts) => {
-                let texts = parts
-                    .iter()
-                    .map(|part| match (part.kind.as_str(), &part.text) {
-                        ("text", Some(text)) => Ok(text.as_str()),
-                        ("text", None) => Err(TemplateError::UnsupportedContent(
-                            "text (without a `text` field)".into(),
-                        )),
-                        (kind, _) => Err(TemplateError::UnsupportedContent(kind.into())),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(texts.join("\n"))
-            }
-        }
-    }
-}
-
-/// What a template sees of a message.
-#[derive(Serialize)]
-struct TemplateMessage<'a> {
-    role: &'a str,
-    content: String,
+    /// An assistant message's tool call whose `arguments` is not JSON text.
+    #[error("the arguments of the assistant's tool call {name:?} are not valid JSON: {reason}")]
+    InvalidToolCallArguments { name: String, reason: String },
 }
 
 /// A compiled chat template plus the special tokens it may refer to.
@@ -102,6 +61,7 @@ pub struct ChatTemplate {
     env: Environment<'static>,
     bos_token: Option<String>,
     eos_token: Option<String>,
+    renders_tools: bool,
 }
 
 impl ChatTemplate {
@@ -119,11 +79,24 @@ impl ChatTemplate {
         env.add_filter("tojson", tojson::tojson);
         env.add_template_owned(TEMPLATE_NAME, source.to_string())
             .map_err(|e| TemplateError::Syntax(describe(&e)))?;
+        env.add_template(TOOL_PREAMBLE_NAME, tool_fallback::TOOL_PREAMBLE_TEMPLATE)
+            .map_err(|e| TemplateError::Syntax(describe(&e)))?;
+        let renders_tools = env
+            .get_template(TEMPLATE_NAME)
+            .map_err(|e| TemplateError::Syntax(describe(&e)))?
+            .undeclared_variables(false)
+            .contains("tools");
         Ok(Self {
             env,
             bos_token,
             eos_token,
+            renders_tools,
         })
+    }
+
+    /// Whether the template itself renders the request's tools (its source uses `tools`).
+    pub fn renders_tools(&self) -> bool {
+        self.renders_tools
     }
 
     /// The prompt for `messages`; with `add_generation_prompt`, ends with the assistant's turn header.
@@ -132,26 +105,50 @@ impl ChatTemplate {
         messages: &[ChatMessage],
         add_generation_prompt: bool,
     ) -> Result<String, TemplateError> {
-        let messages = messages
+        self.render_with_tools(messages, None, add_generation_prompt)
+    }
+
+    /// The prompt for `messages` offering the model `tools` (OpenAI tool objects). An empty list
+    /// is no tools. If the template does not render tools, they are described in a system
+    /// preamble instead, and tool calls and results in the conversation become text.
+    pub fn render_with_tools(
+        &self,
+        messages: &[ChatMessage],
+        tools: Option<&[serde_json::Value]>,
+        add_generation_prompt: bool,
+    ) -> Result<String, TemplateError> {
+        let mut view = messages
             .iter()
-            .map(|m| {
-                Ok(TemplateMessage {
-                    role: &m.role,
-                    content: m.content.to_text()?,
-                })
-            })
+            .map(TemplateMessage::of)
             .collect::<Result<Vec<_>, TemplateError>>()?;
-        let template = self
-            .env
-            .get_template(TEMPLATE_NAME)
-            .map_err(|e| TemplateError::Render(describe(&e)))?;
-        template
-            .render(context! {
-                messages => messages,
+        let mut tools = tools.filter(|tools| !tools.is_empty());
+        if let Some(offered) = tools.filter(|_| !self.renders_tools) {
+            let preamble = self.render_named(
+                TOOL_PREAMBLE_NAME,
+                context! { tools => Value::from_serialize(offered) },
+            )?;
+            view = tool_fallback::with_tool_preamble(view, preamble);
+            tools = None;
+        }
+        self.render_named(
+            TEMPLATE_NAME,
+            context! {
+                messages => view,
+                tools => tools.map(Value::from_serialize),
                 add_generation_prompt => add_generation_prompt,
                 bos_token => self.bos_token.as_deref().unwrap_or(""),
                 eos_token => self.eos_token.as_deref().unwrap_or(""),
-            })
+            },
+        )
+    }
+
+    fn render_named(&self, name: &str, context: Value) -> Result<String, TemplateError> {
+        let template = self
+            .env
+            .get_template(name)
+            .map_err(|e| TemplateError::Render(describe(&e)))?;
+        template
+            .render(context)
             .map_err(|e| TemplateError::Render(describe(&e)))
     }
 }
@@ -174,3 +171,5 @@ fn describe(e: &minijinja::Error) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tool_tests;

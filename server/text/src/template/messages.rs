@@ -1,0 +1,147 @@
+//! Chat messages as the OpenAI API spells them, tool calls and tool results included.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::TemplateError;
+
+/// One chat message as the OpenAI API spells it. Fields it does not know are ignored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    /// `null` or absent (an assistant message that only carries `tool_calls`) reads as empty text.
+    #[serde(default, deserialize_with = "content_or_empty")]
+    pub content: MessageContent,
+    /// The calls an assistant message made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<AssistantToolCall>>,
+    /// The call a `tool` message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The participant's (or, for `tool` messages, the function's) name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl ChatMessage {
+    /// A message with plain text content.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: role.into(),
+            content: MessageContent::Text(content.into()),
+            tool_calls: None,
+            tool_call_id: None,
+            name: None,
+        }
+    }
+}
+
+/// A tool call in an assistant message of the conversation so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssistantToolCall {
+    #[serde(default)]
+    pub id: String,
+    /// Always `"function"` in the OpenAI API.
+    #[serde(rename = "type", default = "function_kind")]
+    pub kind: String,
+    pub function: FunctionCall,
+}
+
+/// The function a tool call calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    pub name: String,
+    /// The arguments object as JSON text.
+    pub arguments: String,
+}
+
+fn function_kind() -> String {
+    "function".to_string()
+}
+
+/// A message's content: a string, or a list of typed parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl Default for MessageContent {
+    fn default() -> Self {
+        MessageContent::Text(String::new())
+    }
+}
+
+fn content_or_empty<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<MessageContent, D::Error> {
+    Ok(Option::<MessageContent>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// One part of a multi-part content, e.g. `{"type": "text", "text": "Hello"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContentPart {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl MessageContent {
+    /// The content as one string; text parts are joined with newlines.
+    pub fn to_text(&self) -> Result<String, TemplateError> {
+        match self {
+            MessageContent::Text(text) => Ok(text.clone()),
+            MessageContent::Parts(parts) => {
+                let texts = parts
+                    .iter()
+                    .map(|part| match (part.kind.as_str(), &part.text) {
+                        ("text", Some(text)) => Ok(text.as_str()),
+                        ("text", None) => Err(TemplateError::UnsupportedContent(
+                            "text (without a `text` field)".into(),
+                        )),
+                        (kind, _) => Err(TemplateError::UnsupportedContent(kind.into())),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(texts.join("\n"))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn tool_call_messages_read_and_write_the_openai_shape() {
+        let json = r#"{"role": "assistant", "content": null, "refusal": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}"#;
+        let message: ChatMessage = serde_json::from_str(json).unwrap();
+        assert_eq!(message.content.to_text().unwrap(), "");
+        let calls = message.tool_calls.as_deref().unwrap();
+        assert_eq!(calls[0].id, "call_1");
+        assert_eq!(calls[0].kind, "function");
+        assert_eq!(calls[0].function.arguments, r#"{"a": 1}"#);
+        assert_eq!(
+            serde_json::to_string(&message).unwrap(),
+            r#"{"role":"assistant","content":"","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]}"#
+        );
+    }
+
+    #[test]
+    fn tool_results_and_absent_content() {
+        let json = r#"{"role": "tool", "tool_call_id": "call_1", "name": "f", "content": "42"}"#;
+        let message: ChatMessage = serde_json::from_str(json).unwrap();
+        assert_eq!(message.tool_call_id.as_deref(), Some("call_1"));
+        assert_eq!(message.name.as_deref(), Some("f"));
+        let message: ChatMessage = serde_json::from_str(r#"{"role": "assistant"}"#).unwrap();
+        assert_eq!(message, ChatMessage::new("assistant", ""));
+        assert_eq!(
+            serde_json::to_string(&ChatMessage::new("user", "hi")).unwrap(),
+            r#"{"role":"user","content":"hi"}"#
+        );
+    }
+}

@@ -1,0 +1,146 @@
+//! Content text streamed out as it arrives while watching for a marker (`<tool_call>`,
+//! `[TOOL_CALLS]`): only a suffix that could be the marker's beginning is held back.
+//!
+//! Between or after calls the text is a *gap*: it counts as content only if it is not all
+//! whitespace, so a gap is held back until a character that is neither whitespace nor a possible
+//! marker start shows it is content.
+
+/// What one more character of content did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum WatchStep {
+    /// Text that is certainly content (possibly empty).
+    Content(String),
+    /// The marker is complete; the content before it is here (possibly empty).
+    Marker(String),
+}
+
+/// Content, watched for a marker.
+#[derive(Debug)]
+pub(super) struct ContentWatch {
+    marker: Option<&'static str>,
+    held: String,
+    /// Still a gap that has shown nothing but whitespace (outside a possible marker start).
+    blank_gap: bool,
+}
+
+impl ContentWatch {
+    /// Content before any call: sent as it comes.
+    pub(super) fn leading(marker: Option<&'static str>) -> Self {
+        Self {
+            marker,
+            held: String::new(),
+            blank_gap: false,
+        }
+    }
+
+    /// Text after a call: content only if it is not all whitespace.
+    pub(super) fn gap(marker: Option<&'static str>) -> Self {
+        Self {
+            marker,
+            held: String::new(),
+            blank_gap: true,
+        }
+    }
+
+    pub(super) fn step(&mut self, c: char) -> WatchStep {
+        self.held.push(c);
+        if let Some(marker) = self.marker {
+            if let Some(before) = self.held.strip_suffix(marker) {
+                let before = if self.blank_gap { "" } else { before };
+                let before = before.to_string();
+                self.held.clear();
+                return WatchStep::Marker(before);
+            }
+        }
+        let keep = self
+            .marker
+            .map_or(0, |marker| marker_start_len(&self.held, marker));
+        let safe = self.held.len() - keep;
+        if self.blank_gap && self.held[..safe].chars().any(|c| !c.is_whitespace()) {
+            self.blank_gap = false;
+        }
+        if self.blank_gap {
+            return WatchStep::Content(String::new());
+        }
+        let content = self.held[..safe].to_string();
+        self.held.drain(..safe);
+        WatchStep::Content(content)
+    }
+
+    /// The content still held when the output ends.
+    pub(super) fn finish(&mut self) -> String {
+        let held = std::mem::take(&mut self.held);
+        if self.blank_gap && held.chars().all(char::is_whitespace) {
+            String::new()
+        } else {
+            held
+        }
+    }
+}
+
+/// The length of the longest suffix of `text` that is a proper prefix of `marker`.
+fn marker_start_len(text: &str, marker: &str) -> usize {
+    (1..marker.len().min(text.len() + 1))
+        .rev()
+        .find(|&len| {
+            text.is_char_boundary(text.len() - len) && marker.starts_with(&text[text.len() - len..])
+        })
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(watch: &mut ContentWatch, text: &str) -> Vec<WatchStep> {
+        text.chars()
+            .map(|c| watch.step(c))
+            .filter(|step| *step != WatchStep::Content(String::new()))
+            .collect()
+    }
+
+    #[test]
+    fn holds_back_only_a_possible_marker_start() {
+        let mut watch = ContentWatch::leading(Some("<tool_call>"));
+        let steps = run(&mut watch, "a<b<tool");
+        let content = |s: &str| WatchStep::Content(s.to_string());
+        assert_eq!(steps, [content("a"), content("<b")]);
+        assert_eq!(
+            run(&mut watch, "_call>"),
+            [WatchStep::Marker(String::new())]
+        );
+        assert_eq!(watch.finish(), "");
+    }
+
+    #[test]
+    fn a_marker_start_that_breaks_off_is_content() {
+        let mut watch = ContentWatch::leading(Some("[TOOL_CALLS]"));
+        run(&mut watch, "x [TOOL");
+        assert_eq!(watch.finish(), "[TOOL");
+    }
+
+    #[test]
+    fn blank_gaps_are_dropped_and_others_kept() {
+        let mut watch = ContentWatch::gap(Some("<tool_call>"));
+        assert_eq!(
+            run(&mut watch, "\n\n<tool_call>"),
+            [WatchStep::Marker(String::new())]
+        );
+        let mut watch = ContentWatch::gap(None);
+        assert!(run(&mut watch, " \n").is_empty());
+        assert_eq!(watch.finish(), "");
+        let mut watch = ContentWatch::gap(Some("<tool_call>"));
+        assert!(run(&mut watch, "\n<tool").is_empty());
+        assert_eq!(
+            run(&mut watch, "!"),
+            [WatchStep::Content("\n<tool!".to_string())]
+        );
+    }
+
+    #[test]
+    fn marker_start_len_respects_char_boundaries() {
+        assert_eq!(marker_start_len("é<tool_", "<tool_call>"), 6);
+        assert_eq!(marker_start_len("é", "<tool_call>"), 0);
+        assert_eq!(marker_start_len("", "<tool_call>"), 0);
+    }
+}

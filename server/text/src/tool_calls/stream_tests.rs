@@ -1,0 +1,192 @@
+#![allow(clippy::unwrap_used)]
+
+use super::tests::SAMPLES;
+use super::*;
+
+use ToolCallFormat::{Hermes, JsonArray, Llama3Json, Mistral};
+
+/// What a stream of deltas adds up to.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Assembled {
+    content: String,
+    names: Vec<String>,
+    arguments: Vec<String>,
+}
+
+impl Assembled {
+    fn add(&mut self, deltas: Vec<ToolStreamDelta>) {
+        for delta in deltas {
+            match delta {
+                ToolStreamDelta::Content(text) => {
+                    assert!(!text.is_empty(), "empty content delta");
+                    self.content.push_str(&text);
+                }
+                ToolStreamDelta::CallStart { index, name } => {
+                    assert_eq!(index, self.names.len(), "call indices go up one at a time");
+                    self.names.push(name);
+                    self.arguments.push(String::new());
+                }
+                ToolStreamDelta::Arguments { index, fragment } => {
+                    assert!(!fragment.is_empty(), "empty arguments delta");
+                    self.arguments[index].push_str(&fragment);
+                }
+            }
+        }
+    }
+
+    pub(super) fn of_parsed(parsed: ParsedOutput) -> Self {
+        Self {
+            content: parsed.content.unwrap_or_default(),
+            names: parsed.tool_calls.iter().map(|c| c.name.clone()).collect(),
+            arguments: parsed.tool_calls.into_iter().map(|c| c.arguments).collect(),
+        }
+    }
+}
+
+pub(super) fn stream(format: ToolCallFormat, chunks: &[&str]) -> Assembled {
+    let mut parser = format.streaming();
+    let mut assembled = Assembled::default();
+    for chunk in chunks {
+        assembled.add(parser.push(chunk));
+    }
+    assembled.add(parser.finish());
+    assembled
+}
+
+/// Every way of splitting `text` in two at a char boundary.
+fn two_way_splits(text: &str) -> impl Iterator<Item = [&str; 2]> {
+    (0..=text.len())
+        .filter(|&at| text.is_char_boundary(at))
+        .map(|at| [&text[..at], &text[at..]])
+}
+
+/// A reproducible pseudo-random chunking of `text` into pieces of 1 to 8 chars.
+pub(super) fn random_chunks(text: &str, seed: u64) -> Vec<&str> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut chunks = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let chars = 1 + (state % 8) as usize;
+        let split = rest
+            .char_indices()
+            .nth(chars)
+            .map_or(rest.len(), |(at, _)| at);
+        chunks.push(&rest[..split]);
+        rest = &rest[split..];
+    }
+    chunks
+}
+
+fn assert_split_invariant(format: ToolCallFormat, text: &str) {
+    let expected = Assembled::of_parsed(format.parse(text));
+    assert_eq!(stream(format, &[text]), expected, "whole: {text:?}");
+    let each_char: Vec<String> = text.chars().map(String::from).collect();
+    let each_char: Vec<&str> = each_char.iter().map(String::as_str).collect();
+    assert_eq!(stream(format, &each_char), expected, "per char: {text:?}");
+    for split in two_way_splits(text) {
+        assert_eq!(stream(format, &split), expected, "split {split:?}");
+    }
+    for seed in 0..100 {
+        let chunks = random_chunks(text, seed);
+        assert_eq!(stream(format, &chunks), expected, "chunks {chunks:?}");
+    }
+}
+
+#[test]
+fn any_split_streams_what_the_whole_text_parses_to() {
+    for (format, text) in SAMPLES {
+        assert_split_invariant(*format, text);
+    }
+}
+
+#[test]
+fn content_streams_promptly() {
+    let mut parser = Hermes.streaming();
+    let content = |s: &str| vec![ToolStreamDelta::Content(s.into())];
+    assert_eq!(parser.push("Hello <"), content("Hello "));
+    assert_eq!(parser.push("b> <tool_c"), content("<b> "));
+    assert_eq!(parser.push("all>\n{\"na"), vec![]);
+    let mut parser = Llama3Json.streaming();
+    assert_eq!(parser.push("  "), vec![]);
+    assert_eq!(parser.push(" Hi"), content("   Hi"));
+    let mut parser = Mistral.streaming();
+    assert_eq!(parser.push("a[TOOL_"), content("a"));
+    assert_eq!(parser.push("X"), content("[TOOL_X"));
+}
+
+#[test]
+fn names_and_arguments_stream_as_they_arrive() {
+    let mut parser = JsonArray.streaming();
+    assert_eq!(parser.push("[{\"name\": \"f"), vec![]);
+    assert_eq!(
+        parser.push("\", \"arguments\": {\"a\""),
+        vec![
+            ToolStreamDelta::CallStart {
+                index: 0,
+                name: "f".into()
+            },
+            ToolStreamDelta::Arguments {
+                index: 0,
+                fragment: "{\"a\"".into()
+            }
+        ]
+    );
+    assert_eq!(
+        parser.push(": 1}}"),
+        vec![ToolStreamDelta::Arguments {
+            index: 0,
+            fragment: ": 1}".into()
+        }]
+    );
+    assert_eq!(parser.push("]"), vec![]);
+    assert_eq!(parser.finish(), vec![]);
+}
+
+#[test]
+fn arguments_before_the_name_follow_its_call_start() {
+    let text = "{\"parameters\": {\"x\": 1}, \"name\": \"f\"}";
+    let mut parser = Llama3Json.streaming();
+    assert_eq!(parser.push(&text[..30]), vec![]);
+    assert_eq!(
+        parser.push(&text[30..]),
+        vec![
+            ToolStreamDelta::CallStart {
+                index: 0,
+                name: "f".into()
+            },
+            ToolStreamDelta::Arguments {
+                index: 0,
+                fragment: "{\"x\": 1}".into()
+            }
+        ]
+    );
+    assert_split_invariant(Llama3Json, text);
+}
+
+#[test]
+fn a_call_malformed_after_its_name_sends_the_held_text_as_content() {
+    let text = "<tool_call>\n{\"name\": \"f\", \"arguments\": [1]}\n</tool_call> after";
+    let streamed = stream(Hermes, &[text]);
+    assert_eq!(streamed.names, ["f"]);
+    assert_eq!(streamed.arguments, [""]);
+    assert_eq!(
+        streamed.content,
+        ", \"arguments\": [1]}\n</tool_call> after"
+    );
+    assert_eq!(Hermes.parse(text).tool_calls, vec![]);
+}
+
+#[test]
+fn a_call_cut_short_sends_the_held_text_at_finish() {
+    let mut parser = Mistral.streaming();
+    let deltas = parser.push("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"na");
+    assert_eq!(deltas.len(), 2);
+    assert_eq!(
+        parser.finish(),
+        vec![ToolStreamDelta::Content(", {\"na".into())]
+    );
+    assert_eq!(parser.push("x"), vec![ToolStreamDelta::Content("x".into())]);
+}
