@@ -10,6 +10,7 @@ use pagoda_engine::{start_engine, DeviceSpec, EngineConfig, EngineHandle};
 use pagoda_structured::{CompileLimits, GrammarCompiler};
 use pagoda_text::prompt_side::{extra_stop_token_ids, PromptSide};
 use pagoda_text::tokenizer::TextTokenizer;
+use pagoda_text::tool_calls::ToolCallFormat;
 use tokio::net::TcpListener;
 
 use crate::args::ServerArgs;
@@ -20,6 +21,7 @@ use crate::metrics::{HistogramBuckets, Metrics, MetricsConfig};
 use crate::mock_engine::start_mock;
 use crate::openai::admission::Admission;
 use crate::openai::params::ParamDefaults;
+use crate::openai::tools::ToolCallConfig;
 use crate::routes::router;
 use crate::state::{AppParts, AppState, SharedState};
 
@@ -154,7 +156,28 @@ fn assemble_state(
         allow_special_tokens_in_content: args.allow_special_tokens_in_content,
     };
     state.grammar_compiler = grammar_compiler;
+    state.tool_calls = tool_call_config(args)?;
     Ok(state)
+}
+
+/// `--tool-call-parser` and `--enable-auto-tool-choice`, checked as vLLM checks them.
+pub fn tool_call_config(args: &ServerArgs) -> anyhow::Result<ToolCallConfig> {
+    let parser = match &args.tool_call_parser {
+        None => None,
+        Some(name) => Some(name.parse::<ToolCallFormat>().map_err(|_| {
+            anyhow::anyhow!(
+                "unknown --tool-call-parser {name:?}: expected one of {}",
+                ToolCallFormat::CLI_NAMES.join(", ")
+            )
+        })?),
+    };
+    if args.enable_auto_tool_choice && parser.is_none() {
+        bail!("--enable-auto-tool-choice needs --tool-call-parser");
+    }
+    Ok(ToolCallConfig {
+        parser,
+        enable_auto_tool_choice: args.enable_auto_tool_choice,
+    })
 }
 
 /// The structured-output compiler for the model's vocabulary. A tokenizer llguidance cannot read

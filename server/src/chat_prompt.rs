@@ -15,6 +15,7 @@
 
 use pagoda_text::template::{ChatMessage, ChatTemplate, MessageContent};
 use pagoda_text::tokenizer::TextTokenizer;
+use serde_json::Value;
 
 use crate::openai::error::ApiError;
 
@@ -62,16 +63,32 @@ impl ChatPolicy {
     }
 }
 
+/// A conversation to render: its messages, the tools offered (OpenAI tool objects), and whether
+/// the prompt ends with the assistant's turn header.
+#[derive(Debug, Clone, Copy)]
+pub struct Conversation<'a> {
+    pub messages: &'a [ChatMessage],
+    pub tools: Option<&'a [Value]>,
+    pub add_generation_prompt: bool,
+}
+
 /// The prompt's token ids: roles checked, the template rendered, content kept as text.
 pub fn chat_prompt_ids(
     template: &ChatTemplate,
     tokenizer: &TextTokenizer,
     policy: &ChatPolicy,
-    messages: &[ChatMessage],
-    add_generation_prompt: bool,
+    conversation: Conversation<'_>,
     add_special_tokens: bool,
 ) -> Result<Vec<u32>, ApiError> {
+    let Conversation {
+        messages,
+        tools,
+        add_generation_prompt,
+    } = conversation;
     policy.check_roles(messages)?;
+    if !policy.allow_special_tokens_in_content {
+        check_structured_text(tokenizer, messages, tools)?;
+    }
     let texts = messages
         .iter()
         .map(|m| m.content.to_text())
@@ -79,7 +96,7 @@ pub fn chat_prompt_ids(
     let needs_protection = !policy.allow_special_tokens_in_content
         && texts.iter().any(|t| tokenizer.contains_special_text(t));
     if !needs_protection {
-        let text = template.render(messages, add_generation_prompt)?;
+        let text = template.render_with_tools(messages, tools, add_generation_prompt)?;
         return Ok(tokenizer.encode(&text, add_special_tokens)?);
     }
     let mut masker = Masker::new(rand::random());
@@ -91,8 +108,41 @@ pub fn chat_prompt_ids(
             ..message.clone()
         })
         .collect();
-    let rendered = template.render(&masked, add_generation_prompt)?;
+    let rendered = template.render_with_tools(&masked, tools, add_generation_prompt)?;
     masker.encode(tokenizer, &rendered, add_special_tokens)
+}
+
+/// Tools and past tool calls reach the template as JSON, not content that can be masked: special-
+/// token text in them is refused (it could forge a turn).
+fn check_structured_text(
+    tokenizer: &TextTokenizer,
+    messages: &[ChatMessage],
+    tools: Option<&[Value]>,
+) -> Result<(), ApiError> {
+    let refuse = |param: String| {
+        ApiError::invalid(
+            param,
+            "special-token text is not allowed in tools and tool calls",
+        )
+    };
+    for (index, tool) in tools.unwrap_or_default().iter().enumerate() {
+        if tokenizer.contains_special_text(&tool.to_string()) {
+            return Err(refuse(format!("tools[{index}]")));
+        }
+    }
+    for (index, message) in messages.iter().enumerate() {
+        let calls = message.tool_calls.iter().flatten();
+        let texts = calls
+            .flat_map(|c| [&c.id, &c.function.name, &c.function.arguments])
+            .chain(message.tool_call_id.iter())
+            .chain(message.name.iter());
+        for text in texts {
+            if tokenizer.contains_special_text(text) {
+                return Err(refuse(format!("messages[{index}]")));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Swaps special-token texts for sentinels and puts them back.

@@ -15,7 +15,12 @@ fn template() -> ChatTemplate {
 
 fn ids(policy: &ChatPolicy, messages: &[ChatMessage]) -> Vec<u32> {
     let tokenizer = byte_tokenizer().expect("builds");
-    chat_prompt_ids(&template(), &tokenizer, policy, messages, true, false).expect("encodes")
+    let conversation = Conversation {
+        messages,
+        tools: None,
+        add_generation_prompt: true,
+    };
+    chat_prompt_ids(&template(), &tokenizer, policy, conversation, false).expect("encodes")
 }
 
 fn count(ids: &[u32], id: u32) -> usize {

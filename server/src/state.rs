@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use pagoda_engine::{EngineHandle, ValidRequest};
 use pagoda_structured::GrammarCompiler;
-use pagoda_text::template::{ChatMessage, ChatTemplate};
+use pagoda_text::template::ChatTemplate;
 use pagoda_text::tokenizer::TextTokenizer;
 
-use crate::chat_prompt::{chat_prompt_ids, ChatPolicy};
+use crate::chat_prompt::{chat_prompt_ids, ChatPolicy, Conversation};
 use crate::engine_health::EngineHealth;
 use crate::http_limits::HttpLimits;
 use crate::metrics::Metrics;
@@ -17,6 +17,7 @@ use crate::openai::admission::Admission;
 use crate::openai::choice::{ChoiceContext, ChoiceRun, Submission};
 use crate::openai::error::ApiError;
 use crate::openai::params::{GenerationParams, ParamDefaults};
+use crate::openai::tools::ToolCallConfig;
 
 /// Default time between keep-alive comments on an idle SSE stream (`--sse-keep-alive`).
 pub const DEFAULT_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
@@ -49,6 +50,8 @@ pub struct AppState {
     /// Compiles structured-output grammars for the model's vocabulary (`None`: the tokenizer
     /// could not be prepared; such requests get a 400).
     pub grammar_compiler: Option<Arc<GrammarCompiler>>,
+    /// How tool calls are read from the output (`--tool-call-parser`, `--enable-auto-tool-choice`).
+    pub tool_calls: ToolCallConfig,
     pub started_unix_s: u64,
     draining: AtomicBool,
 }
@@ -86,6 +89,7 @@ impl AppState {
             chat_policy: ChatPolicy::default(),
             engine_health: EngineHealth::default(),
             grammar_compiler: None,
+            tool_calls: ToolCallConfig::default(),
             started_unix_s: unix_now_s(),
             draining: AtomicBool::new(false),
         }
@@ -115,16 +119,14 @@ impl AppState {
     /// the async threads).
     pub fn chat_prompt_ids(
         &self,
-        messages: &[ChatMessage],
-        add_generation_prompt: bool,
+        conversation: Conversation<'_>,
         add_special_tokens: bool,
     ) -> Result<Vec<u32>, ApiError> {
         chat_prompt_ids(
             &self.template,
             &self.tokenizer,
             &self.chat_policy,
-            messages,
-            add_generation_prompt,
+            conversation,
             add_special_tokens,
         )
     }

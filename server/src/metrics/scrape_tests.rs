@@ -148,12 +148,16 @@ const VLLM_SERIES: [&str; 23] = [
 ];
 
 /// Series outside the engine namespace, exported under both.
-const HTTP_SERIES: [&str; 5] = [
+/// The server's own series, the same in both namespaces (the structured-output request counter
+/// appears once a request is counted).
+const HTTP_SERIES: [&str; 7] = [
     "http_request_duration_highr_seconds",
     "http_request_duration_seconds",
     "http_requests_total",
     "pagoda_engine_stalled",
     "pagoda_engine_stalls_total",
+    "pagoda_grammar_compile_seconds",
+    "pagoda_grammar_mask_seconds",
 ];
 
 const PAGODA_EXTRAS: [&str; 6] = [

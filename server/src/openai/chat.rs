@@ -3,19 +3,23 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::Extension;
+use pagoda_text::tool_calls::ToolCallFormat;
 use serde_json::Value;
 
+use crate::chat_prompt::Conversation;
 use crate::middleware::RequestIdValue;
-use crate::openai::constrain::compile_requested;
+use crate::openai::constrain::{compile_requested, TOOL_CALL_KIND};
 use crate::openai::error::ApiError;
 use crate::openai::format::{ChatFormat, ResponseMeta};
 use crate::openai::json_body::JsonBody;
 use crate::openai::output_spec::requested_spec;
 use crate::openai::params::GenerationParams;
 use crate::openai::requests::{parse_body, ChatCompletionRequest};
+use crate::openai::tool_output::ToolOutput;
+use crate::openai::tools::{parse_tools, ToolsRequest};
 use crate::openai::usage::UsageTotals;
 use crate::openai::{record_accepted, respond, tokenize_blocking};
-use crate::state::{unix_now_s, SharedState};
+use crate::state::{unix_now_s, AppState, SharedState};
 
 pub async fn chat_completions(
     State(state): State<SharedState>,
@@ -42,17 +46,36 @@ pub async fn chat_completions(
         _ => None,
     };
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
-    if let Some(requested) = requested_spec(&request.fields, request.response_format.as_ref())? {
-        let compiler = state.grammar_compiler.as_deref();
-        params.constraint =
-            Some(compile_requested(compiler, &state.metrics, &requested, None).await?);
+    let tools = parse_tools(
+        request.tools.as_ref(),
+        request.tool_choice.as_ref(),
+        request.parallel_tool_calls,
+    )?;
+    let tool_output = match &tools {
+        Some(tools) => tools.output(state.tool_calls)?,
+        None => None,
+    };
+    constrain(&state, &request, tools.as_ref(), &mut params).await?;
+    if tool_output == Some(ToolOutput::Parsed(ToolCallFormat::Mistral)) {
+        // `[TOOL_CALLS]` is a special token: keep it in the text the parser reads.
+        params.skip_special_tokens = false;
     }
     let add_generation_prompt = request.add_generation_prompt.unwrap_or(true);
     let prompt = {
         let state = state.clone();
         let messages = request.messages;
-        tokenize_blocking(move || state.chat_prompt_ids(&messages, add_generation_prompt, false))
-            .await?
+        let offered: Option<Vec<Value>> = tools
+            .as_ref()
+            .and_then(|t| t.offered().map(<[Value]>::to_vec));
+        tokenize_blocking(move || {
+            let conversation = Conversation {
+                messages: &messages,
+                tools: offered.as_deref(),
+                add_generation_prompt,
+            };
+            state.chat_prompt_ids(conversation, false)
+        })
+        .await?
     };
     let num_prompt_tokens = prompt.len();
     let request = state
@@ -67,7 +90,44 @@ pub async fn chat_completions(
         want_logprobs: logprobs.is_some(),
     };
     let totals = UsageTotals::new(vec![num_prompt_tokens], params.n);
-    respond::respond(runs, ChatFormat(meta), totals, &params, &state).await
+    let format = ChatFormat::new(meta, tool_output);
+    respond::respond(runs, format, totals, &params, &state).await
+}
+
+/// Compiles what constrains the output: a forced tool call, or the request's structured-output
+/// field. Tools are compiled even when nothing is forced, so bad parameter schemas are a 400.
+async fn constrain(
+    state: &AppState,
+    request: &ChatCompletionRequest,
+    tools: Option<&ToolsRequest>,
+    params: &mut GenerationParams,
+) -> Result<(), ApiError> {
+    let compiler = state.grammar_compiler.as_deref();
+    let requested = requested_spec(&request.fields, request.response_format.as_ref())?;
+    let forced = tools.and_then(ToolsRequest::forced_spec);
+    if let (Some(requested), Some(_)) = (&requested, &forced) {
+        return Err(ApiError::invalid(
+            requested.field.clone(),
+            format!(
+                "`{}` cannot be combined with a tool_choice that forces a call",
+                requested.field
+            ),
+        ));
+    }
+    if let Some(tools) = tools {
+        compile_requested(compiler, &state.metrics, &tools.validation_spec()).await?;
+    }
+    let (spec, kind) = match (forced, requested) {
+        (Some(forced), _) => (forced, TOOL_CALL_KIND),
+        (None, Some(requested)) => {
+            let kind = requested.spec.kind();
+            (requested, kind)
+        }
+        (None, None) => return Ok(()),
+    };
+    params.constraint = Some(compile_requested(compiler, &state.metrics, &spec).await?);
+    state.metrics.record_structured_request(kind);
+    Ok(())
 }
 
 fn is_present(value: &Option<Value>) -> bool {
@@ -78,28 +138,20 @@ fn is_present(value: &Option<Value>) -> bool {
     }
 }
 
-/// Features not offered yet: a clear 400 naming the field.
+/// Features not offered: a clear 400 naming the field.
 fn reject_unsupported(request: &ChatCompletionRequest) -> Result<(), ApiError> {
-    if is_present(&request.tools) {
-        return Err(ApiError::unsupported("tools", "tool calling"));
-    }
     if is_present(&request.functions) {
-        return Err(ApiError::unsupported("functions", "function calling"));
+        return Err(ApiError::unsupported(
+            "functions",
+            "the deprecated `functions` (use `tools`)",
+        ));
     }
-    let tool_choice_none = |v: &Value| v.is_null() || v.as_str() == Some("none");
-    if request
-        .tool_choice
-        .as_ref()
-        .is_some_and(|v| !tool_choice_none(v))
-    {
-        return Err(ApiError::unsupported("tool_choice", "tool calling"));
-    }
-    if request
-        .function_call
-        .as_ref()
-        .is_some_and(|v| !tool_choice_none(v))
-    {
-        return Err(ApiError::unsupported("function_call", "function calling"));
+    let none = |v: &Value| v.is_null() || v.as_str() == Some("none");
+    if request.function_call.as_ref().is_some_and(|v| !none(v)) {
+        return Err(ApiError::unsupported(
+            "function_call",
+            "the deprecated `function_call` (use `tool_choice`)",
+        ));
     }
     Ok(())
 }

@@ -41,8 +41,10 @@ pub async fn completions(
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
     if let Some(requested) = requested_spec(&request.fields, None)? {
         let compiler = state.grammar_compiler.as_deref();
-        params.constraint =
-            Some(compile_requested(compiler, &state.metrics, &requested, None).await?);
+        params.constraint = Some(compile_requested(compiler, &state.metrics, &requested).await?);
+        state
+            .metrics
+            .record_structured_request(requested.spec.kind());
     }
     let prompts = prompt_ids(&state, request.prompt).await?;
     let num_prompt_tokens_each: Vec<usize> = prompts.iter().map(Vec::len).collect();

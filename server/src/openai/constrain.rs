@@ -12,13 +12,12 @@ use crate::openai::params::SharedConstraint;
 /// The label requests forced to call a tool carry in the metrics.
 pub const TOOL_CALL_KIND: &str = "tool_call";
 
-/// Compiles `requested` (or takes it from the cache) and counts the request under `kind` (the
-/// spec's own kind when `None`).
+/// Compiles `requested` (or takes it from the cache) and records the compile time; the caller
+/// counts the request ([`Metrics::record_structured_request`]) if it constrains one.
 pub async fn compile_requested(
     compiler: Option<&GrammarCompiler>,
     metrics: &Metrics,
     requested: &RequestedSpec,
-    kind: Option<&str>,
 ) -> Result<SharedConstraint, ApiError> {
     let compiler = compiler.ok_or_else(|| {
         ApiError::invalid(
@@ -34,7 +33,6 @@ pub async fn compile_requested(
     if let Some(duration) = compiled.compile_time {
         metrics.record_grammar_compile(duration);
     }
-    metrics.record_structured_request(kind.unwrap_or(requested.spec.kind()));
     Ok(SharedConstraint(compiled.constraint))
 }
 

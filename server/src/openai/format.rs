@@ -1,8 +1,12 @@
 //! The JSON shapes of chat and text completions, full and streamed, as OpenAI writes them.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use serde_json::{json, Map, Value};
 
 use crate::openai::choice::TokenLogprob;
+use crate::openai::tool_output::{finish_reason, message_parts, ToolCallStream, ToolOutput};
 
 /// How one endpoint writes its objects.
 pub trait ResponseFormat: Send + Sync + 'static {
@@ -10,7 +14,8 @@ pub trait ResponseFormat: Send + Sync + 'static {
     fn chunk(&self, choices: Vec<Value>, usage: Option<Value>) -> Value;
     /// The opening delta of a choice (chat: the role), if the endpoint has one.
     fn opening_choice(&self, index: usize) -> Option<Value>;
-    fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Value;
+    /// The streamed choice a text delta becomes (`None`: nothing to send yet).
+    fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Option<Value>;
     fn final_choice(&self, index: usize, finish_reason: &str) -> Value;
     /// The whole non-streamed response.
     fn response(&self, choices: Vec<FinishedChoice>, usage: Value) -> Value;
@@ -34,8 +39,38 @@ pub struct ResponseMeta {
     pub want_logprobs: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChatFormat(pub ResponseMeta);
+/// Chat completions; with tools, each choice's text is read into `tool_calls`.
+#[derive(Debug)]
+pub struct ChatFormat {
+    meta: ResponseMeta,
+    tools: Option<ToolOutput>,
+    /// Each streamed choice's tool-call reader, by choice index.
+    streams: Mutex<HashMap<usize, ToolCallStream>>,
+}
+
+impl ChatFormat {
+    pub fn new(meta: ResponseMeta, tools: Option<ToolOutput>) -> Self {
+        Self {
+            meta,
+            tools,
+            streams: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Runs `read` on choice `index`'s tool-call reader (made on first use).
+    fn with_stream<T>(
+        &self,
+        output: &ToolOutput,
+        index: usize,
+        read: impl FnOnce(&mut ToolCallStream) -> T,
+    ) -> T {
+        let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let stream = streams
+            .entry(index)
+            .or_insert_with(|| ToolCallStream::new(output));
+        read(stream)
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompletionFormat(pub ResponseMeta);
@@ -65,7 +100,7 @@ fn chat_logprobs(logprobs: &[TokenLogprob]) -> Value {
 
 impl ResponseFormat for ChatFormat {
     fn chunk(&self, choices: Vec<Value>, usage: Option<Value>) -> Value {
-        let mut map = envelope(&self.0, "chat.completion.chunk", choices);
+        let mut map = envelope(&self.meta, "chat.completion.chunk", choices);
         if let Some(usage) = usage {
             map.insert("usage".into(), usage);
         }
@@ -79,37 +114,94 @@ impl ResponseFormat for ChatFormat {
         )
     }
 
-    fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Value {
-        let logprobs = if self.0.want_logprobs {
+    fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Option<Value> {
+        let logprobs = if self.meta.want_logprobs {
             chat_logprobs(logprobs)
         } else {
             Value::Null
         };
-        json!({"index": index, "delta": {"content": text}, "logprobs": logprobs, "finish_reason": null})
+        let Some(output) = &self.tools else {
+            return Some(json!({"index": index, "delta": {"content": text},
+                "logprobs": logprobs, "finish_reason": null}));
+        };
+        let delta = self.with_stream(output, index, |stream| stream.push(text));
+        if delta.is_empty() && logprobs.is_null() {
+            return None;
+        }
+        Some(
+            json!({"index": index, "delta": delta_json(delta.content, delta.tool_calls),
+            "logprobs": logprobs, "finish_reason": null}),
+        )
     }
 
-    fn final_choice(&self, index: usize, finish_reason: &str) -> Value {
-        json!({"index": index, "delta": {}, "logprobs": null, "finish_reason": finish_reason})
+    fn final_choice(&self, index: usize, reason: &str) -> Value {
+        let Some(output) = &self.tools else {
+            return json!({"index": index, "delta": {}, "logprobs": null, "finish_reason": reason});
+        };
+        let (delta, num_calls) = self.with_stream(output, index, |stream| {
+            (stream.finish(), stream.num_calls())
+        });
+        let reason = finish_reason(output, num_calls, reason);
+        json!({"index": index, "delta": delta_json(delta.content, delta.tool_calls),
+            "logprobs": null, "finish_reason": reason})
     }
 
     fn response(&self, choices: Vec<FinishedChoice>, usage: Value) -> Value {
         let choices = choices
             .into_iter()
             .map(|c| {
-                let logprobs = if self.0.want_logprobs {
+                let logprobs = if self.meta.want_logprobs {
                     chat_logprobs(&c.logprobs)
                 } else {
                     Value::Null
                 };
-                json!({"index": c.index,
-                    "message": {"role": "assistant", "content": c.text},
-                    "logprobs": logprobs, "finish_reason": c.finish_reason})
+                let (message, reason) = self.message(&c);
+                json!({"index": c.index, "message": message,
+                    "logprobs": logprobs, "finish_reason": reason})
             })
             .collect();
-        let mut map = envelope(&self.0, "chat.completion", choices);
+        let mut map = envelope(&self.meta, "chat.completion", choices);
         map.insert("usage".into(), usage);
         Value::Object(map)
     }
+}
+
+impl ChatFormat {
+    /// A finished choice's message and finish reason.
+    fn message(&self, choice: &FinishedChoice) -> (Value, String) {
+        let Some(output) = &self.tools else {
+            let message = json!({"role": "assistant", "content": choice.text});
+            return (message, choice.finish_reason.clone());
+        };
+        let (content, calls) = message_parts(output, &choice.text);
+        let reason = finish_reason(output, calls.len(), &choice.finish_reason).to_string();
+        let mut message = json!({"role": "assistant", "content": content});
+        if !calls.is_empty() {
+            let calls: Vec<Value> = calls
+                .into_iter()
+                .map(|mut call| {
+                    if let Some(call) = call.as_object_mut() {
+                        call.remove("index");
+                    }
+                    call
+                })
+                .collect();
+            message["tool_calls"] = Value::Array(calls);
+        }
+        (message, reason)
+    }
+}
+
+/// A streamed delta: `content` and `tool_calls` when they have something.
+fn delta_json(content: String, tool_calls: Vec<Value>) -> Value {
+    let mut delta = Map::new();
+    if !content.is_empty() {
+        delta.insert("content".into(), Value::from(content));
+    }
+    if !tool_calls.is_empty() {
+        delta.insert("tool_calls".into(), Value::Array(tool_calls));
+    }
+    Value::Object(delta)
 }
 
 /// `/v1/completions` log-probabilities; offsets count characters from the start of the choice's
@@ -147,13 +239,13 @@ impl ResponseFormat for CompletionFormat {
         None
     }
 
-    fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Value {
+    fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Option<Value> {
         let logprobs = if self.0.want_logprobs {
             completion_logprobs(logprobs)
         } else {
             Value::Null
         };
-        json!({"index": index, "text": text, "logprobs": logprobs, "finish_reason": null})
+        Some(json!({"index": index, "text": text, "logprobs": logprobs, "finish_reason": null}))
     }
 
     fn final_choice(&self, index: usize, finish_reason: &str) -> Value {

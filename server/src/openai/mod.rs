@@ -14,6 +14,8 @@ pub mod params;
 pub mod requests;
 pub mod respond;
 pub mod tokenize;
+pub mod tool_output;
+pub mod tools;
 pub mod usage;
 
 use crate::state::AppState;

@@ -165,10 +165,9 @@ fn chunk_of<F: ResponseFormat>(
             index,
             text,
             logprobs,
-        } => Some(format.chunk(
-            vec![format.delta_choice(index, &text, &logprobs)],
-            usage_field,
-        )),
+        } => format
+            .delta_choice(index, &text, &logprobs)
+            .map(|choice| format.chunk(vec![choice], usage_field)),
         ChoiceEvent::Finished {
             index,
             finish_reason,

@@ -6,6 +6,7 @@ use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::chat_prompt::Conversation;
 use crate::openai::error::ApiError;
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
@@ -43,7 +44,12 @@ pub async fn tokenize(
             (None, Some(messages)) => {
                 let add_generation_prompt = request.add_generation_prompt.unwrap_or(true);
                 let add_special_tokens = request.add_special_tokens.unwrap_or(false);
-                state.chat_prompt_ids(&messages, add_generation_prompt, add_special_tokens)
+                let conversation = Conversation {
+                    messages: &messages,
+                    tools: None,
+                    add_generation_prompt,
+                };
+                state.chat_prompt_ids(conversation, add_special_tokens)
             }
             _ => Err(ApiError::invalid(
                 "prompt",

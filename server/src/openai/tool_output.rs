@@ -1,0 +1,213 @@
+//! A chat choice's generated text → `content` and OpenAI `tool_calls`, whole or streamed.
+//!
+//! Streamed, each call appears as `delta.tool_calls` chunks the official SDKs assemble: first
+//! `{"index", "id", "type": "function", "function": {"name", "arguments": ""}}`, then
+//! `{"index", "function": {"arguments": <fragment>}}` as the arguments are generated. Whole, the
+//! message carries `tool_calls` with the same ids' shape and the same arguments text.
+
+use pagoda_text::tool_calls::{StreamingToolCallParser, ToolCallFormat, ToolStreamDelta};
+use serde_json::{json, Value};
+
+/// How a choice's output is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolOutput {
+    /// Calls written in this format among (or instead of) content.
+    Parsed(ToolCallFormat),
+    /// The whole output is the arguments of a call to this function.
+    Named(String),
+}
+
+/// A new call id, as OpenAI spells them (`call_` and 24 alphanumerics).
+pub fn new_call_id() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let suffix: String = (0..24)
+        .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("call_{suffix}")
+}
+
+fn call_json(index: usize, name: &str, arguments: &str) -> Value {
+    json!({"index": index, "id": new_call_id(), "type": "function",
+        "function": {"name": name, "arguments": arguments}})
+}
+
+/// A finished choice's message fields: `content` (`None` when all of it was calls) and the calls.
+pub fn message_parts(output: &ToolOutput, text: &str) -> (Option<String>, Vec<Value>) {
+    match output {
+        ToolOutput::Named(name) => (None, vec![call_json(0, name, text)]),
+        ToolOutput::Parsed(format) => {
+            let parsed = format.parse(text);
+            let calls = parsed
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(index, call)| call_json(index, &call.name, &call.arguments))
+                .collect();
+            (parsed.content, calls)
+        }
+    }
+}
+
+/// What one streamed text delta becomes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatDelta {
+    pub content: String,
+    pub tool_calls: Vec<Value>,
+}
+
+impl ChatDelta {
+    pub fn is_empty(&self) -> bool {
+        self.content.is_empty() && self.tool_calls.is_empty()
+    }
+}
+
+/// One streamed choice's reader.
+#[derive(Debug)]
+pub struct ToolCallStream {
+    reader: Reader,
+    num_calls: usize,
+}
+
+#[derive(Debug)]
+enum Reader {
+    Parsed(StreamingToolCallParser),
+    Named { name: String },
+}
+
+impl ToolCallStream {
+    pub fn new(output: &ToolOutput) -> Self {
+        let reader = match output {
+            ToolOutput::Parsed(format) => Reader::Parsed(format.streaming()),
+            ToolOutput::Named(name) => Reader::Named { name: name.clone() },
+        };
+        Self {
+            reader,
+            num_calls: 0,
+        }
+    }
+
+    /// Calls started so far.
+    pub fn num_calls(&self) -> usize {
+        self.num_calls
+    }
+
+    pub fn push(&mut self, text: &str) -> ChatDelta {
+        match &mut self.reader {
+            Reader::Parsed(parser) => {
+                let deltas = parser.push(text);
+                self.convert(deltas)
+            }
+            Reader::Named { name } => {
+                let mut delta = ChatDelta::default();
+                if self.num_calls == 0 {
+                    delta.tool_calls.push(call_json(0, name, ""));
+                    self.num_calls = 1;
+                }
+                if !text.is_empty() {
+                    delta.tool_calls.push(arguments_json(0, text));
+                }
+                delta
+            }
+        }
+    }
+
+    /// What the reader still held when the choice ended.
+    pub fn finish(&mut self) -> ChatDelta {
+        match &mut self.reader {
+            Reader::Parsed(parser) => {
+                let deltas = parser.finish();
+                self.convert(deltas)
+            }
+            Reader::Named { .. } => self.push(""),
+        }
+    }
+
+    fn convert(&mut self, deltas: Vec<ToolStreamDelta>) -> ChatDelta {
+        let mut delta = ChatDelta::default();
+        for item in deltas {
+            match item {
+                ToolStreamDelta::Content(text) => delta.content.push_str(&text),
+                ToolStreamDelta::CallStart { index, name } => {
+                    self.num_calls = self.num_calls.max(index + 1);
+                    delta.tool_calls.push(call_json(index, &name, ""));
+                }
+                ToolStreamDelta::Arguments { index, fragment } => {
+                    delta.tool_calls.push(arguments_json(index, &fragment));
+                }
+            }
+        }
+        delta
+    }
+}
+
+fn arguments_json(index: usize, fragment: &str) -> Value {
+    json!({"index": index, "function": {"arguments": fragment}})
+}
+
+/// The finish reason of a choice that made `num_calls` calls: `tool_calls` when it stopped
+/// after calling (OpenAI's, for `auto` and `required`; a named function keeps `stop`, as OpenAI).
+pub fn finish_reason<'a>(output: &ToolOutput, num_calls: usize, reason: &'a str) -> &'a str {
+    match output {
+        ToolOutput::Parsed(_) if num_calls > 0 && reason == "stop" => "tool_calls",
+        _ => reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arguments_of(deltas: &[ChatDelta], index: usize) -> String {
+        deltas
+            .iter()
+            .flat_map(|d| &d.tool_calls)
+            .filter(|c| c["index"] == index)
+            .filter_map(|c| c["function"]["arguments"].as_str())
+            .collect()
+    }
+
+    #[test]
+    fn streamed_calls_add_up_to_the_whole_message() {
+        let text = "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+        let output = ToolOutput::Parsed(ToolCallFormat::Hermes);
+        let (content, calls) = message_parts(&output, text);
+        assert_eq!(content.as_deref(), Some("Let me check."));
+        assert_eq!(calls.len(), 1);
+        let mut stream = ToolCallStream::new(&output);
+        let mut deltas: Vec<ChatDelta> = text
+            .as_bytes()
+            .chunks(5)
+            .map(|chunk| stream.push(std::str::from_utf8(chunk).expect("ascii")))
+            .collect();
+        deltas.push(stream.finish());
+        let streamed_content: String = deltas.iter().map(|d| d.content.as_str()).collect();
+        assert_eq!(streamed_content, "Let me check.");
+        assert_eq!(arguments_of(&deltas, 0), calls[0]["function"]["arguments"]);
+        let starts: Vec<&Value> = deltas
+            .iter()
+            .flat_map(|d| &d.tool_calls)
+            .filter(|c| c.get("id").is_some())
+            .collect();
+        assert_eq!(starts.len(), 1, "one opening chunk per call");
+        assert_eq!(starts[0]["function"]["name"], "get_weather");
+        assert!(starts[0]["id"].as_str().expect("id").starts_with("call_"));
+        assert_eq!(stream.num_calls(), 1);
+        assert_eq!(finish_reason(&output, 1, "stop"), "tool_calls");
+        assert_eq!(finish_reason(&output, 1, "length"), "length");
+        assert_eq!(finish_reason(&output, 0, "stop"), "stop");
+    }
+
+    #[test]
+    fn a_named_function_streams_its_arguments_from_the_first_token() {
+        let output = ToolOutput::Named("add".into());
+        let mut stream = ToolCallStream::new(&output);
+        let first = stream.push("{\"a\":");
+        assert_eq!(first.tool_calls[0]["function"]["name"], "add");
+        let deltas = vec![first, stream.push(" 1}"), stream.finish()];
+        assert_eq!(arguments_of(&deltas, 0), "{\"a\": 1}");
+        let (content, calls) = message_parts(&output, "{\"a\": 1}");
+        assert_eq!(content, None);
+        assert_eq!(calls[0]["function"]["arguments"], "{\"a\": 1}");
+        assert_eq!(finish_reason(&output, 1, "stop"), "stop");
+    }
+}

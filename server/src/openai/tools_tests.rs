@@ -1,0 +1,126 @@
+use serde_json::json;
+
+use super::*;
+
+fn weather() -> Value {
+    json!({"type": "function", "function": {"name": "get_weather", "description": "Weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+            "required": ["city"]}}})
+}
+
+fn add() -> Value {
+    json!({"type": "function", "function": {"name": "add",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}})
+}
+
+fn parse(tools: Value, choice: Option<Value>) -> Result<Option<ToolsRequest>, ApiError> {
+    parse_tools(Some(&tools), choice.as_ref(), None)
+}
+
+#[test]
+fn choices_default_to_auto_with_tools_and_forced_ones_have_a_schema() {
+    let both = json!([weather(), add()]);
+    let auto = parse(both.clone(), None).expect("valid").expect("tools");
+    assert_eq!(auto.choice, ToolChoice::Auto);
+    assert!(auto.forced_spec().is_none() && auto.offered().is_some());
+    assert!(auto.parallel_tool_calls);
+    let required = parse(both.clone(), Some(json!("required")))
+        .expect("valid")
+        .expect("tools");
+    let OutputSpec::JsonSchema(schema) = required.forced_spec().expect("forced").spec else {
+        panic!("a schema");
+    };
+    assert_eq!(schema["items"]["anyOf"].as_array().map(Vec::len), Some(2));
+    let named = parse(
+        both.clone(),
+        Some(json!({"type": "function", "function": {"name": "add"}})),
+    )
+    .expect("valid")
+    .expect("tools");
+    assert_eq!(named.choice, ToolChoice::Named("add".into()));
+    let OutputSpec::JsonSchema(schema) = named.forced_spec().expect("forced").spec else {
+        panic!("a schema");
+    };
+    assert_eq!(schema["properties"]["a"]["type"], "integer");
+    let none = parse(both, Some(json!("none")))
+        .expect("valid")
+        .expect("tools");
+    assert!(none.offered().is_none() && none.forced_spec().is_none());
+    assert_eq!(parse_tools(None, None, None).expect("valid"), None);
+    assert_eq!(
+        parse_tools(None, Some(&json!("none")), None).expect("valid"),
+        None
+    );
+}
+
+#[test]
+fn output_reading_follows_the_choice_and_the_server_flags() {
+    let tools = |choice: Value| {
+        parse(json!([weather()]), Some(choice))
+            .expect("valid")
+            .expect("tools")
+    };
+    let hermes = ToolCallConfig {
+        parser: Some(ToolCallFormat::Hermes),
+        enable_auto_tool_choice: true,
+    };
+    assert_eq!(
+        tools(json!("auto")).output(hermes).expect("enabled"),
+        Some(ToolOutput::Parsed(ToolCallFormat::Hermes))
+    );
+    let error = tools(json!("auto"))
+        .output(ToolCallConfig::default())
+        .expect_err("auto needs the flags");
+    assert_eq!(error.param.as_deref(), Some("tool_choice"));
+    assert!(error.message.contains("--enable-auto-tool-choice"));
+    assert_eq!(
+        tools(json!("required")).output(ToolCallConfig::default()),
+        Ok(Some(ToolOutput::Parsed(ToolCallFormat::JsonArray)))
+    );
+    assert_eq!(tools(json!("none")).output(hermes), Ok(None));
+}
+
+#[test]
+fn bad_tools_and_choices_name_the_field() {
+    let cases = [
+        (json!({"a": 1}), None, "tools"),
+        (json!([{"type": "code_interpreter"}]), None, "tools[0].type"),
+        (json!([{"type": "function"}]), None, "tools[0].function"),
+        (
+            json!([{"type": "function", "function": {"name": "has space"}}]),
+            None,
+            "tools[0].function.name",
+        ),
+        (
+            json!([weather(), {"type": "function", "function": {"name": "add", "parameters": "x"}}]),
+            None,
+            "tools[1].function.parameters",
+        ),
+        (
+            json!([weather(), weather()]),
+            None,
+            "tools[1].function.name",
+        ),
+        (
+            json!([weather()]),
+            Some(json!({"type": "function", "function": {"name": "nope"}})),
+            "tool_choice",
+        ),
+        (json!([weather()]), Some(json!("sometimes")), "tool_choice"),
+        (
+            json!([weather()]),
+            Some(json!({"type": "function"})),
+            "tool_choice",
+        ),
+        (json!([]), Some(json!("required")), "tool_choice"),
+    ];
+    for (tools, choice, field) in cases {
+        let error = parse(tools.clone(), choice.clone()).expect_err("refused");
+        assert_eq!(
+            error.param.as_deref(),
+            Some(field),
+            "{tools} {choice:?}: {}",
+            error.message
+        );
+    }
+}
