@@ -111,7 +111,7 @@ async fn bad_inputs_on_the_default_model() {
         "min_tokens > max_tokens",
         "empty messages",
         "image_url content part",
-        "tools present",
+        "auto tools without --enable-auto-tool-choice",
         "unknown model (chat)",
         "empty prompt list",
         "token id beyond the vocabulary",

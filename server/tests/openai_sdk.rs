@@ -1,7 +1,8 @@
 //! The official `openai` Python SDK drives the real server: chat, streaming, completions, `n` with
 //! a seed, logprobs, stop strings, the model list, and errors surfacing as the SDK's exception
-//! types. The checks are in `tests/python/test_openai_sdk.py` (plain unittest); this test starts
-//! `pagoda-server` on the default model and runs that file against it.
+//! types (`tests/python/test_openai_sdk.py`); structured outputs and tool calls
+//! (`tests/python/test_structured_outputs_sdk.py`). The checks are plain unittest files; these
+//! tests start `pagoda-server` on the default model and run them against it.
 //!
 //! Needs the default model (`scripts/fetch-default-model.sh`) and the SDK
 //! (`python3 -m pip install openai`; `.ci/run` installs it). `PAGODA_PYTHON` picks another
@@ -46,26 +47,16 @@ fn require_sdk(python: &str) {
     );
 }
 
-#[test]
-fn the_openai_python_sdk_drives_the_server() {
+/// Runs one unittest file of `tests/python` with `env` set; fails unless it reports OK.
+fn run_python_tests(script: &str, env: &[(&str, String)]) {
     let python = python();
     require_sdk(&python);
-    let model = common::model_path();
-    let model = model.to_str().expect("a UTF-8 model path");
-    let server = ServerProcess::start(&[
-        "--model",
-        model,
-        "--served-model-name",
-        SERVED_NAME,
-        "--api-key",
-        API_KEY,
-    ]);
-    let script = repo_root().join("tests/python/test_openai_sdk.py");
-    let output = Command::new(&python)
-        .arg(&script)
+    let path = repo_root().join("tests/python").join(script);
+    let mut command = Command::new(&python);
+    command
+        .arg(&path)
         .arg("-v")
         .current_dir(repo_root())
-        .env("PAGODA_BASE_URL", server.url("/v1"))
         .env("PAGODA_API_KEY", API_KEY)
         .env("PAGODA_MODEL_NAME", SERVED_NAME)
         // Nothing between the SDK and the loopback server.
@@ -73,9 +64,13 @@ fn the_openai_python_sdk_drives_the_server() {
         .env_remove("OPENAI_API_KEY")
         .env("NO_PROXY", "127.0.0.1,localhost")
         .env("no_proxy", "127.0.0.1,localhost")
-        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONUNBUFFERED", "1");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command
         .output()
-        .unwrap_or_else(|e| panic!("cannot run `{python} {}`: {e}", script.display()));
+        .unwrap_or_else(|e| panic!("cannot run `{python} {}`: {e}", path.display()));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     println!("{stdout}");
@@ -83,11 +78,52 @@ fn the_openai_python_sdk_drives_the_server() {
     eprintln!("{stderr}");
     assert!(
         output.status.success(),
-        "tests/python/test_openai_sdk.py failed ({}):\n{stderr}",
+        "tests/python/{script} failed ({}):\n{stderr}",
         output.status
     );
     assert!(
         stderr.contains("\nOK"),
         "unittest did not report OK:\n{stderr}"
+    );
+}
+
+/// `pagoda-server` on the default model with the SDK tests' name and key, plus `extra` flags.
+fn start_server(extra: &[&str]) -> ServerProcess {
+    let model = common::model_path();
+    let model = model.to_str().expect("a UTF-8 model path");
+    let mut args = vec![
+        "--model",
+        model,
+        "--served-model-name",
+        SERVED_NAME,
+        "--api-key",
+        API_KEY,
+    ];
+    args.extend_from_slice(extra);
+    ServerProcess::start(&args)
+}
+
+#[test]
+fn the_openai_python_sdk_drives_the_server() {
+    let server = start_server(&[]);
+    run_python_tests(
+        "test_openai_sdk.py",
+        &[("PAGODA_BASE_URL", server.url("/v1"))],
+    );
+}
+
+/// Structured outputs (pydantic `parse`, strict JSON schemas, regex, choice, grammar) and tool
+/// calls (required, named, auto with the hermes parser, streamed through the SDK's helpers),
+/// bad inputs, and a compile timeout on a second server whose limit every grammar exceeds.
+#[test]
+fn the_openai_python_sdk_gets_structured_outputs_and_tool_calls() {
+    let server = start_server(&["--tool-call-parser", "hermes", "--enable-auto-tool-choice"]);
+    let strict = start_server(&["--structured-output-timeout", "0.001"]);
+    run_python_tests(
+        "test_structured_outputs_sdk.py",
+        &[
+            ("PAGODA_BASE_URL", server.url("/v1")),
+            ("PAGODA_TIMEOUT_BASE_URL", strict.url("/v1")),
+        ],
     );
 }

@@ -312,7 +312,8 @@ class ErrorsTest(unittest.TestCase):
         self.assertEqual(error.type, "invalid_request_error")
         self.assertIn("temperature", error.message)
 
-    def test_tools_are_a_bad_request(self):
+    def test_auto_tool_choice_needs_the_server_flags(self):
+        # This server runs without --enable-auto-tool-choice: tools default to "auto" (400).
         tools = [
             {
                 "type": "function",
@@ -331,7 +332,8 @@ class ErrorsTest(unittest.TestCase):
             NO_RETRY.chat.completions.create(
                 model=MODEL, messages=MESSAGES, tools=tools, max_tokens=1
             )
-        self.assertEqual(caught.exception.param, "tools")
+        self.assertEqual(caught.exception.param, "tool_choice")
+        self.assertIn("--enable-auto-tool-choice", caught.exception.message)
 
     def test_bad_request_on_a_stream_raises_before_iterating(self):
         with self.assertRaises(openai.BadRequestError) as caught:

@@ -335,11 +335,45 @@ fn unsupported_cases() -> Vec<Case> {
             json!({"messages": image}),
             "messages",
         ),
-        Case::chat("tools present", json!({"tools": tool}), "tools"),
         Case::chat(
-            "response_format json_object",
-            json!({"response_format": {"type": "json_object"}}),
-            "response_format",
+            "auto tools without --enable-auto-tool-choice",
+            json!({"tools": tool}),
+            "tool_choice",
+        ),
+        Case::chat(
+            "tool_choice naming an unknown function",
+            json!({"tools": tool, "tool_choice": {"type": "function", "function": {"name": "g"}}}),
+            "tool_choice",
+        ),
+        Case::chat(
+            "tools that are not functions",
+            json!({"tools": [{"type": "retrieval"}], "tool_choice": "required"}),
+            "tools[0].type",
+        ),
+        Case::chat(
+            "response_format of an unknown type",
+            json!({"response_format": {"type": "yaml"}}),
+            "response_format.type",
+        ),
+        Case::chat(
+            "json_schema without a schema",
+            json!({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}),
+            "response_format.json_schema.schema",
+        ),
+        Case::completion(
+            "two structured-output constraints",
+            json!({"guided_regex": "a+", "structured_outputs": {"choice": ["a"]}}),
+            "guided_regex",
+        ),
+        Case::completion(
+            "an empty choice list",
+            json!({"structured_outputs": {"choice": []}}),
+            "structured_outputs.choice",
+        ),
+        Case::chat(
+            "the deprecated functions field",
+            json!({"functions": [{"name": "f"}]}),
+            "functions",
         ),
         Case::completion("echo true on completions", json!({"echo": true}), "echo"),
     ]

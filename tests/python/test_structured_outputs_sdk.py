@@ -1,0 +1,385 @@
+"""Structured outputs and tool calling through the official `openai` Python SDK.
+
+Two servers on the default model (SmolLM2-135M-Instruct): PAGODA_BASE_URL started with
+`--tool-call-parser hermes --enable-auto-tool-choice`, and PAGODA_TIMEOUT_BASE_URL started with
+`--structured-output-timeout 0.001` (every new grammar times out). `server/tests/openai_sdk.rs`
+starts both and runs this file; by hand:
+
+    pagoda-server --model models/SmolLM2-135M-Instruct.Q4_1.gguf --served-model-name smollm2 \
+        --api-key sdk-test-key --tool-call-parser hermes --enable-auto-tool-choice --port 8000 &
+    pagoda-server --model models/SmolLM2-135M-Instruct.Q4_1.gguf --served-model-name smollm2 \
+        --api-key sdk-test-key --structured-output-timeout 0.001 --port 8001 &
+    PAGODA_BASE_URL=http://127.0.0.1:8000/v1 PAGODA_TIMEOUT_BASE_URL=http://127.0.0.1:8001/v1 \
+        python3 tests/python/test_structured_outputs_sdk.py -v
+
+Plain unittest. Needs `python3 -m pip install openai` (pydantic comes with it).
+"""
+
+import concurrent.futures
+import json
+import os
+import re
+import sys
+import threading
+import time
+import unittest
+from typing import Annotated, List, Literal
+
+try:
+    import openai
+    from pydantic import BaseModel, Field
+except ImportError as error:  # pragma: no cover - reported, not skipped
+    sys.stderr.write(f"cannot import the openai SDK ({error}): pip install openai\n")
+    sys.exit(2)
+
+BASE_URL = os.environ.get("PAGODA_BASE_URL", "http://127.0.0.1:8000/v1").rstrip("/")
+TIMEOUT_BASE_URL = os.environ.get("PAGODA_TIMEOUT_BASE_URL", "http://127.0.0.1:8001/v1")
+API_KEY = os.environ.get("PAGODA_API_KEY", "sdk-test-key")
+MODEL = os.environ.get("PAGODA_MODEL_NAME", "smollm2")
+
+
+def client(base_url=BASE_URL, max_retries=0):
+    return openai.OpenAI(
+        base_url=base_url, api_key=API_KEY, max_retries=max_retries, timeout=300.0
+    )
+
+
+CLIENT = client()
+
+
+class Person(BaseModel):
+    name: str = Field(max_length=24)
+    age: int = Field(ge=0, le=120)
+    city: str = Field(max_length=24)
+    role: Literal["engineer", "artist", "doctor", "teacher"]
+    hobbies: List[Annotated[str, Field(max_length=20)]] = Field(max_length=3)
+
+
+SUBJECTS = [
+    "a baker from Lyon", "a retired pilot", "a young painter", "a chess champion",
+    "a marine biologist", "a jazz drummer", "a nurse in Oslo", "a bus driver",
+    "a math teacher", "a farmer in Kenya", "a surgeon", "a street musician",
+    "an astronaut", "a librarian", "a carpenter", "a poet from Chile",
+    "a software engineer", "a violinist", "a firefighter", "a potter",
+    "a mountain guide", "a chef in Tokyo", "a taxi driver", "a beekeeper",
+    "a dentist", "a sculptor", "a marathon runner", "a park ranger",
+    "a sailor", "a historian", "a photographer", "a florist",
+    "a pharmacist", "a tailor", "a glassblower", "a radio host",
+    "a blacksmith", "a zookeeper", "a translator", "a puppeteer",
+    "an architect", "a fisherman", "a cartographer", "a watchmaker",
+    "a comedian", "a vet", "a judge", "a diver", "a clown", "a monk",
+]
+assert len(SUBJECTS) == 50
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "maxLength": 30},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city", "unit"],
+            "additionalProperties": False,
+        },
+    },
+}
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two integers",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer", "minimum": -1000, "maximum": 1000},
+                "b": {"type": "integer", "minimum": -1000, "maximum": 1000},
+            },
+            "required": ["a", "b"],
+            "additionalProperties": False,
+        },
+    },
+}
+TOOLS = [WEATHER, ADD]
+TOOL_PROMPTS = [
+    "What is the weather in Paris?", "Add 2 and 3.", "Is it cold in Oslo today?",
+    "What is 17 plus 25?", "Weather in Tokyo in fahrenheit please.", "Sum 100 and -4.",
+    "Should I take an umbrella in London?", "What's 7 + 8?", "How hot is Cairo?",
+    "Compute 999 + 1.", "Tell me the weather for Lima.", "Add minus five and ten.",
+]
+
+
+def check_call(test, name, arguments_text):
+    """The call is to one of TOOLS, with arguments valid for its schema."""
+    arguments = json.loads(arguments_text)
+    test.assertIsInstance(arguments, dict)
+    if name == "get_weather":
+        test.assertEqual(set(arguments), {"city", "unit"}, arguments_text)
+        test.assertIsInstance(arguments["city"], str)
+        test.assertLessEqual(len(arguments["city"]), 30)
+        test.assertIn(arguments["unit"], ["celsius", "fahrenheit"])
+    elif name == "add":
+        test.assertEqual(set(arguments), {"a", "b"}, arguments_text)
+        for key in ("a", "b"):
+            test.assertIsInstance(arguments[key], int)
+            test.assertTrue(-1000 <= arguments[key] <= 1000, arguments_text)
+    else:
+        test.fail(f"a call to an unknown function {name!r}")
+    return arguments
+
+
+def in_parallel(function, items, workers=8):
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(function, items))
+
+
+class JsonSchemaOutputs(unittest.TestCase):
+    def test_parse_with_a_pydantic_model_always_validates(self):
+        def ask(index):
+            return CLIENT.chat.completions.parse(
+                model=MODEL,
+                messages=[{"role": "user", "content": f"Describe {SUBJECTS[index]} as JSON."}],
+                response_format=Person,
+                max_tokens=300,
+                temperature=0.8,
+                seed=index,
+            )
+
+        completions = in_parallel(ask, range(len(SUBJECTS)))
+        for index, completion in enumerate(completions):
+            choice = completion.choices[0]
+            self.assertEqual(choice.finish_reason, "stop", choice.message.content)
+            person = choice.message.parsed
+            self.assertIsInstance(person, Person, choice.message.content)
+            # Also valid for pydantic itself, from the raw text.
+            Person.model_validate_json(choice.message.content)
+            self.assertLessEqual(len(person.hobbies), 3)
+
+    def test_strict_json_schema_streams_valid_json(self):
+        schema = {
+            "type": "object",
+            "properties": {
+                "answer": {"type": "string", "maxLength": 40},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            },
+            "required": ["answer", "confidence"],
+            "additionalProperties": False,
+        }
+        stream = CLIENT.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "What is the capital of France?"}],
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema, "strict": True},
+            },
+            max_tokens=100,
+            temperature=0,
+            stream=True,
+        )
+        text = "".join(
+            chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices
+        )
+        value = json.loads(text)
+        self.assertEqual(list(value), ["answer", "confidence"])
+        self.assertTrue(0 <= value["confidence"] <= 1)
+
+    def test_json_object_mode_gives_an_object(self):
+        completion = CLIENT.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "Give a JSON object about a cat."}],
+            response_format={"type": "json_object"},
+            max_tokens=60,
+            temperature=0,
+        )
+        choice = completion.choices[0]
+        if choice.finish_reason == "stop":
+            self.assertIsInstance(json.loads(choice.message.content), dict)
+        else:  # cut by max_tokens: still the start of an object
+            self.assertTrue(choice.message.content.startswith("{"))
+
+
+class RegexChoiceGrammar(unittest.TestCase):
+    def test_regex_constrains_the_output(self):
+        pattern = r"[0-9]{3}-[A-Z]{2}"
+        for field in ({"structured_outputs": {"regex": pattern}}, {"guided_regex": pattern}):
+            completion = CLIENT.completions.create(
+                model=MODEL, prompt="A code:", max_tokens=20, temperature=1.0, seed=3,
+                extra_body=field,
+            )
+            self.assertRegex(completion.choices[0].text, f"^{pattern}$")
+
+    def test_choice_constrains_the_output(self):
+        choices = ["positive", "negative", "neutral"]
+        for field in ({"structured_outputs": {"choice": choices}}, {"guided_choice": choices}):
+            completion = CLIENT.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": "Sentiment of: I love this!"}],
+                max_tokens=10, temperature=0.9, seed=1, extra_body=field,
+            )
+            self.assertIn(completion.choices[0].message.content, choices)
+            self.assertEqual(completion.choices[0].finish_reason, "stop")
+
+    def test_lark_grammar_constrains_the_output(self):
+        grammar = 'start: "The answer is " NUMBER "."\nNUMBER: /[1-9][0-9]{0,2}/\n'
+        for field in ({"structured_outputs": {"grammar": grammar}}, {"guided_grammar": grammar}):
+            completion = CLIENT.completions.create(
+                model=MODEL, prompt="Q: 2+2? A:", max_tokens=20, temperature=0.7, seed=5,
+                extra_body=field,
+            )
+            self.assertRegex(completion.choices[0].text, r"^The answer is [1-9][0-9]{0,2}\.$")
+
+
+class ToolCalls(unittest.TestCase):
+    def test_required_tool_choice_always_calls_a_tool_with_valid_arguments(self):
+        # One call per answer: with parallel calls allowed a 135M model may keep adding calls
+        # until max_tokens (the array is then cut, as it would be on any server).
+        def ask(prompt):
+            return CLIENT.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": prompt}], tools=TOOLS,
+                tool_choice="required", parallel_tool_calls=False, max_tokens=120,
+                temperature=0.8, seed=7,
+            )
+
+        for completion in in_parallel(ask, TOOL_PROMPTS):
+            choice = completion.choices[0]
+            self.assertEqual(choice.finish_reason, "tool_calls")
+            calls = choice.message.tool_calls
+            self.assertEqual(len(calls), 1)
+            for call in calls:
+                self.assertEqual(call.type, "function")
+                self.assertTrue(call.id.startswith("call_"))
+                check_call(self, call.function.name, call.function.arguments)
+
+    def test_streamed_and_whole_calls_are_the_same_and_the_sdk_assembles_them(self):
+        for prompt in TOOL_PROMPTS[:4]:
+            kwargs = dict(
+                model=MODEL, messages=[{"role": "user", "content": prompt}], tools=TOOLS,
+                tool_choice="required", parallel_tool_calls=False, max_tokens=120,
+                temperature=0,
+            )
+            whole = CLIENT.chat.completions.create(**kwargs).choices[0].message.tool_calls
+            with CLIENT.chat.completions.stream(**kwargs) as stream:
+                for _ in stream:
+                    pass
+                final = stream.get_final_completion()
+            streamed = final.choices[0].message.tool_calls
+            self.assertEqual(len(whole), 1)
+            self.assertEqual(len(streamed), 1)
+            self.assertEqual(streamed[0].function.name, whole[0].function.name)
+            self.assertEqual(
+                json.loads(streamed[0].function.arguments),
+                json.loads(whole[0].function.arguments),
+            )
+            check_call(self, streamed[0].function.name, streamed[0].function.arguments)
+            self.assertEqual(final.choices[0].finish_reason, "tool_calls")
+
+    def test_a_named_function_is_called_with_valid_arguments(self):
+        completion = CLIENT.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "Add 4 and 5."}], tools=TOOLS,
+            tool_choice={"type": "function", "function": {"name": "add"}}, max_tokens=60,
+            temperature=0,
+        )
+        calls = completion.choices[0].message.tool_calls
+        self.assertEqual([c.function.name for c in calls], ["add"])
+        check_call(self, "add", calls[0].function.arguments)
+
+    def test_auto_answers_and_a_tool_conversation_continues(self):
+        first = CLIENT.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "Weather in Rome?"}],
+            tools=TOOLS, tool_choice="required", max_tokens=80, temperature=0,
+        ).choices[0].message
+        call = first.tool_calls[0]
+        history = [
+            {"role": "user", "content": "Weather in Rome?"},
+            {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+            {"role": "tool", "tool_call_id": call.id, "content": '{"temperature": 21}'},
+        ]
+        answer = CLIENT.chat.completions.create(
+            model=MODEL, messages=history, tools=TOOLS, max_tokens=40, temperature=0,
+        ).choices[0]
+        self.assertIn(answer.finish_reason, ("stop", "length", "tool_calls"))
+        if answer.finish_reason == "tool_calls":
+            for later in answer.message.tool_calls:
+                check_call(self, later.function.name, later.function.arguments)
+        else:
+            self.assertTrue(answer.message.content)
+
+
+class BadInput(unittest.TestCase):
+    def assert_400(self, param, **kwargs):
+        kwargs.setdefault("model", MODEL)
+        kwargs.setdefault("messages", [{"role": "user", "content": "hi"}])
+        kwargs.setdefault("max_tokens", 5)
+        with self.assertRaises(openai.BadRequestError) as caught:
+            CLIENT.chat.completions.create(**kwargs)
+        body = caught.exception.body or {}
+        self.assertEqual(body.get("param"), param, body)
+        self.assertTrue(body.get("message"), body)
+
+    def test_each_bad_input_is_a_400_naming_the_field(self):
+        schema_field = "response_format.json_schema.schema"
+
+        def schema_format(schema):
+            return {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+
+        self.assert_400(schema_field, response_format=schema_format({"type": "strng"}))
+        self.assert_400(schema_field, response_format=schema_format({"not": {"type": "null"}}))
+        self.assert_400("response_format.type", response_format={"type": "yaml"})
+        self.assert_400("structured_outputs.regex", extra_body={"structured_outputs": {"regex": "(ab"}})
+        self.assert_400("tool_choice", tools=TOOLS,
+                        tool_choice={"type": "function", "function": {"name": "nope"}})
+        bad_tool = {"type": "function", "function": {"name": "f",
+                    "parameters": {"type": "object", "properties": {"x": {"type": "nonsense"}}}}}
+        self.assert_400("tools", tools=[bad_tool], tool_choice="required")
+        huge = {"type": "object", "properties": {f"field_{i}": {"type": "string",
+                "description": "x" * 200} for i in range(2000)}}
+        self.assert_400(schema_field, response_format=schema_format(huge))
+        # The server is still fine.
+        ok = CLIENT.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=3
+        )
+        self.assertEqual(len(ok.choices), 1)
+
+
+class CompileTimeout(unittest.TestCase):
+    def test_a_grammar_past_the_limit_is_a_400_while_a_stream_keeps_flowing(self):
+        strict = client(TIMEOUT_BASE_URL)
+        arrivals = []
+        done = threading.Event()
+
+        def stream_unconstrained():
+            stream = strict.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "Tell a long story."}],
+                max_tokens=200, temperature=0, stream=True,
+                extra_body={"ignore_eos": True},
+            )
+            for chunk in stream:
+                arrivals.append(time.monotonic())
+            done.set()
+
+        streamer = threading.Thread(target=stream_unconstrained)
+        streamer.start()
+        while len(arrivals) < 5:
+            time.sleep(0.01)
+        schema = {"type": "object", "properties": {f"p{i}": {"type": "string",
+                  "pattern": "^([a-z0-9]{1,40}\\.){1,20}[a-z]{2,10}$"} for i in range(60)}}
+        sent = time.monotonic()
+        with self.assertRaises(openai.BadRequestError) as caught:
+            strict.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=5,
+                response_format={"type": "json_schema", "json_schema": {"name": "s", "schema": schema}},
+            )
+        answered = time.monotonic()
+        self.assertIn("longer than the limit", caught.exception.body["message"])
+        num_before = len(arrivals)
+        streamer.join(timeout=300)
+        self.assertTrue(done.is_set(), "the unconstrained stream finished")
+        self.assertGreater(len(arrivals), num_before, "tokens kept coming after the refusal")
+        self.assertLess(answered - sent, 10.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
