@@ -10,6 +10,7 @@
 //! - [`sse`]: the incremental Server-Sent Events decoder.
 //! - [`stream`]: one response's chunks → arrival times, usage, text.
 //! - `request`: [`Client::send`], the HTTP exchange and its timing.
+//! - [`structured_output`]: a JSON schema, JSON mode or tools sent with every request.
 //! - `stale`: is a failed send a closed keep-alive connection's (retried once)?
 //! - `probe`: readiness and model discovery.
 //!
@@ -26,6 +27,9 @@ mod request;
 pub mod sse;
 mod stale;
 pub mod stream;
+pub mod structured_output;
+#[cfg(test)]
+mod test_http;
 
 pub use clock::RunClock;
 pub use config::{
@@ -35,3 +39,4 @@ pub use error::ClientError;
 pub use http::Client;
 pub use probe::{discover_model, readiness_check};
 pub use stream::TokenCounter;
+pub use structured_output::{SchemaField, StructuredOutput, ToolChoice};

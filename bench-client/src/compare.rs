@@ -9,6 +9,8 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use crate::stats::StructuredOutputMeta;
+
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
     #[error("cannot read {path}: {source}")]
@@ -97,12 +99,16 @@ pub struct Delta {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunComparison {
     pub label: String,
+    /// This run's schema, JSON mode or tools ([`structured_output_of`]); `None` for free text.
+    pub structured_output: Option<String>,
     pub deltas: Vec<Delta>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
     pub baseline: String,
+    /// The baseline's schema, JSON mode or tools; `None` for free text.
+    pub baseline_structured_output: Option<String>,
     pub regression_threshold_pct: f64,
     pub runs: Vec<RunComparison>,
 }
@@ -122,6 +128,7 @@ pub fn compare_results(
         .iter()
         .map(|(label, result)| RunComparison {
             label: label.clone(),
+            structured_output: structured_output_of(result),
             deltas: KEY_METRICS
                 .iter()
                 .filter_map(|&(key, better)| {
@@ -138,9 +145,19 @@ pub fn compare_results(
         .collect();
     Ok(Comparison {
         baseline: baseline_label.clone(),
+        baseline_structured_output: structured_output_of(baseline),
         regression_threshold_pct,
         runs,
     })
+}
+
+/// A result's `pagoda.run.structured_output`, described (`json_schema (s.json, …)`); `None`
+/// for free text and for results without it (vLLM's, older ones).
+pub fn structured_output_of(result: &Value) -> Option<String> {
+    let meta = result.pointer("/pagoda/run/structured_output")?;
+    serde_json::from_value::<StructuredOutputMeta>(meta.clone())
+        .ok()
+        .map(|meta| meta.describe())
 }
 
 fn delta(
@@ -188,6 +205,14 @@ impl Comparison {
                 "{} vs {} (baseline); regression threshold {}%\n",
                 run.label, self.baseline, self.regression_threshold_pct
             ));
+            if run.structured_output.is_some() || self.baseline_structured_output.is_some() {
+                let describe = |mode: &Option<String>| mode.clone().unwrap_or("none".into());
+                out.push_str(&format!(
+                    "structured output: {} vs {} (baseline)\n",
+                    describe(&run.structured_output),
+                    describe(&self.baseline_structured_output)
+                ));
+            }
             out.push_str(&format!(
                 "{:<24} {:>14} {:>14} {:>14} {:>9}\n",
                 "metric", "baseline", "value", "delta", "delta %"

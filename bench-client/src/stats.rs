@@ -37,7 +37,7 @@ pub use integrity::{LagStats, SendIntegrity};
 pub use integrity_thresholds::IntegrityThresholds;
 pub use itl::{chunk_gaps_s, per_token_itls_s, tokens_per_chunk};
 pub use merge::{merge, MergedRecords};
-pub use metadata::{parse_metadata, MachineInfo, RampUp, RunMetadata};
+pub use metadata::{parse_metadata, MachineInfo, RampUp, RunMetadata, StructuredOutputMeta};
 pub use metric::Metric;
 pub use metric_summary::MetricSummary;
 pub use options::{parse_percentile_metrics, parse_percentiles, SteadyStateWindow, SummaryOptions};

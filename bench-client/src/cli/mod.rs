@@ -10,6 +10,7 @@ pub mod run_meta;
 pub mod serve;
 pub mod serve_args;
 pub mod serve_cmd;
+pub mod structured_output_args;
 pub mod sweep_args;
 pub mod sweep_bisect;
 pub mod sweep_cmd;

@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use crate::cli::backend::resolve_endpoint;
 use crate::cli::serve_args::{DatasetName, EndpointArg, ServeArgs};
-use crate::client::{discover_model, readiness_check, Endpoint, RequestConfig, Sampling};
+use crate::client::{
+    discover_model, readiness_check, Endpoint, RequestConfig, Sampling, StructuredOutput,
+};
 use crate::dataset::{build_workload, DatasetConfig, PrefixRepetitionConfig, RandomConfig};
 use crate::record::RequestRecord;
 use crate::runner::{run, RunConfig, RunOutcome};
@@ -125,9 +127,14 @@ fn summary_options(args: &ServeArgs, schedule: &ScheduleConfig) -> anyhow::Resul
     })
 }
 
-fn request_config(args: &ServeArgs, model: &str) -> anyhow::Result<RequestConfig> {
+fn request_config(
+    args: &ServeArgs,
+    model: &str,
+    structured_output: StructuredOutput,
+) -> anyhow::Result<RequestConfig> {
     let endpoint_arg = resolve_endpoint(args.backend.as_deref(), args.endpoint)?;
     let mut request = RequestConfig::new(endpoint(endpoint_arg), &args.base_url(), model);
+    request.structured_output = structured_output;
     request.api_key = args.api_key.clone();
     request.timeout = Duration::from_secs_f64(args.request_timeout);
     request.pool_idle_timeout = Duration::try_from_secs_f64(args.pool_idle_timeout)
@@ -170,8 +177,9 @@ pub fn load_tokenizer(
 
 /// Checks the server, builds the workload and its schedule.
 pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow::Result<Prepared> {
-    // Flags are checked before the server is asked anything.
-    resolve_endpoint(args.backend.as_deref(), args.endpoint)?;
+    // Flags (and the files they name) are checked before the server is asked anything.
+    let endpoint_arg = resolve_endpoint(args.backend.as_deref(), args.endpoint)?;
+    let structured_output = args.structured_output.load(endpoint(endpoint_arg))?;
     let base_url = args.base_url();
     readiness_check(
         &base_url,
@@ -200,7 +208,7 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
         _ => arrival_times(specs.len(), &schedule),
     };
     let specs = cycle_to(specs, arrivals_s.len());
-    let mut run_config = RunConfig::new(request_config(args, &model)?);
+    let mut run_config = RunConfig::new(request_config(args, &model, structured_output)?);
     run_config.max_concurrency = args.max_concurrency;
     run_config.num_warmups = args.num_warmups;
     run_config.max_duration = args.duration.map(Duration::from_secs_f64);

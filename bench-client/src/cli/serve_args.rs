@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use crate::cli::structured_output_args::StructuredOutputArgs;
 use crate::client::DEFAULT_POOL_IDLE_TIMEOUT;
 
 /// Which dataset builds the workload.
@@ -142,7 +143,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub top_p: Option<f64>,
     /// Ask the server to ignore EOS so outputs have the workload's length (on by default for
-    /// random and prefix-repetition; off for sharegpt and custom).
+    /// random and prefix-repetition; off for sharegpt and custom, and with --json-schema,
+    /// --json-object or --tools).
     #[arg(long, overrides_with = "no_ignore_eos")]
     pub ignore_eos: bool,
     /// Let the model stop at EOS.
@@ -151,6 +153,8 @@ pub struct ServeArgs {
     /// JSON object merged into every request body, e.g. '{"top_k": 20}'.
     #[arg(long, value_name = "JSON")]
     pub extra_body: Option<String>,
+    #[command(flatten)]
+    pub structured_output: StructuredOutputArgs,
 
     /// Metrics to report percentiles for: ttft,tpot,itl,itl_per_token,e2el,ttst.
     #[arg(long, default_value = "ttft,tpot,itl")]
@@ -208,12 +212,13 @@ impl ServeArgs {
             .unwrap_or_else(|| format!("http://{}:{}", self.host, self.port))
     }
 
-    /// Fixed-length workloads ask the server to ignore EOS unless told otherwise.
+    /// Fixed-length workloads ask the server to ignore EOS unless told otherwise; never by
+    /// default with a schema, JSON mode or tools, whose output ends where its structure does.
     pub fn ignore_eos(&self) -> bool {
         if self.ignore_eos {
             return true;
         }
-        if self.no_ignore_eos {
+        if self.no_ignore_eos || self.structured_output.is_set() {
             return false;
         }
         matches!(

@@ -55,6 +55,9 @@ fn metadata(
             end_rps: r.end_rps,
         }),
         seed: args.seed,
+        structured_output: args
+            .structured_output
+            .meta(&prepared.run_config.request.structured_output),
         command_line: std::env::args().collect(),
         server_metadata: parse_metadata(&args.metadata)?,
         machine: machine_info(),
@@ -118,6 +121,10 @@ pub async fn run_repeated(
 ) -> anyhow::Result<Vec<Value>> {
     let num_runs = args.num_runs.max(1);
     let mut results = Vec::with_capacity(num_runs);
+    let structured_output = &prepared.run_config.request.structured_output;
+    if let Some(meta) = args.structured_output.meta(structured_output) {
+        println!("{:<40} {}", "Structured output:", meta.describe());
+    }
     for run_index in 0..num_runs {
         let start_unix_s = unix_now_s();
         let (outcome, summary, server_side) = run_once_with_server_view(prepared).await?;

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::structured_output::StructuredOutput;
+
 /// Which OpenAI endpoint requests go to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -63,6 +65,9 @@ pub struct RequestConfig {
     /// Extra headers, sent with every request.
     pub headers: Vec<(String, String)>,
     pub sampling: Sampling,
+    /// A JSON schema, JSON mode or tools sent with every request (before `extra_body`, whose
+    /// keys win).
+    pub structured_output: StructuredOutput,
     /// The whole request, from send to the last byte; past it the record is a `Timeout`.
     pub timeout: Duration,
     /// Written into every record (`merge` combines the records of several client processes).
@@ -87,6 +92,7 @@ impl RequestConfig {
             api_key: None,
             headers: Vec::new(),
             sampling: Sampling::default(),
+            structured_output: StructuredOutput::Unconstrained,
             timeout: Duration::from_secs(600),
             client_id: 0,
             pool_idle_timeout: DEFAULT_POOL_IDLE_TIMEOUT,

@@ -5,7 +5,13 @@
 //! Response types are lenient on purpose (every field optional or defaulted, unknown fields
 //! ignored): the client must read vLLM, SGLang, TGI and OpenAI itself, not only pagoda.
 
+mod response;
+mod tool_call;
+
 use serde::{Deserialize, Serialize};
+
+pub use response::{CompletionResponse, ResponseChoice, ResponseMessage};
+pub use tool_call::{FunctionCall, ToolCall};
 
 use crate::workload::Message;
 
@@ -111,10 +117,12 @@ pub struct ChunkChoice {
 
 impl ChunkChoice {
     /// The non-empty generated pieces of this choice: completions' `text`, chat's
-    /// `delta.content`, and reasoning models' `delta.reasoning_content` (vLLM) or
-    /// `delta.reasoning` (SGLang) — reasoning tokens are generated tokens too.
+    /// `delta.content`, reasoning models' `delta.reasoning_content` (vLLM) or `delta.reasoning`
+    /// (SGLang), and the name and argument fragments of `delta.tool_calls` — reasoning and
+    /// tool-call tokens are generated tokens too.
     fn content(&self) -> impl Iterator<Item = &str> {
         let delta = self.delta.as_ref();
+        let tool_calls = delta.and_then(|d| d.tool_calls.as_deref()).unwrap_or(&[]);
         [
             self.text.as_deref(),
             delta.and_then(|d| d.content.as_deref()),
@@ -123,6 +131,7 @@ impl ChunkChoice {
         ]
         .into_iter()
         .flatten()
+        .chain(tool_calls.iter().flat_map(ToolCall::generated_pieces))
         .filter(|piece| !piece.is_empty())
     }
 }
@@ -139,6 +148,9 @@ pub struct ChatDelta {
     pub reasoning_content: Option<String>,
     #[serde(default)]
     pub reasoning: Option<String>,
+    /// Tool calls being streamed (`null` or absent when none).
+    #[serde(default)]
+    pub tool_calls: Option<Vec<ToolCall>>,
 }
 
 /// Token counts (`stream_options.include_usage`).

@@ -4,7 +4,9 @@
 //! request is handed to the connection (so it includes connecting, as the server sees it: a
 //! cold connection's handshake is part of TTFT, as in `vllm bench serve`); every content chunk
 //! is stamped when the read that completed it returned; `end_s` when `[DONE]` arrived, or when
-//! the request failed. A request retried because its pooled connection was found closed (see
+//! the request failed. A whole JSON response instead of a stream is one content chunk stamped
+//! when its body ended (TTFT = end-to-end latency, as `vllm bench serve` times a non-streamed
+//! request). A request retried because its pooled connection was found closed (see
 //! `stale`) keeps its first `actual_send_s`: the lost round trip is part of its latency.
 
 use std::time::Instant;
@@ -105,7 +107,8 @@ impl Client {
         }
     }
 
-    /// The JSON body of `spec`'s request, `extra_body` merged in last.
+    /// The JSON body of `spec`'s request, the structured-output fields added, `extra_body`
+    /// merged in last.
     pub fn body(&self, spec: &RequestSpec) -> Vec<u8> {
         let config = &self.config;
         let sampling = &config.sampling;
@@ -137,6 +140,7 @@ impl Client {
         };
         let mut value = value.unwrap_or_default();
         if let Some(object) = value.as_object_mut() {
+            object.extend(config.structured_output.body_fields());
             for (key, extra) in &sampling.extra_body {
                 object.insert(key.clone(), extra.clone());
             }
@@ -174,9 +178,7 @@ async fn read_response(
         return Err((ErrorKind::Http(status.as_u16()), message));
     }
     if is_json(&response) {
-        let body = read_error_body(&mut response, deadline).await;
-        let message = format!("the server answered JSON, not a stream: {}", clip(&body));
-        return Err((ErrorKind::Stream, message));
+        return read_whole_response(response, deadline, clock, parser).await;
     }
     loop {
         let read = timeout_at(deadline, response.chunk())
@@ -196,6 +198,25 @@ async fn read_response(
             }
             Flow::Failed(message) => return Err((ErrorKind::Stream, message)),
         }
+    }
+}
+
+/// A server that answered one JSON body instead of a stream (some do for tool calls): the body
+/// is read whole and its content recorded as arriving when the body ended.
+async fn read_whole_response(
+    response: reqwest::Response,
+    deadline: tokio::time::Instant,
+    clock: RunClock,
+    parser: &mut StreamParser,
+) -> Result<Instant, Failure> {
+    let body = timeout_at(deadline, response.bytes())
+        .await
+        .map_err(|_| timed_out())?
+        .map_err(transport_failure)?;
+    let now = Instant::now();
+    match parser.whole_response(&String::from_utf8_lossy(&body), clock.secs(now)) {
+        Flow::Failed(message) => Err((ErrorKind::Stream, message)),
+        Flow::Continue | Flow::Done => Ok(now),
     }
 }
 
@@ -254,3 +275,7 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 #[path = "retry_tests.rs"]
 mod retry_tests;
+
+#[cfg(test)]
+#[path = "structured_request_tests.rs"]
+mod structured_request_tests;

@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::time::timeout;
 
+use crate::client::test_http::read_request;
 use crate::client::{Client, Endpoint, RequestConfig, RunClock};
 use crate::record::{ErrorKind, RequestRecord};
 use crate::workload::{Prompt, RequestSpec};
@@ -80,7 +81,7 @@ impl ScriptedServer {
 
 async fn serve(mut stream: TcpStream, script: Vec<Answer>) {
     for answer in script {
-        if !read_request(&mut stream).await {
+        if read_request(&mut stream).await.is_none() {
             return;
         }
         match answer {
@@ -103,33 +104,6 @@ async fn serve(mut stream: TcpStream, script: Vec<Answer>) {
             }
         }
     }
-}
-
-/// Reads one request (head and `content-length` body); false at end of stream.
-async fn read_request(stream: &mut TcpStream) -> bool {
-    let mut buffer = Vec::new();
-    let mut piece = [0u8; 4096];
-    loop {
-        if let Some(end) = find(&buffer, b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buffer[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|line| line.strip_prefix("content-length:"))
-                .and_then(|value| value.trim().parse().ok())
-                .unwrap_or(0);
-            if buffer.len() >= end + 4 + length {
-                return true;
-            }
-        }
-        match stream.read(&mut piece).await {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => buffer.extend_from_slice(&piece[..n]),
-        }
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 fn client(base_url: &str, pool_idle_timeout: Duration) -> Client {

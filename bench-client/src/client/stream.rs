@@ -1,8 +1,11 @@
 //! Reads one streamed response: SSE events in, with the time each read arrived; out, the arrival
 //! time of every content-bearing chunk, the server's usage and (for the tokenizer fallback) the
-//! generated text. Pure: no I/O, no clock, so every case is unit-tested.
+//! generated text. Content is text, reasoning, or tool calls' names and argument fragments. A
+//! server that answers one JSON body instead of a stream is read by
+//! [`StreamParser::whole_response`]: its content arrives at once, at the end. Pure: no I/O, no
+//! clock, so every case is unit-tested.
 
-use super::openai::{StreamChunk, Usage};
+use super::openai::{error_body_message, CompletionResponse, StreamChunk, Usage};
 use super::sse::SseDecoder;
 use crate::record::TokenCountSource;
 
@@ -87,6 +90,46 @@ impl StreamParser {
         flow
     }
 
+    /// Reads a whole (non-streamed) JSON response that arrived at `at_s`: its content is one
+    /// arrival at `at_s`. `Done`, or `Failed` for an error body or a body that is no response.
+    pub fn whole_response(&mut self, body: &str, at_s: f64) -> Flow {
+        let flow = self.read_whole_response(body, at_s);
+        self.finished = Some(flow.clone());
+        flow
+    }
+
+    fn read_whole_response(&mut self, body: &str, at_s: f64) -> Flow {
+        if let Some(message) = error_body_message(body) {
+            return Flow::Failed(format!("error response: {message}"));
+        }
+        let response = match serde_json::from_str::<CompletionResponse>(body) {
+            Ok(response) if !response.choices.is_empty() => response,
+            _ => {
+                return Flow::Failed(format!(
+                    "the server answered JSON, not a stream: {}",
+                    clip(body)
+                ))
+            }
+        };
+        self.usage = response.usage;
+        self.take_content(response.content(), at_s);
+        Flow::Done
+    }
+
+    /// Appends `pieces` to the text; one arrival at `at_s` when there was any.
+    fn take_content<'a>(&mut self, pieces: impl Iterator<Item = &'a str>, at_s: f64) {
+        let mut has_content = false;
+        for piece in pieces {
+            has_content = true;
+            if let Some(text) = &mut self.text {
+                text.push_str(piece);
+            }
+        }
+        if has_content {
+            self.chunk_times_s.push(at_s);
+        }
+    }
+
     pub fn into_result(self) -> StreamResult {
         StreamResult {
             chunk_times_s: self.chunk_times_s,
@@ -113,16 +156,7 @@ impl StreamParser {
         if chunk.usage.is_some() {
             self.usage = chunk.usage;
         }
-        let mut has_content = false;
-        for piece in chunk.content() {
-            has_content = true;
-            if let Some(text) = &mut self.text {
-                text.push_str(piece);
-            }
-        }
-        if has_content {
-            self.chunk_times_s.push(at_s);
-        }
+        self.take_content(chunk.content(), at_s);
         Flow::Continue
     }
 }
@@ -151,6 +185,10 @@ pub fn clip(text: &str) -> String {
         None => text.to_string(),
     }
 }
+
+#[cfg(test)]
+#[path = "stream_tool_call_tests.rs"]
+mod tool_call_tests;
 
 #[cfg(test)]
 mod tests {

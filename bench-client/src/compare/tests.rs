@@ -160,3 +160,40 @@ fn read_result_rejects_non_objects() {
         Err(CompareError::Read { .. })
     ));
 }
+
+#[test]
+fn runs_with_and_without_a_schema_are_told_apart() {
+    let schema = json!({"mode": "json_schema", "file": "s.json", "field": "response_format",
+        "tool_choice": null});
+    let results = [
+        labelled(
+            "free.json",
+            json!({"mean_tpot_ms": 10.0, "pagoda": {"run": {"structured_output": null}}}),
+        ),
+        labelled(
+            "schema.json",
+            json!({"mean_tpot_ms": 11.0, "pagoda": {"run": {"structured_output": schema}}}),
+        ),
+    ];
+    let cmp = compare_results(&results, 50.0).unwrap();
+    assert_eq!(cmp.baseline_structured_output, None);
+    assert_eq!(
+        cmp.runs[0].structured_output.as_deref(),
+        Some("json_schema (s.json, response_format)")
+    );
+    let text = cmp.to_text();
+    assert!(
+        text.contains(
+            "structured output: json_schema (s.json, response_format) vs none (baseline)"
+        ),
+        "{text}"
+    );
+    let plain = [
+        labelled("a", json!({"mean_tpot_ms": 1.0})),
+        labelled("b", json!({"mean_tpot_ms": 1.0})),
+    ];
+    assert!(!compare_results(&plain, 5.0)
+        .unwrap()
+        .to_text()
+        .contains("structured output"));
+}

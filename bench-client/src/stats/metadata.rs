@@ -26,6 +26,42 @@ pub struct RampUp {
     pub end_rps: f64,
 }
 
+/// What every request asked of its output besides free text (`--json-schema`, `--json-object`,
+/// `--tools`), so that runs with and without constraints are told apart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StructuredOutputMeta {
+    /// `json_schema`, `json_object` or `tools`.
+    pub mode: String,
+    /// The schema or tools file, as given on the command line.
+    pub file: Option<String>,
+    /// The body field that carried the schema: `response_format`, `structured_outputs` or
+    /// `guided_json`.
+    pub field: Option<String>,
+    /// `--tool-choice`: `auto`, `required`, `none` or a function's name.
+    pub tool_choice: Option<String>,
+}
+
+impl StructuredOutputMeta {
+    /// One line for reports: `json_schema (schema.json, response_format)`,
+    /// `tools (tools.json, tool_choice auto)`.
+    pub fn describe(&self) -> String {
+        let details: Vec<String> = [
+            self.file.clone(),
+            self.field.clone(),
+            self.tool_choice
+                .as_ref()
+                .map(|c| format!("tool_choice {c}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if details.is_empty() {
+            return self.mode.clone();
+        }
+        format!("{} ({})", self.mode, details.join(", "))
+    }
+}
+
 /// The run's configuration and provenance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMetadata {
@@ -47,6 +83,10 @@ pub struct RunMetadata {
     pub max_concurrency: Option<usize>,
     pub ramp_up: Option<RampUp>,
     pub seed: u64,
+    /// `--json-schema`, `--json-object` or `--tools`; `null` for free text (and in results
+    /// written before the flags existed).
+    #[serde(default)]
+    pub structured_output: Option<StructuredOutputMeta>,
     /// The client's command line, program name first.
     pub command_line: Vec<String>,
     /// `--metadata KEY=VALUE` pairs (about the server: version, tp, …).
@@ -93,5 +133,23 @@ mod tests {
         assert_eq!(parsed.get("note").map(String::as_str), Some("a=b"));
         assert!(parse_metadata(&["novalue".to_string()]).is_err());
         assert!(parse_metadata(&["=x".to_string()]).is_err());
+    }
+
+    #[test]
+    fn structured_output_descriptions() {
+        let schema = StructuredOutputMeta {
+            mode: "json_schema".into(),
+            file: Some("s.json".into()),
+            field: Some("response_format".into()),
+            tool_choice: None,
+        };
+        assert_eq!(schema.describe(), "json_schema (s.json, response_format)");
+        let tools = StructuredOutputMeta {
+            mode: "tools".into(),
+            file: Some("t.json".into()),
+            field: None,
+            tool_choice: Some("auto".into()),
+        };
+        assert_eq!(tools.describe(), "tools (t.json, tool_choice auto)");
     }
 }

@@ -6,7 +6,8 @@ use super::*;
 use crate::record::ErrorKind;
 use crate::stats::test_records::{failed, streamed, varied_run};
 use crate::stats::{
-    parse_goodput, summarize, MachineInfo, Metric, RampUp, SummaryOptions, DEFINITIONS,
+    parse_goodput, summarize, MachineInfo, Metric, RampUp, StructuredOutputMeta, SummaryOptions,
+    DEFINITIONS,
 };
 
 fn meta() -> RunMetadata {
@@ -25,6 +26,12 @@ fn meta() -> RunMetadata {
         max_concurrency: Some(8),
         ramp_up: None,
         seed: 0,
+        structured_output: Some(StructuredOutputMeta {
+            mode: "json_schema".into(),
+            file: Some("bench/workloads/json-schema-10-fields.json".into()),
+            field: Some("response_format".into()),
+            tool_choice: None,
+        }),
         command_line: vec!["pagoda-bench".into(), "--save-result".into()],
         server_metadata: BTreeMap::from([
             ("tp".to_string(), "2".to_string()),
@@ -160,6 +167,14 @@ fn pagoda_section_holds_the_summary_run_and_definitions() {
     assert_eq!(back, summary);
     let run: RunMetadata = serde_json::from_value(pagoda["run"].clone()).expect("run round-trips");
     assert_eq!(run, meta());
+    assert_eq!(pagoda["run"]["structured_output"]["mode"], "json_schema");
+    // Results saved before `structured_output` existed still read, as free text.
+    let mut older = pagoda["run"].clone();
+    older
+        .as_object_mut()
+        .map(|run| run.remove("structured_output"));
+    let older: RunMetadata = serde_json::from_value(older).expect("an older run reads");
+    assert_eq!(older.structured_output, None);
     assert_eq!(
         pagoda["definitions"].as_object().map(|d| d.len()),
         Some(DEFINITIONS.len())
