@@ -21,6 +21,7 @@ const CRATE_SOURCES: &[&str] = &[
     "engine/cuda-kernels/src",
     "server/src",
     "server/text/src",
+    "server/structured/src",
     "bench-client/src",
 ];
 
