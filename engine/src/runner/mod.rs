@@ -71,8 +71,9 @@ impl ModelRunner {
         forward(self.model.as_ref(), self.kv_cache.as_mut(), self.block_size, plan)
     }
 
-    /// The forward pass, with the grammar masks of the step's constrained sequences computed on
-    /// another thread meanwhile (the model's kernels and the masks overlap, as in vLLM).
+    /// The forward pass, with the grammar masks of the step's constrained sequences computed
+    /// meanwhile as a job on the engine's rayon pool (an idle worker takes it while the model's
+    /// kernels run; as in vLLM, the masks overlap the forward pass).
     fn forward_and_masks(&mut self, plan: &BatchPlan, ids: &[RequestId]) -> Result<Option<Tensor>> {
         if !self.sampler.any_constrained(ids) {
             return self.forward(plan);
@@ -80,14 +81,10 @@ impl ModelRunner {
         let sampler = &mut self.sampler;
         let block_size = self.block_size;
         let (model, kv_cache) = (self.model.as_ref(), self.kv_cache.as_mut());
-        std::thread::scope(|scope| {
-            let masks = scope.spawn(|| sampler.prepare_masks(ids));
-            let logits = forward(model, kv_cache, block_size, plan);
-            // A panic while computing masks resurfaces here, inside the engine's step guard.
-            if let Err(panic) = masks.join() {
-                std::panic::resume_unwind(panic);
-            }
-            logits
+        // A panic in the mask job resurfaces at the end of the scope, inside the step guard.
+        rayon::in_place_scope(|scope| {
+            scope.spawn(|_| sampler.prepare_masks(ids));
+            forward(model, kv_cache, block_size, plan)
         })
     }
 }
