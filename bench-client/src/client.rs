@@ -19,6 +19,7 @@
 
 mod clock;
 mod config;
+mod endpoint;
 mod error;
 mod http;
 pub mod openai;

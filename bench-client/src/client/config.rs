@@ -4,29 +4,8 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
+pub use super::endpoint::Endpoint;
 use super::structured_output::StructuredOutput;
-
-/// Which OpenAI endpoint requests go to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Endpoint {
-    /// `/v1/chat/completions`, the prompt sent as `messages`.
-    #[default]
-    Chat,
-    /// `/v1/completions`, the prompt sent as text.
-    Completions,
-}
-
-impl Endpoint {
-    pub fn path(self) -> &'static str {
-        match self {
-            Endpoint::Chat => "/v1/chat/completions",
-            Endpoint::Completions => "/v1/completions",
-        }
-    }
-}
 
 /// Sampling fields of every request.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,12 +5,14 @@
 //! Response types are lenient on purpose (every field optional or defaulted, unknown fields
 //! ignored): the client must read vLLM, SGLang, TGI and OpenAI itself, not only pagoda.
 
+mod message;
 mod response;
 mod tool_call;
 
 use serde::{Deserialize, Serialize};
 
-pub use response::{CompletionResponse, ResponseChoice, ResponseMessage};
+pub use message::{ChatDelta, Usage};
+pub use response::{CompletionResponse, ResponseChoice};
 pub use tool_call::{FunctionCall, ToolCall};
 
 use crate::workload::Message;
@@ -121,45 +123,12 @@ impl ChunkChoice {
     /// (SGLang), and the name and argument fragments of `delta.tool_calls` — reasoning and
     /// tool-call tokens are generated tokens too.
     fn content(&self) -> impl Iterator<Item = &str> {
-        let delta = self.delta.as_ref();
-        let tool_calls = delta.and_then(|d| d.tool_calls.as_deref()).unwrap_or(&[]);
-        [
-            self.text.as_deref(),
-            delta.and_then(|d| d.content.as_deref()),
-            delta.and_then(|d| d.reasoning_content.as_deref()),
-            delta.and_then(|d| d.reasoning.as_deref()),
-        ]
-        .into_iter()
-        .flatten()
-        .chain(tool_calls.iter().flat_map(ToolCall::generated_pieces))
-        .filter(|piece| !piece.is_empty())
+        self.text
+            .as_deref()
+            .into_iter()
+            .chain(self.delta.iter().flat_map(ChatDelta::pieces))
+            .filter(|piece| !piece.is_empty())
     }
-}
-
-/// A chat chunk's `delta`. A delta with only `role`, or an empty one next to a `finish_reason`,
-/// carries no content.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct ChatDelta {
-    #[serde(default)]
-    pub role: Option<String>,
-    #[serde(default)]
-    pub content: Option<String>,
-    #[serde(default)]
-    pub reasoning_content: Option<String>,
-    #[serde(default)]
-    pub reasoning: Option<String>,
-    /// Tool calls being streamed (`null` or absent when none).
-    #[serde(default)]
-    pub tool_calls: Option<Vec<ToolCall>>,
-}
-
-/// Token counts (`stream_options.include_usage`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-pub struct Usage {
-    #[serde(default)]
-    pub prompt_tokens: usize,
-    #[serde(default)]
-    pub completion_tokens: usize,
 }
 
 /// `GET /v1/models`.

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::config::Endpoint;
+use super::endpoint::Endpoint;
 
 /// The body field that carries a JSON schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -19,11 +19,13 @@
 //! way: [`ChatTemplate::render_with_tools`] describes them in a Hermes-style system preamble and
 //! turns the conversation's tool calls and results into text (see `tool_fallback`).
 
+mod error;
 mod messages;
 mod tojson;
 mod tool_fallback;
 mod view;
 
+pub use error::TemplateError;
 pub use messages::{AssistantToolCall, ChatMessage, ContentPart, FunctionCall, MessageContent};
 
 use minijinja::{context, Environment, ErrorKind, Value};
@@ -37,23 +39,6 @@ pub const CHATML_TEMPLATE: &str = "{% for message in messages %}\
 
 const TEMPLATE_NAME: &str = "chat_template";
 const TOOL_PREAMBLE_NAME: &str = "tool_preamble";
-
-/// Why a chat template could not be compiled or rendered.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum TemplateError {
-    /// The template source does not parse.
-    #[error("invalid chat template: {0}")]
-    Syntax(String),
-    /// Rendering failed, including a `raise_exception(...)` from the template itself.
-    #[error("chat template rendering failed: {0}")]
-    Render(String),
-    /// A message content part that is not text (images, audio, ...).
-    #[error("unsupported message content part of type {0:?}: only \"text\" parts are supported")]
-    UnsupportedContent(String),
-    /// An assistant message's tool call whose `arguments` is not JSON text.
-    #[error("the arguments of the assistant's tool call {name:?} are not valid JSON: {reason}")]
-    InvalidToolCallArguments { name: String, reason: String },
-}
 
 /// A compiled chat template plus the special tokens it may refer to.
 #[derive(Debug, Clone)]

@@ -5,8 +5,7 @@
 
 use serde::Deserialize;
 
-use super::tool_call::ToolCall;
-use super::Usage;
+use super::message::{ChatDelta, Usage};
 
 /// `POST /v1/chat/completions` or `/v1/completions` answered as one JSON body.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -22,25 +21,12 @@ pub struct CompletionResponse {
 pub struct ResponseChoice {
     /// Chat: the message.
     #[serde(default)]
-    pub message: Option<ResponseMessage>,
+    pub message: Option<ChatDelta>,
     /// Completions: the text.
     #[serde(default)]
     pub text: Option<String>,
     #[serde(default)]
     pub finish_reason: Option<String>,
-}
-
-/// A whole response's `message`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct ResponseMessage {
-    #[serde(default)]
-    pub content: Option<String>,
-    #[serde(default)]
-    pub reasoning_content: Option<String>,
-    #[serde(default)]
-    pub reasoning: Option<String>,
-    #[serde(default)]
-    pub tool_calls: Option<Vec<ToolCall>>,
 }
 
 impl CompletionResponse {
@@ -52,18 +38,11 @@ impl CompletionResponse {
 
 impl ResponseChoice {
     fn content(&self) -> impl Iterator<Item = &str> {
-        let message = self.message.as_ref();
-        let tool_calls = message.and_then(|m| m.tool_calls.as_deref()).unwrap_or(&[]);
-        [
-            self.text.as_deref(),
-            message.and_then(|m| m.content.as_deref()),
-            message.and_then(|m| m.reasoning_content.as_deref()),
-            message.and_then(|m| m.reasoning.as_deref()),
-        ]
-        .into_iter()
-        .flatten()
-        .chain(tool_calls.iter().flat_map(ToolCall::generated_pieces))
-        .filter(|piece| !piece.is_empty())
+        self.text
+            .as_deref()
+            .into_iter()
+            .chain(self.message.iter().flat_map(ChatDelta::pieces))
+            .filter(|piece| !piece.is_empty())
     }
 }
 

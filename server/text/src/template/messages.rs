@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::TemplateError;
+use super::error::TemplateError;
 
 /// One chat message as the OpenAI API spells it. Fields it does not know are ignored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,8 +4,8 @@
 use minijinja::Value;
 use serde::Serialize;
 
+use super::error::TemplateError;
 use super::messages::{AssistantToolCall, ChatMessage};
-use super::TemplateError;
 
 /// A message as a template sees it.
 #[derive(Debug, Serialize)]

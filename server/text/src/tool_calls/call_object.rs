@@ -5,8 +5,8 @@
 //! The arguments may be spelled `"parameters"` (Llama 3); other keys (`"id"`, ...) are skipped.
 //! A call needs a string `name` and an object `arguments`; a key given twice is malformed.
 
+use super::format::ParsedToolCall;
 use super::json_scan::{JsonValueScanner, ScanStep};
-use super::ParsedToolCall;
 
 /// What one more character of a call object was.
 #[derive(Debug, Clone, PartialEq, Eq)]

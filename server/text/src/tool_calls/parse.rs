@@ -2,7 +2,7 @@
 //! and reads call objects with the same [`parse_call_at`].
 
 use super::call_object::parse_call_at;
-use super::{ParsedOutput, ParsedToolCall, ToolCallFormat};
+use super::format::{ParsedOutput, ParsedToolCall, ToolCallFormat};
 
 pub(super) const HERMES_OPEN: &str = "<tool_call>";
 pub(super) const HERMES_CLOSE: &str = "</tool_call>";

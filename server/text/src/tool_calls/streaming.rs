@@ -4,8 +4,8 @@
 
 use super::call_object::{CallObjectReader, CallStep};
 use super::content_watch::{ContentWatch, WatchStep};
+use super::format::ToolCallFormat;
 use super::parse::{HERMES_CLOSE, HERMES_OPEN, MISTRAL_MARKER, PYTHON_TAG};
-use super::ToolCallFormat;
 
 /// A piece of a streamed output.
 #[derive(Debug, Clone, PartialEq, Eq)]
