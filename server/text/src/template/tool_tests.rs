@@ -60,7 +60,8 @@ fn conversation() -> Vec<ChatMessage> {
     .unwrap()
 }
 
-const TOOL_JSON: &str = r#"{"function": {"description": "Weather in a city", "name": "get_weather", "parameters": {"properties": {"city": {"type": "string"}}, "type": "object"}}, "type": "function"}"#;
+/// The tool as the request wrote it: keys keep their order (serde_json's `preserve_order`).
+const TOOL_JSON: &str = r#"{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}"#;
 
 fn preamble() -> String {
     format!(
