@@ -18,11 +18,11 @@ Plain unittest. Needs `python3 -m pip install openai` (pydantic comes with it).
 import concurrent.futures
 import json
 import os
-import re
 import sys
 import threading
 import time
 import unittest
+import urllib.request
 from typing import Annotated, List, Literal
 
 try:
@@ -342,6 +342,39 @@ class BadInput(unittest.TestCase):
             model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=3
         )
         self.assertEqual(len(ok.choices), 1)
+
+
+def scrape(base_url):
+    """The server's /metrics text."""
+    root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+    with urllib.request.urlopen(f"{root}/metrics", timeout=30) as response:
+        return response.read().decode()
+
+
+def series_value(text, name):
+    """The sum of every sample of `name` (any labels) in a Prometheus text exposition."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+class Metrics(unittest.TestCase):
+    def test_requests_compiles_and_masks_are_counted(self):
+        before = scrape(BASE_URL)
+        pattern = "[a-z]{4}-[0-9]{2}"
+        CLIENT.completions.create(
+            model=MODEL, prompt="Code:", max_tokens=12, temperature=0,
+            extra_body={"structured_outputs": {"regex": pattern + "x?"}},
+        )
+        after = scrape(BASE_URL)
+        kind = 'pagoda_structured_output_requests_total{kind="regex"}'
+        self.assertEqual(series_value(after, kind) - series_value(before, kind), 1.0)
+        compiles = "pagoda_grammar_compile_seconds_count"
+        self.assertGreaterEqual(series_value(after, compiles) - series_value(before, compiles), 1.0)
+        masks = "pagoda_grammar_mask_seconds_count"
+        self.assertGreaterEqual(series_value(after, masks) - series_value(before, masks), 2.0)
 
 
 class CompileTimeout(unittest.TestCase):

@@ -114,7 +114,8 @@ async fn constrain(
             ),
         ));
     }
-    if let Some(tools) = tools {
+    // Without a compiler (a tokenizer llguidance cannot read) only forced calls need one.
+    if let (Some(tools), Some(_)) = (tools, compiler) {
         compile_requested(compiler, &state.metrics, &tools.validation_spec()).await?;
     }
     let (spec, kind) = match (forced, requested) {

@@ -1,15 +1,22 @@
-//! Compiled grammars by their canonical text, least recently used evicted first.
+//! Compiled grammars by their canonical text, least recently used evicted first. An entry is a
+//! cell that the first request for its text fills: requests that arrive while it compiles wait
+//! for that compilation instead of starting their own.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use tokio::sync::OnceCell;
+
 use crate::matcher::CompiledGrammar;
+
+/// A grammar being compiled or compiled; empty again if its compilation failed.
+pub(crate) type GrammarCell = Arc<OnceCell<Arc<CompiledGrammar>>>;
 
 #[derive(Debug)]
 pub(crate) struct GrammarCache {
     capacity: usize,
     clock: u64,
-    entries: HashMap<String, (Arc<CompiledGrammar>, u64)>,
+    entries: HashMap<String, (GrammarCell, u64)>,
 }
 
 impl GrammarCache {
@@ -21,20 +28,20 @@ impl GrammarCache {
         }
     }
 
-    pub(crate) fn get(&mut self, key: &str) -> Option<Arc<CompiledGrammar>> {
+    /// The cell for `key`, made (and the oldest entry evicted) if there is none. With capacity 0
+    /// every call gets a fresh cell: nothing is shared.
+    pub(crate) fn cell(&mut self, key: &str) -> GrammarCell {
         self.clock += 1;
         let clock = self.clock;
-        self.entries.get_mut(key).map(|(grammar, used)| {
+        if let Some((cell, used)) = self.entries.get_mut(key) {
             *used = clock;
-            Arc::clone(grammar)
-        })
-    }
-
-    pub(crate) fn insert(&mut self, key: String, grammar: Arc<CompiledGrammar>) {
-        if self.capacity == 0 {
-            return;
+            return Arc::clone(cell);
         }
-        if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
+        let cell = GrammarCell::default();
+        if self.capacity == 0 {
+            return cell;
+        }
+        if self.entries.len() >= self.capacity {
             let oldest = self
                 .entries
                 .iter()
@@ -44,11 +51,27 @@ impl GrammarCache {
                 self.entries.remove(&oldest);
             }
         }
-        self.clock += 1;
-        self.entries.insert(key, (grammar, self.clock));
+        self.entries
+            .insert(key.to_string(), (Arc::clone(&cell), clock));
+        cell
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.entries.len()
+    /// Drops `key`'s entry if it is `cell` and still empty (its compilation failed).
+    pub(crate) fn forget_failed(&mut self, key: &str, cell: &GrammarCell) {
+        let failed = self
+            .entries
+            .get(key)
+            .is_some_and(|(entry, _)| Arc::ptr_eq(entry, cell) && !entry.initialized());
+        if failed {
+            self.entries.remove(key);
+        }
+    }
+
+    /// Grammars compiled and kept.
+    pub(crate) fn num_compiled(&self) -> usize {
+        self.entries
+            .values()
+            .filter(|(cell, _)| cell.initialized())
+            .count()
     }
 }

@@ -1,6 +1,7 @@
 //! Compiles structured-output specs into engine constraints, off the async runtime and the engine
 //! thread, with a time limit, a size limit and a cap on concurrent compilations; compiled grammars
-//! are cached by their canonical text.
+//! are cached by their canonical text, and requests for a grammar already being compiled wait
+//! for that compilation rather than start another.
 //!
 //! A compilation that runs past the limit answers `Timeout` at the limit; the compiling thread
 //! itself runs on until llguidance's own work limits (its lexer fuel and grammar size caps) stop
@@ -107,7 +108,8 @@ impl GrammarCompiler {
         &self.limits
     }
 
-    /// The compiled constraint for `spec`, from the cache or compiled within the limits.
+    /// The compiled constraint for `spec`, from the cache or compiled within the limits. Requests
+    /// for a grammar being compiled wait for that compilation (within their own time limit).
     pub async fn compile(&self, spec: &OutputSpec) -> Result<Compiled, StructuredError> {
         let key = spec.canonical_text();
         if key.len() > self.limits.max_grammar_bytes {
@@ -116,24 +118,30 @@ impl GrammarCompiler {
                 max_bytes: self.limits.max_grammar_bytes,
             });
         }
-        if let Some(grammar) = self.lock_cache().get(&key) {
-            return Ok(Compiled {
-                constraint: grammar,
-                compile_time: None,
-            });
-        }
+        let cell = self.lock_cache().cell(&key);
         let started = Instant::now();
-        let grammar = tokio::time::timeout(self.limits.timeout, self.compile_uncached(spec))
-            .await
-            .map_err(|_| StructuredError::Timeout {
+        let mut compiled_here = false;
+        let flag = &mut compiled_here;
+        let init = cell.get_or_try_init(|| async move {
+            *flag = true;
+            self.compile_uncached(spec).await.map(Arc::new)
+        });
+        let result = match tokio::time::timeout(self.limits.timeout, init).await {
+            Ok(result) => result.map(Arc::clone),
+            Err(_) => Err(StructuredError::Timeout {
                 limit: self.limits.timeout,
-            })??;
-        let grammar = Arc::new(grammar);
-        self.lock_cache().insert(key, Arc::clone(&grammar));
-        Ok(Compiled {
-            constraint: grammar,
-            compile_time: Some(started.elapsed()),
-        })
+            }),
+        };
+        match result {
+            Ok(grammar) => Ok(Compiled {
+                constraint: grammar,
+                compile_time: compiled_here.then(|| started.elapsed()),
+            }),
+            Err(error) => {
+                self.lock_cache().forget_failed(&key, &cell);
+                Err(error)
+            }
+        }
     }
 
     async fn compile_uncached(
@@ -164,9 +172,9 @@ impl GrammarCompiler {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Grammars in the cache.
+    /// Grammars compiled and kept in the cache.
     pub fn num_cached(&self) -> usize {
-        self.lock_cache().len()
+        self.lock_cache().num_compiled()
     }
 }
 

@@ -234,3 +234,28 @@ fn limits_cache_and_mask_observer() {
     );
     assert!(compile(&cached, &regex).unwrap().compile_time.is_some());
 }
+
+#[test]
+fn concurrent_requests_for_one_grammar_share_its_compilation() {
+    let compiler = compiler(CompileLimits::default());
+    let spec = OutputSpec::JsonSchema(person_schema());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (a, b, c, d) = runtime.block_on(async {
+        tokio::join!(
+            compiler.compile(&spec),
+            compiler.compile(&spec),
+            compiler.compile(&spec),
+            compiler.compile(&spec)
+        )
+    });
+    let compiled: Vec<Compiled> = [a, b, c, d].into_iter().map(Result::unwrap).collect();
+    let num_compiles = compiled.iter().filter(|c| c.compile_time.is_some()).count();
+    assert_eq!(num_compiles, 1, "one compilation, three waiters");
+    assert!(compiled
+        .windows(2)
+        .all(|w| Arc::ptr_eq(&w[0].constraint, &w[1].constraint)));
+    assert_eq!(compiler.num_cached(), 1);
+}
