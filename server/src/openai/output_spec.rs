@@ -136,44 +136,42 @@ fn from_structured_outputs(value: &Value) -> Result<Option<RequestedSpec>, ApiEr
         }
     };
     let field = format!("structured_outputs.{key}");
-    let value = &object[key];
-    let spec = match key {
-        "json" => schema_spec(value, &field)?,
-        "regex" => OutputSpec::Regex(string_of(value, &field)?),
-        "choice" => OutputSpec::Choice(choices_of(value, &field)?),
-        "grammar" => OutputSpec::Grammar(string_of(value, &field)?),
-        "json_object" => OutputSpec::JsonObject,
-        _ => return Err(ApiError::unsupported(&field, "`structural_tag`")),
-    };
+    let spec = spec_of_kind(key, &object[key], &field)?;
     Ok(Some(RequestedSpec { spec, field }))
 }
 
-/// vLLM's older top-level `guided_*` fields.
+/// The spec one kind of constraint asks for, its value checked and `field` named on error.
+fn spec_of_kind(kind: &str, value: &Value, field: &str) -> Result<OutputSpec, ApiError> {
+    Ok(match kind {
+        "json" => schema_spec(value, field)?,
+        "regex" => OutputSpec::Regex(string_of(value, field)?),
+        "choice" => OutputSpec::Choice(choices_of(value, field)?),
+        "grammar" => OutputSpec::Grammar(string_of(value, field)?),
+        "json_object" => OutputSpec::JsonObject,
+        _ => return Err(ApiError::unsupported(field, "`structural_tag`")),
+    })
+}
+
+/// vLLM's older top-level `guided_*` fields: the same kinds, checked the same way.
 fn from_guided_fields(fields: &CommonFields) -> Result<Vec<RequestedSpec>, ApiError> {
-    let mut found = Vec::new();
-    let mut push = |field: &str, spec: OutputSpec| {
-        found.push(RequestedSpec {
-            spec,
-            field: field.into(),
+    let guided = [
+        ("guided_json", "json", &fields.guided_json),
+        ("guided_regex", "regex", &fields.guided_regex),
+        ("guided_choice", "choice", &fields.guided_choice),
+        ("guided_grammar", "grammar", &fields.guided_grammar),
+    ];
+    guided
+        .into_iter()
+        .filter_map(|(field, kind, value)| {
+            Some((field, kind, value.as_ref().filter(|v| !v.is_null())?))
         })
-    };
-    if let Some(schema) = fields.guided_json.as_ref().filter(|v| !v.is_null()) {
-        push("guided_json", schema_spec(schema, "guided_json")?);
-    }
-    if let Some(regex) = &fields.guided_regex {
-        push("guided_regex", OutputSpec::Regex(regex.clone()));
-    }
-    if let Some(choices) = &fields.guided_choice {
-        let value = Value::from(choices.clone());
-        push(
-            "guided_choice",
-            OutputSpec::Choice(choices_of(&value, "guided_choice")?),
-        );
-    }
-    if let Some(grammar) = &fields.guided_grammar {
-        push("guided_grammar", OutputSpec::Grammar(grammar.clone()));
-    }
-    Ok(found)
+        .map(|(field, kind, value)| {
+            Ok(RequestedSpec {
+                spec: spec_of_kind(kind, value, field)?,
+                field: field.into(),
+            })
+        })
+        .collect()
 }
 
 /// A schema given as an object (or `true`), or as a string holding one (vLLM accepts both).

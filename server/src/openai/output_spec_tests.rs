@@ -142,6 +142,8 @@ fn bad_fields_are_400s_naming_the_field() {
             "guided_regex",
         ),
         (json!({"guided_choice": "a"}), "guided_choice"),
+        (json!({"guided_regex": ""}), "guided_regex"),
+        (json!({"guided_grammar": 3}), "guided_grammar"),
     ];
     for (extra, field) in cases {
         let error = spec_of(body(extra.clone())).expect_err("refused");

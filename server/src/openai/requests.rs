@@ -57,9 +57,9 @@ pub struct CommonFields {
     pub structured_outputs: Option<Value>,
     /// vLLM's older spellings of `structured_outputs`.
     pub guided_json: Option<Value>,
-    pub guided_regex: Option<String>,
-    pub guided_choice: Option<Vec<String>>,
-    pub guided_grammar: Option<String>,
+    pub guided_regex: Option<Value>,
+    pub guided_choice: Option<Value>,
+    pub guided_grammar: Option<Value>,
 }
 
 /// `POST /v1/chat/completions`.
