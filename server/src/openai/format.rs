@@ -177,15 +177,6 @@ impl ChatFormat {
         let reason = finish_reason(output, calls.len(), &choice.finish_reason).to_string();
         let mut message = json!({"role": "assistant", "content": content});
         if !calls.is_empty() {
-            let calls: Vec<Value> = calls
-                .into_iter()
-                .map(|mut call| {
-                    if let Some(call) = call.as_object_mut() {
-                        call.remove("index");
-                    }
-                    call
-                })
-                .collect();
             message["tool_calls"] = Value::Array(calls);
         }
         (message, reason)

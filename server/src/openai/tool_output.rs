@@ -26,22 +26,29 @@ pub fn new_call_id() -> String {
     format!("call_{suffix}")
 }
 
-fn call_json(index: usize, name: &str, arguments: &str) -> Value {
-    json!({"index": index, "id": new_call_id(), "type": "function",
+/// A call as a whole message carries it.
+fn call_json(name: &str, arguments: &str) -> Value {
+    json!({"id": new_call_id(), "type": "function",
         "function": {"name": name, "arguments": arguments}})
+}
+
+/// A streamed call's opening chunk: the call with its `index` among the choice's calls.
+fn opening_json(index: usize, name: &str) -> Value {
+    let mut call = call_json(name, "");
+    call["index"] = Value::from(index);
+    call
 }
 
 /// A finished choice's message fields: `content` (`None` when all of it was calls) and the calls.
 pub fn message_parts(output: &ToolOutput, text: &str) -> (Option<String>, Vec<Value>) {
     match output {
-        ToolOutput::Named(name) => (None, vec![call_json(0, name, text)]),
+        ToolOutput::Named(name) => (None, vec![call_json(name, text)]),
         ToolOutput::Parsed(format) => {
             let parsed = format.parse(text);
             let calls = parsed
                 .tool_calls
                 .iter()
-                .enumerate()
-                .map(|(index, call)| call_json(index, &call.name, &call.arguments))
+                .map(|call| call_json(&call.name, &call.arguments))
                 .collect();
             (parsed.content, calls)
         }
@@ -100,7 +107,7 @@ impl ToolCallStream {
             Reader::Named { name } => {
                 let mut delta = ChatDelta::default();
                 if self.num_calls == 0 {
-                    delta.tool_calls.push(call_json(0, name, ""));
+                    delta.tool_calls.push(opening_json(0, name));
                     self.num_calls = 1;
                 }
                 if !text.is_empty() {
@@ -129,7 +136,7 @@ impl ToolCallStream {
                 ToolStreamDelta::Content(text) => delta.content.push_str(&text),
                 ToolStreamDelta::CallStart { index, name } => {
                     self.num_calls = self.num_calls.max(index + 1);
-                    delta.tool_calls.push(call_json(index, &name, ""));
+                    delta.tool_calls.push(opening_json(index, &name));
                 }
                 ToolStreamDelta::Arguments { index, fragment } => {
                     delta.tool_calls.push(arguments_json(index, &fragment));
@@ -173,6 +180,10 @@ mod tests {
         let (content, calls) = message_parts(&output, text);
         assert_eq!(content.as_deref(), Some("Let me check."));
         assert_eq!(calls.len(), 1);
+        assert!(
+            calls[0].get("index").is_none(),
+            "a whole message's calls have no index"
+        );
         let mut stream = ToolCallStream::new(&output);
         let mut deltas: Vec<ChatDelta> = text
             .as_bytes()
