@@ -82,7 +82,9 @@ impl ConstraintState {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sampler::{SamplerScratch, SamplingContext, SequenceSampler};
     use super::*;
+    use crate::request::SamplingParams;
 
     /// Allows `allowed[step]` at each step; finishes after the last; fails on `fail_at`.
     #[derive(Debug)]
@@ -148,5 +150,41 @@ mod tests {
         let mut empty = state(vec![vec![]], None);
         empty.prepare_mask();
         assert!(empty.mask().allows(0), "an empty mask falls back to EOS");
+    }
+
+    fn sample_one(sampler: &mut SequenceSampler, logits: &[f32], ctx: &SamplingContext<'_>) -> u32 {
+        let mut scratch = SamplerScratch::default();
+        sampler.sample(logits, ctx, &mut scratch).expect("a row").token_id
+    }
+
+    #[test]
+    fn a_grammar_mask_restricts_every_draw_and_the_fallback() {
+        let mut mask = TokenMask::new(6);
+        mask.allow(2);
+        mask.allow(4);
+        let constrained = SamplingContext {
+            allowed: Some(&mask),
+            ..SamplingContext::default()
+        };
+        let logits = [5.0, 4.0, 1.0, 3.0, 0.5, 4.5];
+        let mut greedy = SequenceSampler::new(&SamplingParams::greedy(), 0);
+        assert_eq!(sample_one(&mut greedy, &logits, &constrained), 2);
+        let hot_params = SamplingParams {
+            temperature: 5.0,
+            seed: Some(7),
+            ..SamplingParams::default()
+        };
+        let mut hot = SequenceSampler::new(&hot_params, 0);
+        let drawn: std::collections::BTreeSet<u32> = (0..500)
+            .map(|_| sample_one(&mut hot, &logits, &constrained))
+            .collect();
+        assert_eq!(drawn.into_iter().collect::<Vec<_>>(), vec![2, 4]);
+        // Everything the mask allows is banned: the best allowed raw logit, never a masked token.
+        let banned_too = SamplingContext {
+            banned_token_ids: &[2, 4],
+            allowed: Some(&mask),
+            ..SamplingContext::default()
+        };
+        assert_eq!(sample_one(&mut greedy, &logits, &banned_too), 2);
     }
 }

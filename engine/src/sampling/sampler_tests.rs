@@ -424,29 +424,3 @@ fn filtered_draws_follow_the_exact_filtered_distribution() {
         );
     }
 }
-
-#[test]
-fn a_grammar_mask_restricts_every_draw_and_the_fallback() {
-    let mut mask = crate::constraint::TokenMask::new(6);
-    mask.allow(2);
-    mask.allow(4);
-    let constrained = SamplingContext {
-        allowed: Some(&mask),
-        ..NO_CONTEXT
-    };
-    let logits = [5.0, 4.0, 1.0, 3.0, 0.5, 4.5];
-    let mut greedy = SequenceSampler::new(&SamplingParams::greedy(), 0);
-    assert_eq!(sample_one(&mut greedy, &logits, &constrained), 2);
-    let mut hot = SequenceSampler::new(&params(5.0), 0);
-    let drawn: std::collections::BTreeSet<u32> = (0..500)
-        .map(|_| sample_one(&mut hot, &logits, &constrained))
-        .collect();
-    assert_eq!(drawn.into_iter().collect::<Vec<_>>(), vec![2, 4]);
-    // Everything the mask allows is banned: the best allowed raw logit, never a masked token.
-    let banned_too = SamplingContext {
-        banned_token_ids: &[2, 4],
-        allowed: Some(&mask),
-        ..NO_CONTEXT
-    };
-    assert_eq!(sample_one(&mut greedy, &logits, &banned_too), 2);
-}

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use super::api::Reply;
 
 mod front_door;
+mod structured;
 
 pub const CHAT: &str = "/v1/chat/completions";
 pub const COMPLETIONS: &str = "/v1/completions";
@@ -166,6 +167,7 @@ pub fn corpus(vocab_size: u32) -> Vec<Case> {
     cases.extend(front_door::media_type_cases());
     cases.extend(front_door::logit_bias_cases(vocab_size));
     cases.extend(front_door::role_cases());
+    cases.extend(structured::structured_output_cases());
     cases
 }
 
@@ -326,54 +328,12 @@ fn unsupported_cases() -> Vec<Case> {
         {"type": "text", "text": "What is this?"},
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
     ]}]);
-    let tool =
-        json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]);
     vec![
         Case::chat("empty messages", json!({"messages": []}), "messages"),
         Case::chat(
             "image_url content part",
             json!({"messages": image}),
             "messages",
-        ),
-        Case::chat(
-            "auto tools without --enable-auto-tool-choice",
-            json!({"tools": tool}),
-            "tool_choice",
-        ),
-        Case::chat(
-            "tool_choice naming an unknown function",
-            json!({"tools": tool, "tool_choice": {"type": "function", "function": {"name": "g"}}}),
-            "tool_choice",
-        ),
-        Case::chat(
-            "tools that are not functions",
-            json!({"tools": [{"type": "retrieval"}], "tool_choice": "required"}),
-            "tools[0].type",
-        ),
-        Case::chat(
-            "response_format of an unknown type",
-            json!({"response_format": {"type": "yaml"}}),
-            "response_format.type",
-        ),
-        Case::chat(
-            "json_schema without a schema",
-            json!({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}),
-            "response_format.json_schema.schema",
-        ),
-        Case::completion(
-            "two structured-output constraints",
-            json!({"guided_regex": "a+", "structured_outputs": {"choice": ["a"]}}),
-            "guided_regex",
-        ),
-        Case::completion(
-            "an empty choice list",
-            json!({"structured_outputs": {"choice": []}}),
-            "structured_outputs.choice",
-        ),
-        Case::chat(
-            "the deprecated functions field",
-            json!({"functions": [{"name": "f"}]}),
-            "functions",
         ),
         Case::completion("echo true on completions", json!({"echo": true}), "echo"),
     ]

@@ -1,0 +1,54 @@
+//! Bad structured-output and tool fields: each a 400 naming the field, found before any grammar
+//! is compiled (docs/structured-outputs.md).
+
+use serde_json::json;
+
+use super::Case;
+
+/// Tools the server cannot use as given, and structured-output fields that do not parse.
+pub fn structured_output_cases() -> Vec<Case> {
+    let tool =
+        json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]);
+    vec![
+        Case::chat(
+            "auto tools without --enable-auto-tool-choice",
+            json!({"tools": tool}),
+            "tool_choice",
+        ),
+        Case::chat(
+            "tool_choice naming an unknown function",
+            json!({"tools": tool, "tool_choice": {"type": "function", "function": {"name": "g"}}}),
+            "tool_choice",
+        ),
+        Case::chat(
+            "tools that are not functions",
+            json!({"tools": [{"type": "retrieval"}], "tool_choice": "required"}),
+            "tools[0].type",
+        ),
+        Case::chat(
+            "response_format of an unknown type",
+            json!({"response_format": {"type": "yaml"}}),
+            "response_format.type",
+        ),
+        Case::chat(
+            "json_schema without a schema",
+            json!({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}),
+            "response_format.json_schema.schema",
+        ),
+        Case::completion(
+            "two structured-output constraints",
+            json!({"guided_regex": "a+", "structured_outputs": {"choice": ["a"]}}),
+            "guided_regex",
+        ),
+        Case::completion(
+            "an empty choice list",
+            json!({"structured_outputs": {"choice": []}}),
+            "structured_outputs.choice",
+        ),
+        Case::chat(
+            "the deprecated functions field",
+            json!({"functions": [{"name": "f"}]}),
+            "functions",
+        ),
+    ]
+}
