@@ -176,6 +176,16 @@ impl GrammarCompiler {
     pub fn num_cached(&self) -> usize {
         self.lock_cache().num_compiled()
     }
+
+    /// Takes every compiler slot until the returned permit drops (tests: a compile that cannot
+    /// start must time out, whatever the machine's speed).
+    #[cfg(test)]
+    pub(crate) fn occupy_every_slot(&self) -> tokio::sync::OwnedSemaphorePermit {
+        let num_slots = self.limits.max_concurrent.max(1) as u32;
+        Arc::clone(&self.permits)
+            .try_acquire_many_owned(num_slots)
+            .expect("no compilation is running")
+    }
 }
 
 /// Compiles and computes the first mask (which builds the lexer states the first token needs),

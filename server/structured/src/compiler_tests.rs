@@ -200,14 +200,21 @@ fn limits_cache_and_mask_observer() {
         compile(&tiny, &schema),
         Err(StructuredError::TooLarge { max_bytes: 30, .. })
     ));
-    let instant = compiler(CompileLimits {
-        timeout: Duration::ZERO,
+    let busy = compiler(CompileLimits {
+        timeout: Duration::from_millis(50),
         ..CompileLimits::default()
     });
+    let every_slot = busy.occupy_every_slot();
     assert!(matches!(
-        compile(&instant, &OutputSpec::Regex("a+".into())),
+        compile(&busy, &OutputSpec::Regex("a+".into())),
         Err(StructuredError::Timeout { .. })
     ));
+    assert_eq!(busy.num_cached(), 0, "a timed-out compile is not cached");
+    drop(every_slot);
+    assert!(
+        compile(&busy, &OutputSpec::Regex("a+".into())).is_ok(),
+        "the same grammar compiles once a slot is free"
+    );
     let masks = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&masks);
     let cached = compiler(CompileLimits {
