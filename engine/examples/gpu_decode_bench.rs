@@ -162,6 +162,7 @@ impl Batch {
                 .collect(),
             block_table: (first..first + blocks).map(|b| BlockId(b as u32)).collect(),
             sample: true,
+            lora: None,
         }
     }
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::config::{EngineConfig, ModelDType, DEFAULT_KV_CACHE_MEMORY_BYTES};
+use crate::config::{EngineConfig, LoraLimits, ModelDType, DEFAULT_KV_CACHE_MEMORY_BYTES};
 use crate::device::DeviceSpec;
 use crate::error::EngineError;
 use crate::models::{LoadFormat, WeightFormat};
@@ -102,6 +102,18 @@ pub struct EngineArgs {
     /// Engine seed, from which requests without a `seed` draw theirs.
     #[arg(long, env = "PAGODA_SEED", default_value_t = 0)]
     pub seed: u64,
+
+    /// Serve LoRA adapters (PEFT directories) on top of the base model.
+    #[arg(long, env = "PAGODA_ENABLE_LORA")]
+    pub enable_lora: bool,
+
+    /// Most distinct LoRA adapters in one batch (with --enable-lora).
+    #[arg(long, env = "PAGODA_MAX_LORAS", default_value_t = LoraLimits::default().max_loras)]
+    pub max_loras: usize,
+
+    /// Highest LoRA rank accepted (with --enable-lora); adapters above it are refused.
+    #[arg(long, env = "PAGODA_MAX_LORA_RANK", default_value_t = LoraLimits::default().max_lora_rank)]
+    pub max_lora_rank: usize,
 }
 
 impl EngineArgs {
@@ -148,6 +160,10 @@ impl EngineArgs {
             device,
             load_format: self.load_format,
             gpu_memory_utilization,
+            lora: self.enable_lora.then_some(LoraLimits {
+                max_loras: self.max_loras,
+                max_lora_rank: self.max_lora_rank,
+            }),
         };
         config.validate()?;
         Ok(config)

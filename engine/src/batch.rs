@@ -1,6 +1,9 @@
 //! What crosses the scheduler ↔ runner seam: a plan goes down, logits come up.
 
+use std::sync::Arc;
+
 use crate::kv::BlockId;
+use crate::lora::LoraAdapter;
 use crate::request::RequestId;
 
 /// One sequence's share of a step.
@@ -14,6 +17,8 @@ pub struct ScheduledSeq {
     pub block_table: Vec<BlockId>,
     /// Whether this step reaches the end of the sequence, so a next token is sampled.
     pub sample: bool,
+    /// The LoRA adapter the sequence runs with (`None`: the base model).
+    pub lora: Option<Arc<LoraAdapter>>,
 }
 
 impl ScheduledSeq {

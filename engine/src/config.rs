@@ -42,6 +42,30 @@ pub struct EngineConfig {
     /// On a GPU: size the KV cache to fill this fraction of the GPU's memory, after measuring
     /// the model and a worst-case step (`None`: `kv_cache_memory_bytes` sizes it).
     pub gpu_memory_utilization: Option<f64>,
+    /// LoRA adapters may be loaded and used (`None`: they are refused).
+    pub lora: Option<LoraLimits>,
+}
+
+/// The limits on LoRA adapters (`--max-loras`, `--max-lora-rank`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoraLimits {
+    /// Most distinct adapters in one step's batch.
+    pub max_loras: usize,
+    /// Highest adapter rank loaded.
+    pub max_lora_rank: usize,
+}
+
+/// Highest `--max-lora-rank` accepted (vLLM's largest).
+pub const MAX_LORA_RANK_LIMIT: usize = 512;
+
+impl Default for LoraLimits {
+    /// vLLM's defaults: one adapter per batch, rank up to 16.
+    fn default() -> Self {
+        Self {
+            max_loras: 1,
+            max_lora_rank: 16,
+        }
+    }
 }
 
 impl Default for EngineConfig {
@@ -60,6 +84,7 @@ impl Default for EngineConfig {
             device: DeviceSpec::Cpu,
             load_format: LoadFormat::Auto,
             gpu_memory_utilization: None,
+            lora: None,
         }
     }
 }
@@ -85,6 +110,17 @@ impl EngineConfig {
         }
         if self.kv_cache_memory_bytes == 0 {
             return fail("kv_cache_memory must be more than 0 bytes".into());
+        }
+        if let Some(lora) = self.lora {
+            if lora.max_loras == 0 {
+                return fail("max_loras must be at least 1".into());
+            }
+            if lora.max_lora_rank == 0 || lora.max_lora_rank > MAX_LORA_RANK_LIMIT {
+                return fail(format!(
+                    "max_lora_rank must be in 1..={MAX_LORA_RANK_LIMIT}, got {}",
+                    lora.max_lora_rank
+                ));
+            }
         }
         if let Some(fraction) = self.gpu_memory_utilization {
             if !self.device.is_cuda() {

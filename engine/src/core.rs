@@ -52,6 +52,7 @@ impl EngineCore {
             max_num_batched_tokens: config.max_num_batched_tokens,
             max_model_len: info.max_model_len,
             enable_chunked_prefill: config.enable_chunked_prefill,
+            max_loras: config.lora.map(|l| l.max_loras),
         };
         let kv = KvCacheManager::new(
             info.num_kv_blocks,
@@ -316,6 +317,11 @@ impl EngineCore {
         let prefix = self.scheduler.prefix_cache_counters();
         self.totals.prefix_cache_queries_tokens_total = prefix.num_queried_tokens;
         self.totals.prefix_cache_hits_tokens_total = prefix.num_hit_tokens;
+        if self.scheduler.limits().max_loras.is_some() {
+            let (running, waiting) = self.scheduler.lora_adapter_names();
+            self.totals.running_lora_adapters = running;
+            self.totals.waiting_lora_adapters = waiting;
+        }
         if let Ok(mut stats) = self.stats.lock() {
             *stats = self.totals.clone();
         }

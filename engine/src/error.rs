@@ -28,6 +28,10 @@ pub enum EngineError {
         #[source]
         source: Option<ErrorSource>,
     },
+    /// A LoRA adapter cannot be loaded or used; the message names the directory and the field
+    /// or tensor at fault.
+    #[error("invalid LoRA adapter: {0}")]
+    Adapter(String),
     /// The configuration is inconsistent.
     #[error("invalid configuration: {0}")]
     Config(String),

@@ -1,5 +1,6 @@
 //! `EngineHandle`: the `Clone` handle callers hold, and `RequestStream`, one request's events.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
@@ -10,6 +11,7 @@ use tokio::sync::mpsc::{
 
 use crate::error::EngineError;
 use crate::events::TokenEvent;
+use crate::lora::{load_lora_adapter, LoraAdapter, LoraLoadOptions};
 use crate::models::ModelConfig;
 use crate::request::{EngineRequest, RequestId};
 use crate::validate::{RequestLimits, ValidRequest};
@@ -48,6 +50,10 @@ pub struct EngineStats {
     /// Tokens run through the model (prefill chunks, decodes, recomputation after preemption).
     pub num_computed_tokens_total: u64,
     pub num_steps_total: u64,
+    /// Names of the LoRA adapters of running sequences (sorted, distinct; empty without LoRA).
+    pub running_lora_adapters: Vec<String>,
+    /// Names of the LoRA adapters of waiting sequences (sorted, distinct).
+    pub waiting_lora_adapters: Vec<String>,
 }
 
 impl EngineStats {
@@ -81,6 +87,8 @@ pub struct EngineHandle {
     limits: RequestLimits,
     next_request_id: Arc<AtomicU64>,
     thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+    /// How adapters are loaded for this engine's model (`None`: LoRA is off, or no model).
+    lora: Option<Arc<LoraLoadOptions>>,
 }
 
 impl EngineHandle {
@@ -98,7 +106,36 @@ impl EngineHandle {
             limits,
             next_request_id: Arc::new(AtomicU64::new(1)),
             thread: Arc::new(Mutex::new(Some(thread))),
+            lora: None,
         }
+    }
+
+    /// Lets this engine load LoRA adapters (its model's device, dtype and rank limit).
+    pub(crate) fn with_lora(mut self, options: LoraLoadOptions) -> Self {
+        self.lora = Some(Arc::new(options));
+        self
+    }
+
+    /// Whether LoRA adapters can be loaded and served.
+    pub fn serves_lora(&self) -> bool {
+        self.lora.is_some()
+    }
+
+    /// Loads the PEFT adapter in `dir` for this engine's model, named `name`. Reads and converts
+    /// the files on the calling thread (call it from a blocking thread, not an async task).
+    /// Errors name the file, field or tensor at fault.
+    pub fn load_lora_adapter(
+        &self,
+        name: &str,
+        dir: &Path,
+    ) -> Result<Arc<LoraAdapter>, EngineError> {
+        let Some(options) = &self.lora else {
+            return Err(EngineError::Adapter(
+                "this engine serves no LoRA adapters (start it with --enable-lora and a model)"
+                    .into(),
+            ));
+        };
+        load_lora_adapter(name, dir, &self.info.model, options).map(Arc::new)
     }
 
     pub fn info(&self) -> &EngineInfo {
@@ -113,6 +150,12 @@ impl EngineHandle {
     /// Checks a request against this engine's model and limits: the only way to a
     /// [`ValidRequest`]. Errors name the field at fault.
     pub fn validate(&self, request: EngineRequest) -> Result<ValidRequest, EngineError> {
+        if request.lora.is_some() && self.lora.is_none() {
+            return Err(EngineError::InvalidRequest {
+                field: "model",
+                message: "this engine serves no LoRA adapters".into(),
+            });
+        }
         self.limits.validate(request)
     }
 

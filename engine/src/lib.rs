@@ -22,6 +22,7 @@ pub mod device;
 pub mod error;
 pub mod events;
 pub mod handle;
+pub mod lora;
 pub mod models;
 pub mod request;
 #[cfg(any(test, feature = "testing"))]
@@ -49,6 +50,7 @@ pub use device::DeviceSpec;
 pub use error::{EngineError, Result};
 pub use events::{FinishReason, GeneratedToken, RequestTimings, TokenEvent, Usage};
 pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};
+pub use lora::{LoraAdapter, LoraId};
 pub use mock::{start_mock_engine, MockConfig, MockOutputLen, MockStall};
 pub use request::{EngineRequest, RequestId, SamplingParams, StopConditions};
 pub use start::start_engine;

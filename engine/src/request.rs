@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use crate::constraint::TokenConstraint;
 use crate::error::EngineError;
+use crate::lora::LoraAdapter;
 
 /// Identifies one request for its whole life in the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -185,6 +186,9 @@ pub struct EngineRequest {
     /// A grammar the output must follow (structured outputs, forced tool calls); each sequence
     /// of the request starts its own matcher.
     pub constraint: Option<Arc<dyn TokenConstraint>>,
+    /// The LoRA adapter to run with (`None`: the base model). The request holds it, so an
+    /// adapter unloaded meanwhile still serves it to the end.
+    pub lora: Option<Arc<LoraAdapter>>,
 }
 
 impl EngineRequest {
@@ -202,6 +206,7 @@ impl EngineRequest {
             arrival: Instant::now(),
             cache_salt: None,
             constraint: None,
+            lora: None,
         }
     }
 }

@@ -8,6 +8,8 @@
 mod update;
 #[cfg(test)]
 mod update_tests;
+#[cfg(test)]
+mod lora_tests;
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -19,6 +21,7 @@ use crate::batch::{BatchPlan, ScheduledSeq};
 use crate::error::EngineError;
 use crate::events::FinishReason;
 use crate::kv::manager::KvCacheManager;
+use crate::lora::LoraId;
 use crate::request::RequestId;
 use crate::runner::StepOutput;
 use crate::sequence::{Sequence, SequenceStatus};
@@ -30,6 +33,8 @@ pub struct SchedulerLimits {
     pub max_num_batched_tokens: usize,
     pub max_model_len: usize,
     pub enable_chunked_prefill: bool,
+    /// Most distinct LoRA adapters among running sequences (`None`: no limit).
+    pub max_loras: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -67,7 +72,6 @@ impl Scheduler {
         &self.kv
     }
 
-    #[cfg(feature = "testing")]
     pub fn limits(&self) -> SchedulerLimits {
         self.limits
     }
@@ -177,11 +181,23 @@ impl Scheduler {
         preempted
     }
 
+    /// Admits waiting sequences in arrival order while the budget, the batch and the KV cache
+    /// allow. A sequence whose adapter would exceed `max_loras` distinct adapters is passed over
+    /// (it keeps its place) for later ones that fit.
     fn schedule_waiting(&mut self, plan: &mut BatchPlan, budget: &mut usize) {
+        let mut adapters = self.running_adapters();
+        let mut index = 0;
         while *budget > 0 && self.running.len() < self.limits.max_num_seqs {
-            let Some(seq) = self.waiting.front_mut() else {
+            let Some(seq) = self.waiting.get_mut(index) else {
                 break;
             };
+            let adapter = seq.lora.as_ref().map(|a| a.id());
+            if let (Some(id), Some(max_loras)) = (adapter, self.limits.max_loras) {
+                if !adapters.contains(&id) && adapters.len() >= max_loras {
+                    index += 1;
+                    continue;
+                }
+            }
             let computed = self.kv.get_computed_blocks(seq);
             let num_uncomputed = seq.num_tokens() - computed.num_tokens;
             let num_new = num_uncomputed.min(*budget);
@@ -196,9 +212,14 @@ impl Scheduler {
             {
                 break;
             }
-            let Some(mut seq) = self.waiting.pop_front() else {
+            let Some(mut seq) = self.waiting.remove(index) else {
                 break;
             };
+            if let Some(id) = adapter {
+                if !adapters.contains(&id) {
+                    adapters.push(id);
+                }
+            }
             seq.num_computed_tokens = computed.num_tokens;
             seq.num_registered_blocks = computed.blocks.len();
             if seq.first_scheduled.is_none() {
@@ -214,6 +235,27 @@ impl Scheduler {
             *budget -= num_new;
             self.running.push(seq);
         }
+    }
+
+    /// The names of the adapters of running and of waiting sequences, each sorted and distinct.
+    pub fn lora_adapter_names(&self) -> (Vec<String>, Vec<String>) {
+        fn names<'a>(seqs: impl Iterator<Item = &'a Sequence>) -> Vec<String> {
+            let set: std::collections::BTreeSet<&str> =
+                seqs.filter_map(|s| s.lora.as_deref().map(|a| a.name())).collect();
+            set.into_iter().map(str::to_string).collect()
+        }
+        (names(self.running.iter()), names(self.waiting.iter()))
+    }
+
+    /// The distinct adapters of the running sequences.
+    fn running_adapters(&self) -> Vec<LoraId> {
+        let mut ids: Vec<LoraId> = Vec::new();
+        for id in self.running.iter().filter_map(|s| s.lora.as_ref().map(|a| a.id())) {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        ids
     }
 
     /// Index of the running sequence (from `start` on) that arrived last.
@@ -279,6 +321,7 @@ fn push_scheduled(plan: &mut BatchPlan, seq: &Sequence, num_new: usize) {
         new_token_ids: seq.token_ids[start..start + num_new].to_vec(),
         block_table: seq.block_table.clone(),
         sample: start + num_new == seq.num_tokens(),
+        lora: seq.lora.clone(),
     });
     plan.num_batched_tokens += num_new;
 }

@@ -1,10 +1,12 @@
 //! `Sequence`: one request's state inside the scheduler (token ids, progress, blocks, stops).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::events::{FinishReason, RequestTimings, Usage};
 use crate::kv::block_pool::BlockId;
-use crate::kv::hash::BlockHash;
+use crate::kv::hash::{BlockHash, CacheScope};
+use crate::lora::LoraAdapter;
 use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
 
 /// Where a sequence is in its life.
@@ -29,7 +31,10 @@ pub struct Sequence {
     pub block_hashes: Vec<BlockHash>,
     /// Leading blocks of `block_table` already registered in the prefix cache.
     pub num_registered_blocks: usize,
-    pub cache_salt: Option<String>,
+    /// What its cached blocks may be shared with (cache salt, LoRA adapter).
+    pub cache_scope: CacheScope,
+    /// The LoRA adapter it runs with (`None`: the base model).
+    pub lora: Option<Arc<LoraAdapter>>,
     /// Prompt tokens found in the prefix cache at first admission.
     pub num_cached_tokens: usize,
     pub sampling: SamplingParams,
@@ -53,7 +58,11 @@ impl Sequence {
             block_table: Vec::new(),
             block_hashes: Vec::new(),
             num_registered_blocks: 0,
-            cache_salt: request.cache_salt,
+            cache_scope: CacheScope {
+                salt: request.cache_salt,
+                lora: request.lora.as_ref().map(|a| a.id()),
+            },
+            lora: request.lora,
             num_cached_tokens: 0,
             sampling: request.sampling,
             stop: request.stop,

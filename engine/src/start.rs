@@ -10,6 +10,7 @@ use crate::config::EngineConfig;
 use crate::core::EngineCore;
 use crate::error::{EngineError, Result};
 use crate::handle::{EngineHandle, EngineInfo};
+use crate::lora::LoraLoadOptions;
 use crate::models::{load_model_with, CausalLm, ModelConfig};
 use crate::runner::{ModelRunner, StepExecutor};
 
@@ -45,7 +46,12 @@ pub fn start_engine_with_model(
 ) -> Result<EngineHandle> {
     let model_config = model.config().clone();
     let bytes_per_token = model_config.kv_bytes_per_token(model.dtype());
-    start_with_executor_sized(config, model_config, bytes_per_token, |info| {
+    let lora = config.lora.map(|limits| LoraLoadOptions {
+        max_rank: limits.max_lora_rank,
+        device: model.device().clone(),
+        dtype: model.dtype(),
+    });
+    let handle = start_with_executor_sized(config, model_config, bytes_per_token, |info| {
         let cfg = &info.model;
         let kv_cache = new_kv_cache(
             model.device(),
@@ -56,6 +62,10 @@ pub fn start_engine_with_model(
         )?;
         let runner = ModelRunner::new(model, kv_cache, info.block_size);
         Ok(Box::new(runner))
+    })?;
+    Ok(match lora {
+        Some(options) => handle.with_lora(options),
+        None => handle,
     })
 }
 

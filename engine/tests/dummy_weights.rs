@@ -35,6 +35,7 @@ fn prefill_logits(dir: &std::path::Path, seed: u64) -> Vec<f32> {
             new_token_ids: PROMPT.to_vec(),
             block_table: vec![BlockId(0)],
             sample: true,
+            lora: None,
         }],
         num_batched_tokens: PROMPT.len(),
     };
@@ -43,6 +44,7 @@ fn prefill_logits(dir: &std::path::Path, seed: u64) -> Vec<f32> {
         token_ids: Tensor::new(&PROMPT[..], &Device::Cpu).unwrap(),
         positions: Tensor::new(meta.positions.as_slice(), &Device::Cpu).unwrap(),
         logits_indices: Tensor::new(&[PROMPT.len() as u32 - 1], &Device::Cpu).unwrap(),
+        lora: Default::default(),
     };
     let mut cache = CpuKvCache::new(cfg.num_layers, cfg.attn_shape(), 16, 1);
     let logits = model.forward(&input, &meta, &mut cache).unwrap();

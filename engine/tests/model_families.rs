@@ -75,6 +75,7 @@ fn engine_prefill_logits(path: &Path, format: WeightFormat, tokens: &[u32]) -> V
             new_token_ids: tokens.to_vec(),
             block_table: scrambled_block_table(tokens.len()),
             sample: true,
+            lora: None,
         }],
         num_batched_tokens: tokens.len(),
     };
@@ -102,6 +103,7 @@ fn engine_chunked_logits(path: &Path, tokens: &[u32]) -> Vec<(usize, Vec<f32>)> 
                 new_token_ids: tokens[done..done + len].to_vec(),
                 block_table: scrambled_block_table(tokens.len()),
                 sample: true,
+                lora: None,
             }],
             num_batched_tokens: len,
         };

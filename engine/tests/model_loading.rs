@@ -40,6 +40,7 @@ fn prefill_logits(path: &std::path::Path, format: WeightFormat, prompt: &[u32]) 
             new_token_ids: prompt.to_vec(),
             block_table: (0..prompt.len().div_ceil(16) as u32).map(BlockId).collect(),
             sample: true,
+            lora: None,
         }],
         num_batched_tokens: prompt.len(),
     };

@@ -11,7 +11,7 @@ use candle_core::Device;
 use common::*;
 use pagoda_engine::attention::CpuKvCache;
 use pagoda_engine::batch::BatchPlan;
-use pagoda_engine::kv::{BlockHash, KvCacheManager};
+use pagoda_engine::kv::{BlockHash, CacheScope, KvCacheManager};
 use pagoda_engine::models::{load_model, WeightFormat};
 use pagoda_engine::runner::{ModelRunner, StepExecutor};
 use pagoda_engine::scheduler::{Scheduler, SchedulerLimits};
@@ -43,6 +43,7 @@ fn setup_with(
         max_num_batched_tokens,
         max_model_len: 100,
         enable_chunked_prefill: true,
+        max_loras: None,
     };
     let scheduler = Scheduler::new(limits, kv, vec![]);
     (
@@ -235,7 +236,7 @@ fn prefix_sharing_with_eviction_keeps_invariants_and_outputs() {
 
 #[test]
 fn a_colliding_hash_function_never_corrupts_outputs() {
-    fn constant(_: Option<BlockHash>, _: &[u32], _: Option<&str>) -> BlockHash {
+    fn constant(_: Option<BlockHash>, _: &[u32], _: &CacheScope) -> BlockHash {
         BlockHash(1)
     }
     let (expected, _, _) = outputs_with(KvCacheManager::new(200, BLOCK_SIZE, false));

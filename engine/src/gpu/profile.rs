@@ -37,6 +37,7 @@ pub fn profile_plan(config: &EngineConfig, max_model_len: usize) -> (BatchPlan, 
             new_token_ids: vec![0; len],
             block_table: (next_block..next_block + num_blocks).map(BlockId).collect(),
             sample: true,
+            lora: None,
         });
         next_block += num_blocks;
     }

@@ -79,13 +79,12 @@ impl KvCacheManager {
             return ComputedBlocks::default();
         }
         let max_blocks = (seq.num_tokens() - 1) / self.block_size;
-        let salt = seq.cache_salt.as_deref();
         extend_block_hashes(
             &mut seq.block_hashes,
             &seq.token_ids,
             max_blocks,
             self.block_size,
-            salt,
+            &seq.cache_scope,
             self.hasher,
         );
         let mut blocks = Vec::new();
@@ -134,13 +133,12 @@ impl KvCacheManager {
         if num_full <= seq.num_registered_blocks {
             return;
         }
-        let salt = seq.cache_salt.as_deref();
         extend_block_hashes(
             &mut seq.block_hashes,
             &seq.token_ids,
             num_full,
             self.block_size,
-            salt,
+            &seq.cache_scope,
             self.hasher,
         );
         for index in seq.num_registered_blocks..num_full {

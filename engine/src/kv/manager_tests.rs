@@ -1,6 +1,6 @@
 //! `KvCacheManager` with prefix caching: hits, partial hits, salts, collisions, eviction.
 
-use super::hash::BlockHash;
+use super::hash::{BlockHash, CacheScope};
 use super::manager::KvCacheManager;
 use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
 use crate::sequence::Sequence;
@@ -111,7 +111,7 @@ fn salts_separate_tenants() {
 
 #[test]
 fn colliding_hashes_never_return_another_prefix() {
-    fn constant(_: Option<BlockHash>, _: &[u32], _: Option<&str>) -> BlockHash {
+    fn constant(_: Option<BlockHash>, _: &[u32], _: &CacheScope) -> BlockHash {
         BlockHash(42)
     }
     let mut manager = KvCacheManager::with_hasher(16, BLOCK_SIZE, true, constant);

@@ -16,6 +16,6 @@ pub use manager::KvCacheManager;
 pub use {
     block_count::num_blocks_for,
     block_pool::BlockPool,
-    hash::{BlockHash, BlockHasher},
+    hash::{BlockHash, BlockHasher, CacheScope},
     manager::ComputedBlocks,
 };

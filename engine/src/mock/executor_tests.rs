@@ -54,6 +54,7 @@ fn plan(ids: &[u64]) -> BatchPlan {
             new_token_ids: vec![1],
             block_table: Vec::new(),
             sample: true,
+            lora: None,
         })
         .collect::<Vec<_>>();
     BatchPlan {

@@ -5,6 +5,7 @@ use candle_core::{Device, Tensor};
 use super::config::ModelConfig;
 use crate::attention::{AttnMetadata, PagedKvCache};
 use crate::error::Result;
+use crate::lora::batch::LoraBatch;
 
 /// One step's token-level inputs, as tensors on the model's device.
 #[derive(Debug)]
@@ -15,6 +16,8 @@ pub struct ModelInput {
     pub positions: Tensor,
     /// `[num_sampled]` u32: which token rows produce logits.
     pub logits_indices: Tensor,
+    /// Which rows use which LoRA adapter (empty: the base model only).
+    pub lora: LoraBatch,
 }
 
 /// A causal language model: token ids in, logits of the selected rows out.

@@ -6,6 +6,8 @@ use super::linear::Linear;
 
 use super::weights::WeightSource;
 use crate::error::Result;
+use crate::lora::adapter::FusedProjection;
+use crate::lora::batch::LoraBatch;
 
 /// Root-mean-square normalisation with a learned scale.
 #[derive(Debug, Clone)]
@@ -52,10 +54,14 @@ impl GatedMlp {
         })
     }
 
-    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+    /// `x` is layer `layer`'s normalised input; `lora` adds the step's adapters.
+    pub fn forward(&self, layer: usize, x: &Tensor, lora: &LoraBatch) -> Result<Tensor> {
         let gate_up = self.gate_up.forward(x)?;
+        let gate_up = lora.apply(layer, FusedProjection::GateUp, x, gate_up)?;
         let gate = candle_nn::ops::silu(&gate_up.narrow(1, 0, self.intermediate)?)?;
         let up = gate_up.narrow(1, self.intermediate, self.intermediate)?;
-        self.down.forward(&(gate * up)?)
+        let hidden = (gate * up)?;
+        let down = self.down.forward(&hidden)?;
+        lora.apply(layer, FusedProjection::Down, &hidden, down)
     }
 }

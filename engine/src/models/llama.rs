@@ -114,9 +114,12 @@ impl CausalLm for Llama {
                 &self.rotary,
                 meta,
                 kv_cache,
+                &input.lora,
             )?;
             x = (x + attn)?;
-            let mlp = layer.mlp.forward(&layer.mlp_norm.forward(&x)?)?;
+            let mlp = layer
+                .mlp
+                .forward(index, &layer.mlp_norm.forward(&x)?, &input.lora)?;
             x = (x + mlp)?;
         }
         if input.logits_indices.dim(0)? == 0 {

@@ -10,6 +10,8 @@ use super::rotary::RotaryEmbedding;
 use super::weights::WeightSource;
 use crate::attention::{AttnMetadata, PagedKvCache};
 use crate::error::Result;
+use crate::lora::adapter::FusedProjection;
+use crate::lora::batch::LoraBatch;
 
 #[derive(Debug)]
 pub struct SelfAttention {
@@ -78,10 +80,11 @@ impl SelfAttention {
         rotary: &RotaryEmbedding,
         meta: &AttnMetadata,
         kv_cache: &mut dyn PagedKvCache,
+        lora: &LoraBatch,
     ) -> Result<Tensor> {
         let q_dim = self.num_heads * self.head_dim;
         let kv_dim = self.num_kv_heads * self.head_dim;
-        let qkv = self.qkv.forward(x)?;
+        let qkv = lora.apply(layer, FusedProjection::Qkv, x, self.qkv.forward(x)?)?;
         let q = per_head_norm(
             &qkv.narrow(1, 0, q_dim)?,
             self.q_norm.as_ref(),
@@ -96,7 +99,8 @@ impl SelfAttention {
         let q = rotary.apply(&q, positions, self.num_heads)?;
         let k = rotary.apply(&k, positions, self.num_kv_heads)?;
         let attended = kv_cache.attend(layer, &q, &k, &v, meta)?;
-        self.o_proj.forward(&attended)
+        let out = self.o_proj.forward(&attended)?;
+        lora.apply(layer, FusedProjection::O, &attended, out)
     }
 }
 

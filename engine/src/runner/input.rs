@@ -5,10 +5,11 @@ use candle_core::{Device, Tensor};
 use crate::attention::AttnMetadata;
 use crate::batch::BatchPlan;
 use crate::error::Result;
+use crate::lora::batch::LoraBatch;
 use crate::models::ModelInput;
 
-/// Token ids and positions of every scheduled token, and which rows produce logits (the last
-/// token of each sequence that samples).
+/// Token ids and positions of every scheduled token, which rows produce logits (the last token
+/// of each sequence that samples) and which rows use which LoRA adapter.
 pub fn build_model_input(
     plan: &BatchPlan,
     meta: &AttnMetadata,
@@ -28,9 +29,19 @@ pub fn build_model_input(
         .collect();
     let num_tokens = token_ids.len();
     let num_sampled = logits_indices.len();
+    let lora = if plan.seqs.iter().any(|s| s.lora.is_some()) {
+        let ranges: Vec<_> = (0..plan.seqs.len())
+            .map(|i| meta.query_start_loc[i] as usize..meta.query_start_loc[i + 1] as usize)
+            .collect();
+        let adapters: Vec<_> = plan.seqs.iter().map(|s| s.lora.as_ref()).collect();
+        LoraBatch::new(&ranges, &adapters, num_tokens, device)?
+    } else {
+        LoraBatch::default()
+    };
     Ok(ModelInput {
         token_ids: Tensor::from_vec(token_ids, num_tokens, device)?,
         positions: Tensor::from_vec(meta.positions.clone(), num_tokens, device)?,
         logits_indices: Tensor::from_vec(logits_indices, num_sampled, device)?,
+        lora,
     })
 }

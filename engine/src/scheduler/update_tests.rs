@@ -17,6 +17,7 @@ fn scheduler(max_num_batched_tokens: usize) -> Scheduler {
         max_num_batched_tokens,
         max_model_len: 64,
         enable_chunked_prefill: true,
+        max_loras: None,
     };
     Scheduler::new(limits, KvCacheManager::new(32, BLOCK_SIZE, true), vec![EOS])
 }

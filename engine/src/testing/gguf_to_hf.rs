@@ -146,6 +146,7 @@ pub fn last_token_logits(
             new_token_ids: prompt.to_vec(),
             block_table: (0..num_blocks as u32).map(BlockId).collect(),
             sample: true,
+            lora: None,
         }],
         num_batched_tokens: prompt.len(),
     };
