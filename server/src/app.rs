@@ -157,6 +157,8 @@ fn assemble_state(
     };
     state.grammar_compiler = grammar_compiler;
     state.tool_calls = tool_call_config(args)?;
+    state.lora = crate::lora_setup::lora_registry(args, &state)?;
+    state.runtime_lora_updating = state.lora.is_some() && args.runtime_lora_updating();
     Ok(state)
 }
 

@@ -6,6 +6,7 @@ use pagoda_engine::args::values::parse_bytes;
 use pagoda_engine::EngineArgs;
 
 use crate::cli_values::parse_seconds_list;
+use crate::lora::LoraModuleSpec;
 use crate::metrics::MetricsNamespace;
 
 /// Serve a model behind an OpenAI-compatible HTTP API (chat and text completions, SSE streaming),
@@ -213,6 +214,22 @@ pub struct ServerArgs {
     #[arg(long, env = "PAGODA_ENABLE_AUTO_TOOL_CHOICE")]
     pub enable_auto_tool_choice: bool,
 
+    /// LoRA adapters served beside the base model (with --enable-lora): `name=path` (a PEFT
+    /// directory) or `{"name": …, "path": …, "base_model_name": …}`; several after one flag, or
+    /// the flag repeated. Requests select one with `model` = its name.
+    #[arg(long, env = "PAGODA_LORA_MODULES", value_name = "NAME=PATH", num_args = 1.., value_parser = parse_lora_module)]
+    pub lora_modules: Vec<LoraModuleSpec>,
+
+    /// LoRA adapters kept loaded in memory; the least recently used beyond are dropped and
+    /// loaded again when asked for. [default: --max-loras]
+    #[arg(long, env = "PAGODA_MAX_CPU_LORAS", value_name = "N")]
+    pub max_cpu_loras: Option<usize>,
+
+    /// Offer POST /v1/load_lora_adapter and /v1/unload_lora_adapter (behind --api-key). Also
+    /// on when VLLM_ALLOW_RUNTIME_LORA_UPDATING is true, as in vLLM.
+    #[arg(long, env = "PAGODA_ALLOW_RUNTIME_LORA_UPDATING")]
+    pub allow_runtime_lora_updating: bool,
+
     /// Seconds between keep-alive comments on an idle SSE stream.
     #[arg(
         long,
@@ -227,6 +244,19 @@ pub struct ServerArgs {
 pub enum LogFormat {
     Text,
     Json,
+}
+
+fn parse_lora_module(value: &str) -> Result<LoraModuleSpec, String> {
+    LoraModuleSpec::parse(value)
+}
+
+impl ServerArgs {
+    /// Whether the runtime adapter routes are on: the flag, or vLLM's environment variable.
+    pub fn runtime_lora_updating(&self) -> bool {
+        self.allow_runtime_lora_updating
+            || std::env::var("VLLM_ALLOW_RUNTIME_LORA_UPDATING")
+                .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1"))
+    }
 }
 
 #[cfg(test)]
@@ -279,6 +309,31 @@ mod tests {
             .expect("valid");
         assert_eq!(args.ttft_buckets, Some(vec![0.05, 0.2, 1.0]));
         assert!(ServerArgs::try_parse_from(["pagoda-server", "--itl-buckets", "1,0.5"]).is_err());
+    }
+
+    #[test]
+    fn lora_modules_take_several_values_per_flag_and_repeat() {
+        let args = ServerArgs::try_parse_from([
+            "pagoda-server",
+            "--enable-lora",
+            "--lora-modules",
+            "a=/adapters/a",
+            r#"{"name": "b", "path": "/adapters/b", "base_model_name": "base"}"#,
+            "--port",
+            "9000",
+            "--lora-modules",
+            "c=/adapters/c",
+        ])
+        .unwrap();
+        let names: Vec<_> = args.lora_modules.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(
+            args.lora_modules[1].base_model_name.as_deref(),
+            Some("base")
+        );
+        assert!(args.engine.enable_lora);
+        let bad = ServerArgs::try_parse_from(["pagoda-server", "--lora-modules", "nopath"]);
+        assert!(bad.unwrap_err().to_string().contains("name=path"));
     }
 
     #[test]

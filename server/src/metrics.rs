@@ -26,6 +26,7 @@ mod engine_collector;
 mod error;
 mod exposition;
 mod http;
+mod lora;
 mod names;
 mod recorder;
 mod request;

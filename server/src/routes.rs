@@ -9,6 +9,7 @@ use axum::{middleware, Json, Router};
 use serde_json::json;
 use tower_http::catch_panic::CatchPanicLayer;
 
+use crate::lora_routes;
 use crate::middleware::{http_metrics, request_id, require_api_key};
 use crate::openai::error::ApiError;
 use crate::openai::{chat, completions, tokenize};
@@ -27,11 +28,24 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/models", get(models))
         .route("/tokenize", post(tokenize::tokenize))
         .route("/detokenize", post(tokenize::detokenize))
-        .route("/reset_prefix_cache", post(reset_prefix_cache))
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            require_api_key,
-        ));
+        .route("/reset_prefix_cache", post(reset_prefix_cache));
+    let protected = if state.runtime_lora_updating {
+        protected
+            .route(
+                "/v1/load_lora_adapter",
+                post(lora_routes::load_lora_adapter),
+            )
+            .route(
+                "/v1/unload_lora_adapter",
+                post(lora_routes::unload_lora_adapter),
+            )
+    } else {
+        protected
+    };
+    let protected = protected.route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        require_api_key,
+    ));
     let open = Router::new()
         .route(OPEN_PATHS[0], get(health))
         .route(OPEN_PATHS[1], get(metrics))
@@ -49,7 +63,7 @@ pub fn router(state: SharedState) -> Router {
 
 async fn models(State(state): State<SharedState>) -> Json<serde_json::Value> {
     let info = state.engine.info();
-    let data: Vec<_> = state
+    let mut data: Vec<_> = state
         .served_model_names
         .iter()
         .map(|name| {
@@ -58,6 +72,10 @@ async fn models(State(state): State<SharedState>) -> Json<serde_json::Value> {
                 "max_model_len": info.max_model_len})
         })
         .collect();
+    data.extend(lora_routes::adapter_model_entries(
+        &state,
+        info.max_model_len,
+    ));
     Json(json!({"object": "list", "data": data}))
 }
 

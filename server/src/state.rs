@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pagoda_engine::{EngineHandle, ValidRequest};
+use pagoda_engine::{EngineHandle, LoraAdapter, ValidRequest};
 use pagoda_structured::GrammarCompiler;
 use pagoda_text::template::ChatTemplate;
 use pagoda_text::tokenizer::TextTokenizer;
@@ -12,6 +12,7 @@ use pagoda_text::tokenizer::TextTokenizer;
 use crate::chat_prompt::{chat_prompt_ids, ChatPolicy, Conversation};
 use crate::engine_health::EngineHealth;
 use crate::http_limits::HttpLimits;
+use crate::lora::LoraRegistry;
 use crate::metrics::Metrics;
 use crate::openai::admission::Admission;
 use crate::openai::choice::{ChoiceContext, ChoiceRun, Submission};
@@ -52,6 +53,10 @@ pub struct AppState {
     pub grammar_compiler: Option<Arc<GrammarCompiler>>,
     /// How tool calls are read from the output (`--tool-call-parser`, `--enable-auto-tool-choice`).
     pub tool_calls: ToolCallConfig,
+    /// The LoRA adapters served by name (`None`: LoRA is off).
+    pub lora: Option<Arc<LoraRegistry>>,
+    /// Whether `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` are offered.
+    pub runtime_lora_updating: bool,
     pub started_unix_s: u64,
     draining: AtomicBool,
 }
@@ -90,6 +95,8 @@ impl AppState {
             engine_health: EngineHealth::default(),
             grammar_compiler: None,
             tool_calls: ToolCallConfig::default(),
+            lora: None,
+            runtime_lora_updating: false,
             started_unix_s: unix_now_s(),
             draining: AtomicBool::new(false),
         }
@@ -103,16 +110,45 @@ impl AppState {
             .unwrap_or("pagoda")
     }
 
-    /// Checks the request's `model`: absent means the served model.
+    /// Checks a `model` that needs no adapter loaded (tokenizing): absent, a served name or an
+    /// adapter's name.
     pub fn check_model(&self, requested: Option<&str>) -> Result<(), ApiError> {
         match requested {
             None => Ok(()),
             Some(name) if self.served_model_names.iter().any(|n| n == name) => Ok(()),
-            Some(name) => Err(ApiError {
-                param: Some("model".into()),
-                ..ApiError::not_found(format!("The model `{name}` does not exist."))
-            }),
+            Some(name) if self.lora.as_ref().is_some_and(|r| r.contains(name)) => Ok(()),
+            Some(name) => Err(model_not_found(name)),
         }
+    }
+
+    /// The request's `model`: absent or a served name means the base model; an adapter's name
+    /// selects the adapter (loaded again first if it was evicted); anything else is a 404.
+    pub async fn select_model(
+        &self,
+        requested: Option<&str>,
+    ) -> Result<Option<Arc<LoraAdapter>>, ApiError> {
+        let Some(name) = requested else {
+            return Ok(None);
+        };
+        if self.served_model_names.iter().any(|n| n == name) {
+            return Ok(None);
+        }
+        if let Some(registry) = &self.lora {
+            match registry.get(name).await {
+                Ok(Some(adapter)) => return Ok(Some(adapter)),
+                Ok(None) => {}
+                Err(error) => return Err(ApiError::invalid("model", error.to_string())),
+            }
+        }
+        Err(model_not_found(name))
+    }
+
+    /// The name a request's responses and metrics carry: its adapter's, or the served name.
+    pub fn response_model_name<'a>(&'a self, params: &'a GenerationParams) -> &'a str {
+        params
+            .lora
+            .as_deref()
+            .map_or_else(|| self.model_name(), LoraAdapter::name)
     }
 
     /// The prompt ids of a conversation, under this server's chat policy (blocking: call it off
@@ -166,7 +202,7 @@ impl AppState {
         let context = ChoiceContext {
             engine: self.engine.clone(),
             tokenizer: Arc::clone(&self.tokenizer),
-            metrics: self.metrics.clone(),
+            metrics: self.metrics.for_model(self.response_model_name(params)),
             stop_strings: params.stop_strings.clone(),
             skip_special_tokens: params.skip_special_tokens,
             want_logprobs,
@@ -204,4 +240,13 @@ pub fn unix_now_s() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+/// 404 for a `model` that is neither served nor an adapter (OpenAI's `model_not_found`).
+fn model_not_found(name: &str) -> ApiError {
+    ApiError {
+        param: Some("model".into()),
+        code: Some("model_not_found"),
+        ..ApiError::not_found(format!("The model `{name}` does not exist."))
+    }
 }

@@ -1,7 +1,7 @@
 //! Builds engine series with their namespace and constant labels (`model_name`, `engine="0"`).
 
 use prometheus::core::Collector;
-use prometheus::{Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, Opts, Registry};
+use prometheus::{Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry};
 
 use super::error::MetricsError;
 use super::names::{MetricsNamespace, ENGINE_INDEX, LABEL_ENGINE, LABEL_MODEL_NAME};
@@ -19,27 +19,39 @@ impl SeriesBuilder<'_> {
             .const_label(LABEL_ENGINE, ENGINE_INDEX)
     }
 
-    /// A histogram registered in `registry`.
-    pub fn histogram(
+    /// Options with the `engine` constant label only: `model_name` is a variable label of the
+    /// series built from them (request series, whose model may be an adapter).
+    fn opts_by_model(&self, base: &str, help: &str) -> Opts {
+        Opts::new(self.namespace.series(base), help).const_label(LABEL_ENGINE, ENGINE_INDEX)
+    }
+
+    /// A histogram by `model_name`, registered in `registry`, with the served model's series
+    /// created (at zero) from the start.
+    pub fn histogram_by_model(
         &self,
         registry: &Registry,
         base: &str,
         help: &str,
         buckets: &[f64],
-    ) -> Result<Histogram, MetricsError> {
-        let opts = HistogramOpts::from(self.opts(base, help)).buckets(buckets.to_vec());
-        register(registry, Histogram::with_opts(opts)?)
+    ) -> Result<HistogramVec, MetricsError> {
+        let opts = HistogramOpts::from(self.opts_by_model(base, help)).buckets(buckets.to_vec());
+        let vec = register(registry, HistogramVec::new(opts, &[LABEL_MODEL_NAME])?)?;
+        vec.with_label_values(&[self.model_name]);
+        Ok(vec)
     }
 
-    /// A counter with variable labels, registered in `registry`.
-    pub fn counter_vec(
+    /// A counter by `model_name` and `labels`, registered in `registry`.
+    pub fn counter_vec_by_model(
         &self,
         registry: &Registry,
         base: &str,
         help: &str,
         labels: &[&str],
     ) -> Result<IntCounterVec, MetricsError> {
-        register(registry, IntCounterVec::new(self.opts(base, help), labels)?)
+        let mut all = vec![LABEL_MODEL_NAME];
+        all.extend_from_slice(labels);
+        let opts = self.opts_by_model(base, help);
+        register(registry, IntCounterVec::new(opts, &all)?)
     }
 
     /// A gauge for a collector to own (not registered on its own).

@@ -104,6 +104,16 @@ pub const PREFIX_CACHE_EVICTIONS: &str = "prefix_cache_evictions_total";
 pub const COMPUTED_TOKENS: &str = "computed_tokens_total";
 pub const ENGINE_STEPS: &str = "engine_steps_total";
 
+// LoRA adapters.
+/// vLLM's info gauge: the adapters of running and waiting requests, and `--max-loras`, as labels.
+pub const LORA_REQUESTS_INFO: &str = "lora_requests_info";
+pub const LABEL_RUNNING_LORA_ADAPTERS: &str = "running_lora_adapters";
+pub const LABEL_WAITING_LORA_ADAPTERS: &str = "waiting_lora_adapters";
+pub const LABEL_MAX_LORA: &str = "max_lora";
+/// 1 per adapter held loaded (pagoda only).
+pub const LORA_ADAPTER_LOADED: &str = "lora_adapter_loaded";
+pub const LABEL_ADAPTER: &str = "adapter";
+
 // HTTP series: never prefixed (prometheus-fastapi-instrumentator's names).
 pub const HTTP_REQUESTS: &str = "http_requests_total";
 pub const HTTP_REQUEST_DURATION: &str = "http_request_duration_seconds";

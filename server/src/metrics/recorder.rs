@@ -13,18 +13,23 @@ use super::engine_collector::EngineCollector;
 use super::error::MetricsError;
 use super::exposition;
 use super::http::HttpMetrics;
+use super::lora::LoraCollector;
 use super::request::{FinishedSequence, RequestMetrics};
 use super::structured::StructuredMetrics;
+use crate::lora::LoraRegistry;
 
-/// The server's metrics. Cheap to clone; every clone records into the same registry.
+/// The server's metrics. Cheap to clone; every clone records into the same registry, with its
+/// own `model_name` for the request series (the served model's, or an adapter's: `for_model`).
 #[derive(Debug, Clone)]
 pub struct Metrics {
     inner: Arc<Inner>,
+    model_name: Arc<str>,
 }
 
 #[derive(Debug)]
 struct Inner {
     registry: Registry,
+    namespace: super::names::MetricsNamespace,
     request: RequestMetrics,
     http: HttpMetrics,
     structured: StructuredMetrics,
@@ -66,8 +71,10 @@ impl Metrics {
             )?,
         )?;
         Ok(Self {
+            model_name: Arc::from(config.model_name.as_str()),
             inner: Arc::new(Inner {
                 registry,
+                namespace: config.namespace,
                 request,
                 http,
                 structured,
@@ -89,25 +96,63 @@ impl Metrics {
     pub fn record_inter_token_latency(&self, gap: Duration) {
         self.inner
             .request
-            .record_inter_token_latency(gap.as_secs_f64());
+            .record_inter_token_latency(&self.model_name, gap.as_secs_f64());
     }
 
     /// Once per finished engine sequence (every choice of an n>1 request is one sequence),
     /// whatever the reason, aborts included.
     pub fn record_finished(&self, finished: &FinishedSequence) {
-        self.inner.request.record_finished(finished);
+        self.inner
+            .request
+            .record_finished(&self.model_name, finished);
+    }
+
+    /// These metrics with the request series labelled `model_name = model` (a LoRA adapter's
+    /// name; the served name gives the same series as `self`).
+    pub fn for_model(&self, model: &str) -> Metrics {
+        if *self.model_name == *model {
+            return self.clone();
+        }
+        Metrics {
+            inner: Arc::clone(&self.inner),
+            model_name: Arc::from(model),
+        }
+    }
+
+    /// Adds the LoRA series (`lora_requests_info`, `lora_adapter_loaded`), read from the engine
+    /// and the adapter registry at scrape time.
+    pub fn register_lora(
+        &self,
+        engine: EngineHandle,
+        registry: Arc<LoraRegistry>,
+        max_loras: usize,
+    ) -> Result<(), MetricsError> {
+        let series = SeriesBuilder {
+            namespace: self.inner.namespace,
+            model_name: &self.model_name,
+        };
+        let collector = LoraCollector::new(engine, registry, max_loras, series)?;
+        self.inner.registry.register(Box::new(collector))?;
+        Ok(())
+    }
+
+    /// Creates the request series of an adapter (at zero) when it is registered.
+    pub fn register_model(&self, model: &str) {
+        self.inner.request.create_model_series(model);
     }
 
     /// Once per engine sequence that failed instead of finishing (engine error, undecodable
     /// output, engine gone): `request_success_total{finished_reason="error"}`. Streamed requests
     /// fail after their 200 header, so this is the only place their failure shows.
     pub fn record_failed(&self) {
-        self.inner.request.record_failed();
+        self.inner.request.record_failed(&self.model_name);
     }
 
     /// Once per parent HTTP generation request: its `n` and resolved `max_tokens`.
     pub fn record_request_params(&self, n: usize, max_tokens: usize) {
-        self.inner.request.record_request_params(n, max_tokens);
+        self.inner
+            .request
+            .record_request_params(&self.model_name, n, max_tokens);
     }
 
     /// Once per parent HTTP generation request, when its last choice has finished: the largest
@@ -115,7 +160,7 @@ impl Metrics {
     pub fn record_max_num_generation_tokens(&self, max_num_generation_tokens: usize) {
         self.inner
             .request
-            .record_max_num_generation_tokens(max_num_generation_tokens);
+            .record_max_num_generation_tokens(&self.model_name, max_num_generation_tokens);
     }
 
     /// Once per HTTP response. `handler` is the matched route template (or

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use pagoda_engine::{FinishReason, RequestTimings, Usage};
-use prometheus::{Histogram, IntCounterVec, Registry};
+use prometheus::{HistogramVec, IntCounterVec, Registry};
 
 use super::buckets::{build_1_2_5_buckets, REQUEST_PARAMS_N_BUCKETS};
 use super::builder::SeriesBuilder;
@@ -133,22 +133,24 @@ const FINISH_REASONS: [FinishReason; 3] = [
     FinishReason::Abort,
 ];
 
+/// Every series is labelled with the request's `model_name`: the served model's name, or the
+/// LoRA adapter's the request selected.
 #[derive(Debug)]
 pub(super) struct RequestMetrics {
-    ttft: Histogram,
-    inter_token_latency: Histogram,
-    time_per_output_token: Histogram,
-    e2e: Histogram,
-    queue: Histogram,
-    inference: Histogram,
-    prefill: Histogram,
-    decode: Histogram,
-    prompt_tokens: Histogram,
-    generation_tokens: Histogram,
-    prefill_kv_computed_tokens: Histogram,
-    max_num_generation_tokens: Histogram,
-    params_n: Histogram,
-    params_max_tokens: Histogram,
+    ttft: HistogramVec,
+    inter_token_latency: HistogramVec,
+    time_per_output_token: HistogramVec,
+    e2e: HistogramVec,
+    queue: HistogramVec,
+    inference: HistogramVec,
+    prefill: HistogramVec,
+    decode: HistogramVec,
+    prompt_tokens: HistogramVec,
+    generation_tokens: HistogramVec,
+    prefill_kv_computed_tokens: HistogramVec,
+    max_num_generation_tokens: HistogramVec,
+    params_n: HistogramVec,
+    params_max_tokens: HistogramVec,
     success: IntCounterVec,
 }
 
@@ -160,19 +162,16 @@ impl RequestMetrics {
         };
         let buckets = &config.buckets;
         let tokens = build_1_2_5_buckets(config.max_model_len);
-        let hist =
-            |(base, help): Spec, bounds: &[f64]| series.histogram(registry, base, help, bounds);
-        let success = series.counter_vec(
+        let hist = |(base, help): Spec, bounds: &[f64]| {
+            series.histogram_by_model(registry, base, help, bounds)
+        };
+        let success = series.counter_vec_by_model(
             registry,
             REQUEST_SUCCESS,
             "Count of successfully processed requests.",
             &[LABEL_FINISHED_REASON],
         )?;
-        for reason in FINISH_REASONS {
-            success.with_label_values(&[reason.as_str()]);
-        }
-        success.with_label_values(&[FINISHED_REASON_ERROR]);
-        Ok(Self {
+        let metrics = Self {
             ttft: hist(TTFT, &buckets.ttft_s)?,
             inter_token_latency: hist(ITL, &buckets.itl_s)?,
             time_per_output_token: hist(TPOT, &buckets.itl_s)?,
@@ -188,20 +187,37 @@ impl RequestMetrics {
             params_n: hist(PARAMS_N, &REQUEST_PARAMS_N_BUCKETS)?,
             params_max_tokens: hist(PARAMS_MAX_TOKENS, &tokens)?,
             success,
-        })
+        };
+        metrics.create_model_series(&config.model_name);
+        Ok(metrics)
     }
 
-    pub fn record_inter_token_latency(&self, gap_s: f64) {
-        self.inter_token_latency.observe(gap_s);
+    /// Creates every `finished_reason` series of `model` (at zero), so that rates and ratios
+    /// over them exist before the first request of that model finishes.
+    pub fn create_model_series(&self, model: &str) {
+        for reason in FINISH_REASONS {
+            self.success.with_label_values(&[model, reason.as_str()]);
+        }
+        self.success
+            .with_label_values(&[model, FINISHED_REASON_ERROR]);
     }
 
-    pub fn record_finished(&self, finished: &FinishedSequence) {
+    pub fn record_inter_token_latency(&self, model: &str, gap_s: f64) {
+        self.inter_token_latency
+            .with_label_values(&[model])
+            .observe(gap_s);
+    }
+
+    pub fn record_finished(&self, model: &str, finished: &FinishedSequence) {
         let usage = &finished.usage;
         let intervals = RequestIntervals::new(&finished.timings, usage.completion_tokens);
         self.success
-            .with_label_values(&[finished.reason.as_str()])
+            .with_label_values(&[model, finished.reason.as_str()])
             .inc();
-        self.e2e.observe(intervals.e2e_s);
+        let observe = |histogram: &HistogramVec, value: f64| {
+            histogram.with_label_values(&[model]).observe(value);
+        };
+        observe(&self.e2e, intervals.e2e_s);
         let optional = [
             (&self.ttft, intervals.ttft_s),
             (&self.queue, intervals.queue_s),
@@ -215,30 +231,32 @@ impl RequestMetrics {
         ];
         for (histogram, value) in optional {
             if let Some(value) = value {
-                histogram.observe(value);
+                observe(histogram, value);
             }
         }
-        self.prompt_tokens.observe(usage.prompt_tokens as f64);
-        self.generation_tokens
-            .observe(usage.completion_tokens as f64);
+        observe(&self.prompt_tokens, usage.prompt_tokens as f64);
+        observe(&self.generation_tokens, usage.completion_tokens as f64);
         let computed = usage.prompt_tokens.saturating_sub(usage.num_cached_tokens);
-        self.prefill_kv_computed_tokens.observe(computed as f64);
+        observe(&self.prefill_kv_computed_tokens, computed as f64);
     }
 
     /// A sequence that failed: only counted, as its timings end in an error, not a finish.
-    pub fn record_failed(&self) {
+    pub fn record_failed(&self, model: &str) {
         self.success
-            .with_label_values(&[FINISHED_REASON_ERROR])
+            .with_label_values(&[model, FINISHED_REASON_ERROR])
             .inc();
     }
 
-    pub fn record_request_params(&self, n: usize, max_tokens: usize) {
-        self.params_n.observe(n as f64);
-        self.params_max_tokens.observe(max_tokens as f64);
+    pub fn record_request_params(&self, model: &str, n: usize, max_tokens: usize) {
+        self.params_n.with_label_values(&[model]).observe(n as f64);
+        self.params_max_tokens
+            .with_label_values(&[model])
+            .observe(max_tokens as f64);
     }
 
-    pub fn record_max_num_generation_tokens(&self, max_num_generation_tokens: usize) {
+    pub fn record_max_num_generation_tokens(&self, model: &str, max_num_generation_tokens: usize) {
         self.max_num_generation_tokens
+            .with_label_values(&[model])
             .observe(max_num_generation_tokens as f64);
     }
 }

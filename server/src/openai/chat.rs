@@ -27,7 +27,7 @@ pub async fn chat_completions(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let request: ChatCompletionRequest = parse_body(&body)?;
-    state.check_model(request.fields.model.as_deref())?;
+    let lora = state.select_model(request.fields.model.as_deref()).await?;
     reject_unsupported(&request)?;
     if request.messages.is_empty() {
         return Err(ApiError::invalid(
@@ -46,6 +46,7 @@ pub async fn chat_completions(
         _ => None,
     };
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
+    params.lora = lora;
     let tools = parse_tools(
         request.tools.as_ref(),
         request.tool_choice.as_ref(),
@@ -86,7 +87,7 @@ pub async fn chat_completions(
     let meta = ResponseMeta {
         id: format!("chatcmpl-{}", request_id.compact()),
         created_unix_s: unix_now_s(),
-        model: state.model_name().to_string(),
+        model: state.response_model_name(&params).to_string(),
         want_logprobs: logprobs.is_some(),
     };
     let totals = UsageTotals::new(vec![num_prompt_tokens], params.n);

@@ -27,7 +27,7 @@ pub async fn completions(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let request: CompletionRequest = parse_body(&body)?;
-    state.check_model(request.fields.model.as_deref())?;
+    let lora = state.select_model(request.fields.model.as_deref()).await?;
     reject_unsupported(&request)?;
     let logprobs = match request.logprobs {
         Some(n) if n > MAX_COMPLETION_LOGPROBS => {
@@ -39,6 +39,7 @@ pub async fn completions(
         other => other.map(|n| n as usize),
     };
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
+    params.lora = lora;
     if let Some(requested) = requested_spec(&request.fields, None)? {
         let compiler = state.grammar_compiler.as_deref();
         params.constraint = Some(compile_requested(compiler, &state.metrics, &requested).await?);
@@ -68,7 +69,7 @@ pub async fn completions(
     let meta = ResponseMeta {
         id: format!("cmpl-{}", request_id.compact()),
         created_unix_s: unix_now_s(),
-        model: state.model_name().to_string(),
+        model: state.response_model_name(&params).to_string(),
         want_logprobs: logprobs.is_some(),
     };
     let totals = UsageTotals::new(num_prompt_tokens_each, params.n);

@@ -39,7 +39,8 @@ pub fn record_accepted(
     num_prompt_tokens: usize,
     params: &GenerationParams,
 ) {
-    state.metrics.record_request_params(
+    let model = state.response_model_name(params);
+    state.metrics.for_model(model).record_request_params(
         params.n,
         params
             .stop
@@ -49,6 +50,7 @@ pub fn record_accepted(
     if state.log_requests {
         tracing::info!(
             endpoint,
+            model,
             num_prompt_tokens,
             max_tokens = params.stop.max_tokens.map(|n| n as u64),
             n = params.n,

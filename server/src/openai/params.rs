@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
-use pagoda_engine::{EngineRequest, RequestId, SamplingParams, StopConditions, TokenConstraint};
+use pagoda_engine::{
+    EngineRequest, LoraAdapter, RequestId, SamplingParams, StopConditions, TokenConstraint,
+};
 
 use crate::openai::error::ApiError;
 use crate::openai::logit_bias::parse_logit_bias;
@@ -31,6 +33,8 @@ pub struct GenerationParams {
     /// The compiled grammar every choice's output must follow (structured outputs, forced tool
     /// calls); set once compiled, after these fields were checked.
     pub constraint: Option<SharedConstraint>,
+    /// The LoRA adapter the request selected by `model` (`None`: the base model).
+    pub lora: Option<Arc<LoraAdapter>>,
 }
 
 /// A compiled output constraint, shared by the choices of a request; equal only to itself.
@@ -94,6 +98,7 @@ impl GenerationParams {
             skip_special_tokens: fields.skip_special_tokens.unwrap_or(true),
             cache_salt: fields.cache_salt.clone(),
             constraint: None,
+            lora: None,
         })
     }
 
@@ -102,6 +107,7 @@ impl GenerationParams {
         let mut request = EngineRequest::new(id, prompt, self.sampling.clone(), self.stop.clone());
         request.cache_salt = self.cache_salt.clone();
         request.constraint = self.constraint.as_ref().map(|c| Arc::clone(&c.0));
+        request.lora = self.lora.clone();
         request
     }
 

@@ -38,16 +38,17 @@ pub async fn respond<F: ResponseFormat>(
     params: &GenerationParams,
     state: &AppState,
 ) -> Result<Response, ApiError> {
+    let metrics = state.metrics.for_model(state.response_model_name(params));
     if params.stream {
-        Ok(stream_sse(
-            runs,
-            format,
-            totals,
-            params.include_usage,
-            state,
-        ))
+        let keep_alive = state.sse_keep_alive;
+        let stream = SseStream {
+            include_usage: params.include_usage,
+            keep_alive,
+            metrics,
+        };
+        Ok(stream_sse(runs, format, totals, stream))
     } else {
-        collect(runs, format, totals, &state.metrics).await
+        collect(runs, format, totals, &metrics).await
     }
 }
 
@@ -105,15 +106,27 @@ fn data(value: &Value) -> Result<Event, Infallible> {
     Ok(Event::default().data(value.to_string()))
 }
 
+/// How a stream is written: the usage chunk, keep-alive comments, and the metrics it records
+/// into (labelled with the request's model).
+#[derive(Debug, Clone)]
+pub struct SseStream {
+    pub include_usage: bool,
+    pub keep_alive: std::time::Duration,
+    pub metrics: Metrics,
+}
+
 /// Streams the choices as Server-Sent Events.
 pub fn stream_sse<F: ResponseFormat>(
     runs: Vec<ChoiceRun>,
     format: F,
     totals: UsageTotals,
-    include_usage: bool,
-    state: &AppState,
+    stream: SseStream,
 ) -> Response {
-    let metrics = state.metrics.clone();
+    let SseStream {
+        include_usage,
+        keep_alive,
+        metrics,
+    } = stream;
     let format = Arc::new(format);
     let usage_field = include_usage.then_some(Value::Null);
     let openings: Vec<Result<Event, Infallible>> = runs
@@ -145,11 +158,7 @@ pub fn stream_sse<F: ResponseFormat>(
     .flatten();
     let events = stream::iter(openings).chain(body).chain(ending);
     Sse::new(events)
-        .keep_alive(
-            KeepAlive::new()
-                .interval(state.sse_keep_alive)
-                .text("keep-alive"),
-        )
+        .keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"))
         .into_response()
 }
 
