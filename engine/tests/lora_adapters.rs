@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,7 +16,7 @@ use common::{greedy, request, run_all, run_one};
 use pagoda_engine::config::LoraLimits;
 use pagoda_engine::models::{load_model, ModelConfig, WeightFormat};
 use pagoda_engine::testing::{
-    convert_gguf_to_hf, last_token_logits, lora_last_token_logits, write_hf_dir, Family,
+    convert_gguf_to_hf, last_token_logits, lora_last_token_logits, write_merged_hf_dir, Family,
     TinyHfSpec, TinyLlamaSpec, TinyLoraSpec,
 };
 use pagoda_engine::{start_engine, EngineConfig, EngineError, EngineHandle, LoraAdapter};
@@ -46,15 +45,8 @@ fn config_of(path: &Path) -> ModelConfig {
         .clone()
 }
 
-/// Writes the base's Hugging Face weights with the adapter merged in, next to its config.
 fn write_merged(base_hf: &Path, lora: &TinyLoraSpec, config: &ModelConfig, out: &Path) {
-    let mut weights: HashMap<_, _> =
-        candle_core::safetensors::load(base_hf.join("model.safetensors"), &Device::Cpu).unwrap();
-    lora.merge_into(config, &mut weights).unwrap();
-    let config_json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(base_hf.join("config.json")).unwrap())
-            .unwrap();
-    write_hf_dir(out, &config_json, &weights, 1).unwrap();
+    write_merged_hf_dir(base_hf, lora, config, out).unwrap();
 }
 
 fn lora_engine(path: &Path, max_loras: usize) -> EngineHandle {

@@ -159,6 +159,24 @@ impl TinyLoraSpec {
     }
 }
 
+/// Writes to `out` the Hugging Face directory `base_hf` (single `model.safetensors`) with
+/// `lora` merged into its weights, and its `config.json` (`out` may be `base_hf`).
+pub fn write_merged_hf_dir(
+    base_hf: &Path,
+    lora: &TinyLoraSpec,
+    config: &ModelConfig,
+    out: &Path,
+) -> Result<()> {
+    let io = |e: std::io::Error| EngineError::model_load(format!("{}: {e}", base_hf.display()));
+    let mut weights =
+        candle_core::safetensors::load(base_hf.join("model.safetensors"), &Device::Cpu)?;
+    lora.merge_into(config, &mut weights)?;
+    let text = std::fs::read_to_string(base_hf.join("config.json")).map_err(io)?;
+    let config_json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| EngineError::model_load(e.to_string()))?;
+    super::write_hf_dir(out, &config_json, &weights, 1)
+}
+
 /// The logits of the last token of `prompt` after one prefill of the model at `path` with the
 /// adapter in `adapter_dir` on every row (f32 on the CPU).
 pub fn lora_last_token_logits(
