@@ -244,6 +244,28 @@ def shapes_row():
     ]
 
 
+def adapters_row():
+    by_model = (f"histogram_quantile(0.9, sum by (le, model_name) "
+                f"(rate({m('time_to_first_token_seconds_bucket')}{{{ENGINE}}}[{RATE}])))")
+    return [
+        row("Models and LoRA adapters"),
+        timeseries("Requests/s by model or adapter",
+                   "Finished sequences per second by model_name: the served model's name, or "
+                   "the LoRA adapter's name for requests that selected one (docs/lora.md).",
+                   [(rate_sum("request_success_total", by="model_name"), "{{model_name}}")],
+                   "reqps", width=8),
+        timeseries("TTFT p90 by model or adapter",
+                   "90th percentile time to first token per model_name: an adapter waiting "
+                   "for its turn under --max-loras shows here first.",
+                   [(by_model, "{{model_name}}")], "s", width=8),
+        timeseries("Generated tokens/s by model or adapter",
+                   "Tokens generated per second by the sequences of each model_name that "
+                   "finished in the interval.",
+                   [(rate_sum("request_generation_tokens_sum", by="model_name"),
+                     "{{model_name}}")], TOK_S, width=8),
+    ]
+
+
 def variables():
     label_source = m("num_requests_running")
     return [
@@ -257,8 +279,10 @@ def variables():
                        f'label_values({label_source}{{job=~"$job"}}, instance)',
                        "Replicas (scrape targets) of the selected jobs."),
         query_variable("model_name", "Model",
-                       f'label_values({label_source}{{job=~"$job", instance=~"$instance"}}, '
-                       "model_name)", "Served model names."),
+                       f'label_values({m("request_success_total")}{{job=~"$job", '
+                       'instance=~"$instance"}, model_name)',
+                       "Served model names and LoRA adapters (request series carry the "
+                       "adapter's name; engine gauges the served model's)."),
         custom_variable("ttft_slo", "TTFT target (s)",
                         ["0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0"], "1.0",
                         "TTFT SLO target for the attainment tile: must be a bucket bound of "
@@ -272,7 +296,7 @@ def variables():
 
 def overview():
     panels = (slo_row() + traffic_row() + latency_row() + throughput_row() + scheduler_row()
-              + shapes_row())
+              + shapes_row() + adapters_row())
     return dashboard(
         "pagoda-overview", "Pagoda serving overview",
         "pagoda-server (or vLLM) serving: SLOs, traffic, latency, throughput, scheduler and "
