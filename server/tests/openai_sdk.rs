@@ -127,3 +127,73 @@ fn the_openai_python_sdk_gets_structured_outputs_and_tool_calls() {
         ],
     );
 }
+
+/// Writes an adapter for the default model with `scripts/make-lora-adapter.py` (PEFT's layout,
+/// read from the GGUF's shapes; needs numpy and gguf, which `.ci/run` installs).
+fn make_adapter(out: &std::path::Path, seed: u32) {
+    let script = repo_root().join("scripts/make-lora-adapter.py");
+    let output = Command::new(python())
+        .arg(&script)
+        .args(["--base", common::model_path().to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        .args([
+            "--rank",
+            "8",
+            "--alpha",
+            "16",
+            "--targets",
+            "all",
+            "--b-std",
+            "0.02",
+        ])
+        .args(["--seed", &seed.to_string()])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "make-lora-adapter.py failed (python3 -m pip install numpy gguf):\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// LoRA adapters made by the repository's script, selected through the SDK by `model`, listed
+/// by `models.list()`, loaded and unloaded at runtime, unknown names as `NotFoundError`.
+#[test]
+fn the_openai_python_sdk_selects_lora_adapters() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sql, chat, late) = (
+        dir.path().join("sql"),
+        dir.path().join("chat"),
+        dir.path().join("late"),
+    );
+    make_adapter(&sql, 1);
+    make_adapter(&chat, 2);
+    make_adapter(&late, 3);
+    let modules = [
+        format!("sql={}", sql.display()),
+        format!(
+            r#"{{"name": "chat", "path": "{}", "base_model_name": "{SERVED_NAME}"}}"#,
+            chat.display()
+        ),
+    ];
+    let server = start_server(&[
+        "--enable-lora",
+        "--max-loras",
+        "2",
+        "--allow-runtime-lora-updating",
+        "--max-model-len",
+        "2048",
+        "--kv-cache-memory",
+        "128MiB",
+        "--lora-modules",
+        &modules[0],
+        &modules[1],
+    ]);
+    run_python_tests(
+        "test_lora_sdk.py",
+        &[
+            ("PAGODA_BASE_URL", server.url("/v1")),
+            ("PAGODA_LATE_ADAPTER", late.display().to_string()),
+        ],
+    );
+}
