@@ -1,11 +1,13 @@
 //! The official `openai` Python SDK drives the real server: chat, streaming, completions, `n` with
 //! a seed, logprobs, stop strings, the model list, and errors surfacing as the SDK's exception
 //! types (`tests/python/test_openai_sdk.py`); structured outputs and tool calls
-//! (`tests/python/test_structured_outputs_sdk.py`). The checks are plain unittest files; these
+//! (`tests/python/test_structured_outputs_sdk.py`); LoRA adapters made by
+//! `scripts/make-lora-adapter.py`, selected by `model` (`tests/python/test_lora_sdk.py`).
+//! The checks are plain unittest files; these
 //! tests start `pagoda-server` on the default model and run them against it.
 //!
 //! Needs the default model (`scripts/fetch-default-model.sh`) and the SDK
-//! (`python3 -m pip install openai`; `.ci/run` installs it). `PAGODA_PYTHON` picks another
+//! (`python3 -m pip install openai numpy gguf`; `.ci/run` installs them). `PAGODA_PYTHON` picks another
 //! interpreter (a virtual environment's, say); the default is `python3`.
 
 mod common;
