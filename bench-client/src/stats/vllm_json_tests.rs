@@ -184,6 +184,21 @@ fn pagoda_section_holds_the_summary_run_and_definitions() {
 }
 
 #[test]
+fn the_per_model_breakdown_is_saved_and_older_summaries_read() {
+    let records = varied_run(30);
+    let summary = summarize(&records, &SummaryOptions::default());
+    let json = vllm_result_json(&summary, &records, &meta(), false).expect("builds");
+    // Every hand-built record names `base`: one model, whose counts are the run's.
+    let base = &json[PAGODA_KEY]["summary"]["per_model"]["base"];
+    assert_eq!(base["num_completed"], summary.num_completed);
+    assert_eq!(base["num_failed"], summary.num_failed);
+    let mut older = json[PAGODA_KEY]["summary"].clone();
+    older.as_object_mut().map(|s| s.remove("per_model"));
+    let older: BenchSummary = serde_json::from_value(older).expect("an older summary reads");
+    assert!(older.per_model.is_empty());
+}
+
+#[test]
 fn percentile_keys_format_like_python() {
     assert_eq!(percentile_key(99.0, "ttft"), "p99_ttft_ms");
     assert_eq!(percentile_key(99.9, "ttft"), "p99.9_ttft_ms");
