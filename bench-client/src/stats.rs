@@ -30,7 +30,7 @@ mod timeline;
 mod vllm_json;
 
 #[cfg(test)]
-mod test_records;
+pub(crate) mod test_records;
 
 pub use definitions::DEFINITIONS;
 pub use error::StatsError;
@@ -39,7 +39,9 @@ pub use integrity::{LagStats, SendIntegrity};
 pub use integrity_thresholds::IntegrityThresholds;
 pub use itl::{chunk_gaps_s, per_token_itls_s, tokens_per_chunk};
 pub use merge::{merge, MergedRecords};
-pub use metadata::{parse_metadata, MachineInfo, RampUp, RunMetadata, StructuredOutputMeta};
+pub use metadata::{
+    parse_metadata, LoraMeta, MachineInfo, RampUp, RunMetadata, StructuredOutputMeta,
+};
 pub use metric::Metric;
 pub use metric_summary::MetricSummary;
 pub use options::{parse_percentile_metrics, parse_percentiles, SteadyStateWindow, SummaryOptions};
