@@ -6,6 +6,7 @@ pub mod cli;
 pub mod client;
 pub mod compare;
 pub mod dataset;
+pub mod lora;
 pub mod offline;
 pub mod plan;
 pub mod plot;

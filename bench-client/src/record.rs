@@ -38,6 +38,10 @@ pub struct RequestRecord {
     /// Which client process sent it (for `merge`); 0 for a single process.
     #[serde(default)]
     pub client_id: usize,
+    /// The `model` the request named: the run's model, or its LoRA adapter with
+    /// `--lora-modules`. `None` in records saved before the model was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// When the schedule said to send it.
     pub target_send_s: f64,
     /// When it was actually sent (the HTTP request started).

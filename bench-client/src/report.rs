@@ -1,10 +1,14 @@
 //! The terminal summary of a serve run, in the layout `vllm bench serve` users know, followed by
-//! what vLLM's client does not tell them: send integrity, the steady-state window, errors by type,
-//! where token counts came from, and the server's own view.
+//! what vLLM's client does not tell them: the breakdown per model (LoRA adapter), send
+//! integrity, the steady-state window, errors by type, where token counts came from, and the
+//! server's own view.
+
+mod per_model;
 
 use std::fmt::Write;
 
 use crate::stats::{BenchSummary, Metric, MetricStats, WindowSummary};
+use per_model::render_per_model;
 
 const WIDTH: usize = 50;
 
@@ -123,6 +127,7 @@ pub fn render(summary: &BenchSummary, title: &str) -> String {
             metric_block(&mut out, metric, stats);
         }
     }
+    render_per_model(&mut out, summary);
     render_extras(&mut out, summary);
     let _ = writeln!(out, "{}", rule("", '='));
     out

@@ -3,7 +3,8 @@
 //! number can be recomputed from a saved detailed file (and is, by `merge`).
 //!
 //! - [`summarize`] reduces records to a [`BenchSummary`] (latency metrics, throughputs, peaks,
-//!   goodput, errors by kind, send integrity, the steady-state window);
+//!   goodput, errors by kind, send integrity, the steady-state window, the breakdown per model
+//!   name, i.e. per LoRA adapter);
 //! - [`vllm_result_json`] writes it with `vllm bench serve`'s keys plus ours under `"pagoda"`;
 //! - [`merge`] combines the records of several client processes into one run;
 //! - [`DEFINITIONS`] says how each number is computed (also docs/bench-metrics.md).
@@ -21,6 +22,7 @@ mod metadata;
 mod metric;
 mod metric_summary;
 mod options;
+mod per_model;
 mod percentile;
 mod steady_state;
 mod summary;
@@ -28,7 +30,7 @@ mod timeline;
 mod vllm_json;
 
 #[cfg(test)]
-mod test_records;
+pub(crate) mod test_records;
 
 pub use definitions::DEFINITIONS;
 pub use error::StatsError;
@@ -37,10 +39,13 @@ pub use integrity::{LagStats, SendIntegrity};
 pub use integrity_thresholds::IntegrityThresholds;
 pub use itl::{chunk_gaps_s, per_token_itls_s, tokens_per_chunk};
 pub use merge::{merge, MergedRecords};
-pub use metadata::{parse_metadata, MachineInfo, RampUp, RunMetadata, StructuredOutputMeta};
+pub use metadata::{
+    parse_metadata, LoraMeta, MachineInfo, RampUp, RunMetadata, StructuredOutputMeta,
+};
 pub use metric::Metric;
 pub use metric_summary::MetricSummary;
 pub use options::{parse_percentile_metrics, parse_percentiles, SteadyStateWindow, SummaryOptions};
+pub use per_model::{ModelSummary, PER_MODEL_METRICS, PER_MODEL_PERCENTILE};
 pub use percentile::{median, percentile, MetricStats, PercentileValue};
 pub use steady_state::{steady_state_window, WindowSummary, MIN_WINDOW_FRACTION};
 pub use summary::{error_label, summarize, BenchSummary, ErrorCount, TokenCountSources};

@@ -60,4 +60,8 @@ pub struct RequestSpec {
     /// in the workload. `None` for single requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<(usize, usize)>,
+    /// The `model` this request names instead of the run's: its LoRA adapter
+    /// (`--lora-modules`, see [`crate::lora`]). `None`: the run's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }

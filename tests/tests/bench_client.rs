@@ -227,3 +227,78 @@ fn merging_two_clients_gives_the_totals_of_both() {
     );
     assert!(number(&merged, "duration") >= number(&parts[1], "duration"));
 }
+
+/// `--lora-modules a,b --lora-assignment round-robin` against a server that serves `base`, `a`
+/// and `b` (`--served-model-name`, so it accepts every name as `model`): the requests alternate
+/// a, b, a, …, all succeed, and the result breaks the run down by adapter with the right counts.
+#[test]
+fn lora_modules_spread_the_requests_over_adapters_and_break_the_result_down() {
+    ensure_built();
+    let server = ServerProcess::start(&[
+        "--mock",
+        "--mock-tpot-ms",
+        "5",
+        "--served-model-name",
+        "base,a,b",
+        "--disable-log-requests",
+    ]);
+    let model = model_path();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().display().to_string();
+    let args = serve_args(
+        &server,
+        &model,
+        &out,
+        &[
+            "--model",
+            "base",
+            "--lora-modules",
+            "a,b",
+            "--lora-assignment",
+            "round-robin",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "8",
+            "--num-prompts",
+            "5",
+            "--request-rate",
+            "50",
+            "--save-detailed",
+            "--result-filename",
+            "lora.json",
+        ],
+    );
+    let output = run_bench_ok(&args);
+    let result = read_json(&dir.path().join("lora.json"));
+    assert_eq!(number(&result, "completed"), 5.0);
+    assert_eq!(result["model_id"], "base");
+    assert_eq!(result["pagoda"]["run"]["lora"]["assignment"], "round-robin");
+    let records = result
+        .pointer("/pagoda/records")
+        .and_then(Value::as_array)
+        .expect("records");
+    let models: Vec<&str> = records
+        .iter()
+        .map(|r| r["model"].as_str().expect("a model"))
+        .collect();
+    assert_eq!(models, ["a", "b", "a", "b", "a"]);
+    let per_model = result
+        .pointer("/pagoda/summary/per_model")
+        .and_then(Value::as_object)
+        .expect("per_model");
+    assert_eq!(per_model.keys().collect::<Vec<_>>(), ["a", "b"]);
+    for (name, completed) in [("a", 3), ("b", 2)] {
+        let entry = &per_model[name];
+        assert_eq!(entry["num_completed"], completed, "{name}: {entry}");
+        assert_eq!(entry["num_failed"], 0, "{name}: {entry}");
+        assert_eq!(
+            entry["total_output_tokens"],
+            completed * 8,
+            "{name}: {entry}"
+        );
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("Per model"), "{stdout}");
+    assert!(stdout.contains("LoRA adapters:"), "{stdout}");
+}

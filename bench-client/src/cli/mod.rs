@@ -4,6 +4,7 @@ pub mod backend;
 pub mod compare_cmd;
 pub mod engine_args;
 pub mod latency_cmd;
+pub mod lora_args;
 pub mod merge_cmd;
 pub mod plan_cmd;
 pub mod run_meta;

@@ -1,4 +1,5 @@
-//! `pagoda-bench serve`: workload → schedule → runner → statistics → report and result file.
+//! `pagoda-bench serve`: workload (and its LoRA adapters) → schedule → runner → statistics →
+//! report and result file.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use crate::client::{
     discover_model, readiness_check, Endpoint, RequestConfig, Sampling, StructuredOutput,
 };
 use crate::dataset::{build_workload, DatasetConfig, PrefixRepetitionConfig, RandomConfig};
+use crate::lora::LoraPlan;
 use crate::record::RequestRecord;
 use crate::runner::{run, RunConfig, RunOutcome};
 use crate::schedule::{
@@ -180,6 +182,7 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
     // Flags (and the files they name) are checked before the server is asked anything.
     let endpoint_arg = resolve_endpoint(args.backend.as_deref(), args.endpoint)?;
     let structured_output = args.structured_output.load(endpoint(endpoint_arg))?;
+    let lora = args.lora.plan()?;
     let base_url = args.base_url();
     readiness_check(
         &base_url,
@@ -194,20 +197,7 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
     };
     let schedule = schedule_config(args)?;
     let options = summary_options(args, &schedule)?;
-    let dataset = dataset_config(args)?;
-    let (num_prompts, seed) = (args.num_prompts, args.seed);
-    let specs = {
-        let tokenizer = Arc::clone(&tokenizer);
-        tokio::task::spawn_blocking(move || build_workload(&dataset, num_prompts, &tokenizer, seed))
-            .await??
-    };
-    let arrivals_s = match args.duration {
-        Some(duration_s) if matches!(schedule.rate(), RequestRate::PerSecond(_)) => {
-            arrival_times_for_duration(duration_s, &schedule)?
-        }
-        _ => arrival_times(specs.len(), &schedule),
-    };
-    let specs = cycle_to(specs, arrivals_s.len());
+    let (specs, arrivals_s) = workload(args, &tokenizer, &schedule, lora.as_ref()).await?;
     let mut run_config = RunConfig::new(request_config(args, &model, structured_output)?);
     run_config.max_concurrency = args.max_concurrency;
     run_config.num_warmups = args.num_warmups;
@@ -233,6 +223,34 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
         options,
         scrape,
     })
+}
+
+/// The workload and its arrival times: built from the dataset, repeated to the schedule's
+/// length, each request's adapter named when `--lora-modules` asks.
+async fn workload(
+    args: &ServeArgs,
+    tokenizer: &Arc<TextTokenizer>,
+    schedule: &ScheduleConfig,
+    lora: Option<&LoraPlan>,
+) -> anyhow::Result<(Vec<RequestSpec>, Vec<f64>)> {
+    let dataset = dataset_config(args)?;
+    let (num_prompts, seed) = (args.num_prompts, args.seed);
+    let specs = {
+        let tokenizer = Arc::clone(tokenizer);
+        tokio::task::spawn_blocking(move || build_workload(&dataset, num_prompts, &tokenizer, seed))
+            .await??
+    };
+    let arrivals_s = match args.duration {
+        Some(duration_s) if matches!(schedule.rate(), RequestRate::PerSecond(_)) => {
+            arrival_times_for_duration(duration_s, schedule)?
+        }
+        _ => arrival_times(specs.len(), schedule),
+    };
+    let mut specs = cycle_to(specs, arrivals_s.len());
+    if let Some(lora) = lora {
+        lora.apply(&mut specs, seed);
+    }
+    Ok((specs, arrivals_s))
 }
 
 /// The workload repeated (in order) until it has `len` requests.

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use crate::cli::lora_args::LoraArgs;
 use crate::cli::structured_output_args::StructuredOutputArgs;
 use crate::client::DEFAULT_POOL_IDLE_TIMEOUT;
 
@@ -155,6 +156,8 @@ pub struct ServeArgs {
     pub extra_body: Option<String>,
     #[command(flatten)]
     pub structured_output: StructuredOutputArgs,
+    #[command(flatten)]
+    pub lora: LoraArgs,
 
     /// Metrics to report percentiles for: ttft,tpot,itl,itl_per_token,e2el,ttst.
     #[arg(long, default_value = "ttft,tpot,itl")]

@@ -58,6 +58,7 @@ fn metadata(
         structured_output: args
             .structured_output
             .meta(&prepared.run_config.request.structured_output),
+        lora: args.lora.meta(),
         command_line: std::env::args().collect(),
         server_metadata: parse_metadata(&args.metadata)?,
         machine: machine_info(),
@@ -124,6 +125,10 @@ pub async fn run_repeated(
     let structured_output = &prepared.run_config.request.structured_output;
     if let Some(meta) = args.structured_output.meta(structured_output) {
         println!("{:<40} {}", "Structured output:", meta.describe());
+    }
+    if let Some(lora) = args.lora.meta() {
+        let modules = lora.modules.join(", ");
+        println!("{:<40} {modules} ({})", "LoRA adapters:", lora.assignment);
     }
     for run_index in 0..num_runs {
         let start_unix_s = unix_now_s();

@@ -46,6 +46,7 @@ fn body(flags: &[&str]) -> anyhow::Result<Value> {
         input_tokens: 1,
         output_tokens: 4,
         conversation: None,
+        model: None,
     };
     Ok(serde_json::from_slice(&Client::new(config)?.body(&spec))?)
 }
@@ -139,6 +140,7 @@ fn extra_body_still_wins_over_the_structured_fields() {
         input_tokens: 1,
         output_tokens: 4,
         conversation: None,
+        model: None,
     };
     let client = Client::new(config).expect("a client");
     let sent: Value = serde_json::from_slice(&client.body(&spec)).expect("JSON");

@@ -38,6 +38,7 @@ pub struct RequestConfig {
     pub endpoint: Endpoint,
     /// `http://host:port` (a trailing `/` or `/v1` is dropped).
     pub base_url: String,
+    /// The run's model; a request that names its own (a LoRA adapter) sends that instead.
     pub model: String,
     /// Sent as `Authorization: Bearer KEY`.
     pub api_key: Option<String>,

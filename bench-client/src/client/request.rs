@@ -67,6 +67,7 @@ impl Client {
         RequestRecord {
             index,
             client_id: self.config.client_id,
+            model: Some(self.model_of(spec).to_string()),
             target_send_s,
             actual_send_s: clock.secs(sent),
             first_token_s: result.chunk_times_s.first().copied(),
@@ -107,6 +108,11 @@ impl Client {
         }
     }
 
+    /// The `model` of `spec`'s request: its own (a LoRA adapter), else the run's.
+    pub fn model_of<'a>(&'a self, spec: &'a RequestSpec) -> &'a str {
+        spec.model.as_deref().unwrap_or(&self.config.model)
+    }
+
     /// The JSON body of `spec`'s request, the structured-output fields added, `extra_body`
     /// merged in last.
     pub fn body(&self, spec: &RequestSpec) -> Vec<u8> {
@@ -117,7 +123,7 @@ impl Client {
         };
         let value = match config.endpoint {
             Endpoint::Chat => serde_json::to_value(ChatCompletionRequest {
-                model: &config.model,
+                model: self.model_of(spec),
                 messages: &spec.prompt.as_messages(),
                 max_tokens: spec.output_tokens,
                 max_completion_tokens: spec.output_tokens,
@@ -128,7 +134,7 @@ impl Client {
                 ignore_eos: sampling.ignore_eos,
             }),
             Endpoint::Completions => serde_json::to_value(CompletionRequest {
-                model: &config.model,
+                model: self.model_of(spec),
                 prompt: &spec.prompt.as_text(),
                 max_tokens: spec.output_tokens,
                 stream: true,
@@ -279,3 +285,7 @@ mod retry_tests;
 #[cfg(test)]
 #[path = "structured_request_tests.rs"]
 mod structured_request_tests;
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+mod model_tests;

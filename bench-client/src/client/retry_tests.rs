@@ -119,6 +119,7 @@ async fn send(client: &Client, index: usize) -> RequestRecord {
         input_tokens: 1,
         output_tokens: 1,
         conversation: None,
+        model: None,
     };
     let clock = RunClock {
         start: std::time::Instant::now(),

@@ -71,6 +71,7 @@ async fn send_tool_request(
         input_tokens: 4,
         output_tokens: 32,
         conversation: None,
+        model: None,
     };
     let clock = RunClock {
         start: std::time::Instant::now(),

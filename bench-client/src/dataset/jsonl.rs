@@ -54,6 +54,7 @@ pub(super) fn build(
                 prompt: entry.prompt,
                 output_tokens: entry.output_tokens,
                 conversation: None,
+                model: None,
             })
         })
         .collect::<Result<Vec<_>, DatasetError>>()?;

@@ -72,6 +72,7 @@ pub(super) fn build(
             input_tokens: config.prefix_tokens + config.suffix_tokens,
             output_tokens: config.output_tokens,
             conversation: None,
+            model: None,
         })
     })?;
     requests.shuffle(rng);

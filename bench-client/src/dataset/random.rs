@@ -91,6 +91,7 @@ pub(super) fn build(
             input_tokens: config.prefix_tokens + input_tokens,
             output_tokens,
             conversation: None,
+            model: None,
         })
     })
 }

@@ -141,6 +141,7 @@ impl TurnSelection {
             input_tokens,
             output_tokens,
             conversation: None,
+            model: None,
         })
     }
 }

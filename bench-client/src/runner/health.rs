@@ -90,6 +90,7 @@ mod tests {
         RequestRecord {
             index: 0,
             client_id: 0,
+            model: None,
             target_send_s,
             actual_send_s,
             first_token_s: None,

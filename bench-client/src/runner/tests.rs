@@ -19,6 +19,7 @@ fn specs(n: usize, output_tokens: usize) -> Vec<RequestSpec> {
             input_tokens: 8,
             output_tokens,
             conversation: None,
+            model: None,
         })
         .collect()
 }

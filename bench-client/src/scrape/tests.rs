@@ -189,6 +189,7 @@ async fn scrapes_a_live_server_during_a_run() {
                 input_tokens: 4,
                 output_tokens: 10,
                 conversation: None,
+                model: None,
             })
             .collect();
         let arrivals: Vec<f64> = (0..30).map(|i| i as f64 / 30.0).collect();

@@ -97,6 +97,13 @@ pub const DEFINITIONS: &[(&str, &str)] = &[
          successful requests sent in the window; requests and prompt tokens of those that ended \
          in it; output tokens that arrived in it; all ÷ window length.",
     ),
+    (
+        "per_model",
+        "Per model name the requests sent (the LoRA adapters of --lora-modules): completed and \
+         failed requests, output tokens, request and output throughput ÷ the whole run's \
+         duration (so the models' throughputs add up to the run's), and TTFT, TPOT, ITL and \
+         E2EL of its successful requests with the run's percentiles and p99.",
+    ),
 ];
 
 #[cfg(test)]

@@ -62,6 +62,16 @@ impl StructuredOutputMeta {
     }
 }
 
+/// `--lora-modules` and `--lora-assignment`: the adapters the requests named, and how each
+/// request's was picked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoraMeta {
+    /// The names as listed (a repeated name is picked more often).
+    pub modules: Vec<String>,
+    /// `random` or `round-robin`.
+    pub assignment: String,
+}
+
 /// The run's configuration and provenance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMetadata {
@@ -87,6 +97,10 @@ pub struct RunMetadata {
     /// written before the flags existed).
     #[serde(default)]
     pub structured_output: Option<StructuredOutputMeta>,
+    /// `--lora-modules`; `null` when every request named the run's model (and in results
+    /// written before the flag existed).
+    #[serde(default)]
+    pub lora: Option<LoraMeta>,
     /// The client's command line, program name first.
     pub command_line: Vec<String>,
     /// `--metadata KEY=VALUE` pairs (about the server: version, tp, …).

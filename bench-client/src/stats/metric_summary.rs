@@ -1,5 +1,5 @@
-//! [`MetricSummary`]: one latency metric's statistics over a set of requests (the whole run, or
-//! the steady-state window).
+//! [`MetricSummary`]: one latency metric's statistics over a set of requests (the whole run, the
+//! steady-state window, or one model's requests).
 
 use serde::{Deserialize, Serialize};
 
@@ -19,9 +19,18 @@ pub(super) fn metric_summaries<'a>(
     records: impl Iterator<Item = &'a RequestRecord> + Clone,
     percentiles: &[f64],
 ) -> Vec<MetricSummary> {
-    Metric::ALL
-        .into_iter()
-        .map(|metric| MetricSummary {
+    summaries_of(&Metric::ALL, records, percentiles)
+}
+
+/// The statistics of `metrics` (in that order) over the successful requests among `records`.
+pub(super) fn summaries_of<'a>(
+    metrics: &[Metric],
+    records: impl Iterator<Item = &'a RequestRecord> + Clone,
+    percentiles: &[f64],
+) -> Vec<MetricSummary> {
+    metrics
+        .iter()
+        .map(|&metric| MetricSummary {
             metric,
             stats: MetricStats::from_samples_s(&metric.samples_s(records.clone()), percentiles),
         })

@@ -9,6 +9,7 @@ use super::integrity::{check_send_integrity, SendIntegrity};
 use super::metric::Metric;
 use super::metric_summary::{metric_summaries, MetricSummary};
 use super::options::{SteadyStateWindow, SummaryOptions};
+use super::per_model::{per_model, ModelSummary};
 use super::percentile::MetricStats;
 use super::steady_state::{steady_state_window, summarize_window, WindowSummary};
 use super::timeline::{
@@ -68,6 +69,10 @@ pub struct BenchSummary {
     pub goodput: Option<GoodputSummary>,
     pub integrity: SendIntegrity,
     pub steady_state: Option<WindowSummary>,
+    /// Per model name the requests sent (the LoRA adapters of `--lora-modules`), by name; empty
+    /// in results saved before the model was recorded.
+    #[serde(default)]
+    pub per_model: BTreeMap<String, ModelSummary>,
 }
 
 impl BenchSummary {
@@ -113,6 +118,7 @@ pub fn summarize(records: &[RequestRecord], options: &SummaryOptions) -> BenchSu
         goodput: goodput(records, options, duration_s),
         integrity: check_send_integrity(records, options),
         steady_state: steady_state(records, options),
+        per_model: per_model(records, duration_s, &options.percentiles),
     }
 }
 

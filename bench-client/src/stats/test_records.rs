@@ -3,7 +3,8 @@
 use crate::record::{ErrorKind, RequestRecord, TokenCountSource};
 
 /// A successful streamed request: due at `target_s`, sent at `send_s`, content chunks at
-/// `chunks_s`, ended at `end_s`, with `output_tokens` generated and 10 prompt tokens.
+/// `chunks_s`, ended at `end_s`, with `output_tokens` generated and 10 prompt tokens, naming model
+/// `base`.
 pub fn streamed(
     index: usize,
     target_s: f64,
@@ -15,6 +16,7 @@ pub fn streamed(
     RequestRecord {
         index,
         client_id: 0,
+        model: Some("base".into()),
         target_send_s: target_s,
         actual_send_s: send_s,
         first_token_s: chunks_s.first().copied(),

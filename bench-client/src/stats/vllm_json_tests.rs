@@ -6,8 +6,8 @@ use super::*;
 use crate::record::ErrorKind;
 use crate::stats::test_records::{failed, streamed, varied_run};
 use crate::stats::{
-    parse_goodput, summarize, MachineInfo, Metric, RampUp, StructuredOutputMeta, SummaryOptions,
-    DEFINITIONS,
+    parse_goodput, summarize, LoraMeta, MachineInfo, Metric, RampUp, StructuredOutputMeta,
+    SummaryOptions, DEFINITIONS,
 };
 
 fn meta() -> RunMetadata {
@@ -31,6 +31,10 @@ fn meta() -> RunMetadata {
             file: Some("bench/workloads/json-schema-10-fields.json".into()),
             field: Some("response_format".into()),
             tool_choice: None,
+        }),
+        lora: Some(LoraMeta {
+            modules: vec!["sql-lora".into(), "chat-lora".into()],
+            assignment: "round-robin".into(),
         }),
         command_line: vec!["pagoda-bench".into(), "--save-result".into()],
         server_metadata: BTreeMap::from([
@@ -181,6 +185,35 @@ fn pagoda_section_holds_the_summary_run_and_definitions() {
     );
     let sources = &pagoda["summary"]["token_count_sources"];
     assert!(sources["num_tokenizer"].as_u64() > Some(0));
+}
+
+#[test]
+fn the_per_model_breakdown_is_saved_and_older_summaries_read() {
+    let records = varied_run(30);
+    let summary = summarize(&records, &SummaryOptions::default());
+    let json = vllm_result_json(&summary, &records, &meta(), false).expect("builds");
+    // Every hand-built record names `base`: one model, whose counts are the run's.
+    let base = &json[PAGODA_KEY]["summary"]["per_model"]["base"];
+    assert_eq!(base["num_completed"], summary.num_completed);
+    assert_eq!(base["num_failed"], summary.num_failed);
+    let mut older = json[PAGODA_KEY]["summary"].clone();
+    older.as_object_mut().map(|s| s.remove("per_model"));
+    let older: BenchSummary = serde_json::from_value(older).expect("an older summary reads");
+    assert!(older.per_model.is_empty());
+}
+
+#[test]
+fn the_lora_flags_are_saved_and_older_runs_read() {
+    let records = varied_run(3);
+    let summary = summarize(&records, &SummaryOptions::default());
+    let json = vllm_result_json(&summary, &records, &meta(), false).expect("builds");
+    let run = &json[PAGODA_KEY]["run"];
+    assert_eq!(run["lora"]["modules"][1], "chat-lora");
+    assert_eq!(run["lora"]["assignment"], "round-robin");
+    let mut older = run.clone();
+    older.as_object_mut().map(|run| run.remove("lora"));
+    let older: RunMetadata = serde_json::from_value(older).expect("a run before LoRA reads");
+    assert_eq!(older.lora, None);
 }
 
 #[test]
