@@ -36,9 +36,26 @@ pub enum FusedProjection {
 pub struct LowRankPair {
     pub a_t: Tensor,
     pub b_t: Tensor,
+    /// The non-zero blocks of `b_t`: one per adapted part, in output order.
+    pub parts: Vec<PartBlock>,
+}
+
+/// Where one adapted part (q, k, v, gate, …) sits in a fused pair: its rank columns of `a_t`
+/// (rows of `b_t`) and its output columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartBlock {
+    pub rank_offset: usize,
+    pub rank: usize,
+    pub out_offset: usize,
+    pub out_len: usize,
 }
 
 impl LowRankPair {
+    /// The stacked rank of all parts.
+    pub fn rank(&self) -> usize {
+        self.parts.iter().map(|p| p.rank).sum()
+    }
+
     /// The adapter's contribution for the rows `x` (`[num_rows, in]`) → `[num_rows, out]`.
     pub fn delta(&self, x: &Tensor) -> Result<Tensor> {
         Ok(x.matmul(&self.a_t)?.matmul(&self.b_t)?)

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 
-use super::adapter::{LayerAdapter, LoraAdapter, LoraId, LowRankPair};
+use super::adapter::{LayerAdapter, LoraAdapter, LoraId, LowRankPair, PartBlock};
 use super::config::{AdapterConfig, LoraTarget};
 use crate::error::{EngineError, Result};
 use crate::models::ModelConfig;
@@ -249,8 +249,15 @@ fn fuse(
     let total_rank = a.dim(0)?;
     let mut b_t = vec![0f32; total_rank * total_out];
     let mut rank_offset = 0;
+    let mut blocks = Vec::with_capacity(b_blocks.len());
     for (out_offset, b) in b_blocks {
         let (out, rank) = b.dims2()?;
+        blocks.push(PartBlock {
+            rank_offset,
+            rank,
+            out_offset,
+            out_len: out,
+        });
         let values = b.flatten_all()?.to_vec1::<f32>()?;
         for o in 0..out {
             for j in 0..rank {
@@ -270,6 +277,7 @@ fn fuse(
             (total_rank, total_out),
             &Device::Cpu,
         )?)?,
+        parts: blocks,
     }))
 }
 

@@ -5,6 +5,7 @@
 pub mod adapter;
 pub mod batch;
 pub mod config;
+pub mod host;
 pub mod load;
 
 pub use adapter::{LoraAdapter, LoraId};
