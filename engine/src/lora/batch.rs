@@ -1,6 +1,6 @@
 //! `LoraBatch`: which token rows of a step use which adapter, and the one pass per projection
 //! that adds each adapter's contribution to its rows: on the CPU for steps of few rows, a
-//! per-row kernel over all groups at once (`host.rs`); otherwise a gathered matmul per adapter
+//! kernel that reads each adapter's weights once for all its rows (`host.rs`); otherwise a gathered matmul per adapter
 //! group (the same candle ops on every device). A step without adapters has no groups and costs
 //! nothing.
 
@@ -9,14 +9,17 @@ use std::sync::Arc;
 use candle_core::{Device, Tensor};
 
 use super::adapter::{FusedProjection, LoraAdapter, LowRankPair};
-use super::host::{add_low_rank_terms, MAX_HOST_ROWS};
+use super::host::{add_low_rank_terms, HostGroup, MAX_HOST_ROWS};
 use crate::error::Result;
 
 /// The rows of one adapter in a step.
 #[derive(Debug, Clone)]
 struct AdapterRows {
     adapter: Arc<LoraAdapter>,
-    /// `[num_rows]` u32 row indices on the model's device; `None` when the group is every row.
+    /// Its token rows, in order.
+    row_list: Vec<usize>,
+    /// The same as `[num_rows]` u32 indices on the model's device, for the tensor path; `None`
+    /// when the group is every row or the step runs on the host kernel.
     rows: Option<Tensor>,
 }
 
@@ -24,9 +27,7 @@ struct AdapterRows {
 #[derive(Debug, Clone, Default)]
 pub struct LoraBatch {
     groups: Vec<AdapterRows>,
-    /// Per token row, the index of its group (`None`: the base model).
-    row_groups: Vec<Option<usize>>,
-    /// Whether the step is small enough, and on the CPU, for the per-row host kernel.
+    /// Whether the step is small enough, and on the CPU, for the host kernel.
     on_host: bool,
 }
 
@@ -39,40 +40,33 @@ impl LoraBatch {
         num_rows: usize,
         device: &Device,
     ) -> Result<Self> {
-        let mut grouped: Vec<(Arc<LoraAdapter>, Vec<u32>)> = Vec::new();
-        let mut row_groups = vec![None; num_rows];
+        let mut grouped: Vec<(Arc<LoraAdapter>, Vec<usize>)> = Vec::new();
         for (range, adapter) in row_ranges.iter().zip(row_adapters) {
             let Some(adapter) = adapter else { continue };
-            let index = match grouped.iter().position(|(a, _)| a.id == adapter.id) {
-                Some(index) => index,
-                None => {
-                    grouped.push((Arc::clone(adapter), Vec::new()));
-                    grouped.len() - 1
-                }
-            };
-            grouped[index].1.extend(range.clone().map(|r| r as u32));
-            for row in range.clone() {
-                row_groups[row] = Some(index);
+            match grouped.iter_mut().find(|(a, _)| a.id == adapter.id) {
+                Some((_, rows)) => rows.extend(range.clone()),
+                None => grouped.push((Arc::clone(adapter), range.clone().collect())),
             }
         }
         let on_host = device.is_cpu() && num_rows <= MAX_HOST_ROWS;
         let groups = grouped
             .into_iter()
-            .map(|(adapter, rows)| {
-                let rows = if on_host || rows.len() == num_rows {
+            .filter(|(_, rows)| !rows.is_empty())
+            .map(|(adapter, row_list)| {
+                let rows = if on_host || row_list.len() == num_rows {
                     None
                 } else {
-                    let len = rows.len();
-                    Some(Tensor::from_vec(rows, len, device)?)
+                    let indices: Vec<u32> = row_list.iter().map(|&r| r as u32).collect();
+                    Some(Tensor::from_vec(indices, row_list.len(), device)?)
                 };
-                Ok(AdapterRows { adapter, rows })
+                Ok(AdapterRows {
+                    adapter,
+                    row_list,
+                    rows,
+                })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self {
-            groups,
-            row_groups,
-            on_host,
-        })
+        Ok(Self { groups, on_host })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -104,15 +98,20 @@ impl LoraBatch {
             group.adapter.layer(layer).and_then(|l| l.pair(projection))
         }
         if self.on_host {
-            let pairs: Vec<_> = self
-                .row_groups
+            let groups: Vec<HostGroup<'_>> = self
+                .groups
                 .iter()
-                .map(|g| g.and_then(|g| pair_of(&self.groups[g], layer, projection)))
+                .filter_map(|g| {
+                    pair_of(g, layer, projection).map(|pair| HostGroup {
+                        pair,
+                        rows: &g.row_list,
+                    })
+                })
                 .collect();
-            if pairs.iter().all(Option::is_none) {
+            if groups.is_empty() {
                 return Ok(base);
             }
-            return add_low_rank_terms(x, &base, &pairs);
+            return add_low_rank_terms(x, &base, &groups);
         }
         let mut out = base;
         for group in &self.groups {

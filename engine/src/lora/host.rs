@@ -1,8 +1,10 @@
-//! The LoRA term on the host for steps of few rows (decode): per row, `t = x·Aᵀ` (the rank's
-//! values) then `y += t·Bᵀ` over each adapted part's block only (a fused pair's `B` is
-//! block-diagonal: its zero blocks are skipped), reading the adapter's tensors in place and
-//! writing each output row once, rows in parallel. The tensor path (gathers, matmuls and a
-//! scatter per adapter) costs more in per-operation overhead than in arithmetic at these sizes.
+//! The LoRA term on the host for steps of few rows (decode). Per adapter group: `T = X·Aᵀ` (the
+//! rank's values of each of its rows), then `Δ = T·Bᵀ` over each adapted part's block only (a
+//! fused pair's `B` is block-diagonal: its zero blocks are skipped); each weight row is read once
+//! for all the group's rows, so a step reads each adapter's weights once (at decode sizes the
+//! weights' memory traffic, not the arithmetic, is the cost). Groups run in parallel, reading the
+//! adapter's tensors in place. The tensor path (gathers, matmuls and a scatter per adapter) costs
+//! more in per-operation overhead than in arithmetic at these sizes.
 
 use candle_core::{Storage, Tensor};
 use rayon::prelude::*;
@@ -10,8 +12,15 @@ use rayon::prelude::*;
 use super::adapter::LowRankPair;
 use crate::error::{EngineError, Result};
 
-/// Rows from which the tensor path (blocked matmuls) wins over the per-row kernel.
+/// Rows from which the tensor path (blocked matmuls) wins over the host kernel.
 pub const MAX_HOST_ROWS: usize = 32;
+
+/// One adapter's pair and its token rows in the step.
+#[derive(Debug, Clone, Copy)]
+pub struct HostGroup<'a> {
+    pub pair: &'a LowRankPair,
+    pub rows: &'a [usize],
+}
 
 /// Calls `f` with the f32 values of a contiguous CPU tensor, without copying them.
 fn with_host_values<R>(tensor: &Tensor, f: impl FnOnce(&[f32]) -> R) -> Result<R> {
@@ -27,53 +36,64 @@ fn with_host_values<R>(tensor: &Tensor, f: impl FnOnce(&[f32]) -> R) -> Result<R
     Ok(f(&cpu.as_slice::<f32>()?[start..end]))
 }
 
-/// `base` (`[num_rows, out]`) plus, for each row with a pair, that pair's term for its row of `x`
-/// (`[num_rows, in]`). `pairs[r]` is row `r`'s pair, if any.
-pub fn add_low_rank_terms(
-    x: &Tensor,
-    base: &Tensor,
-    pairs: &[Option<&LowRankPair>],
-) -> Result<Tensor> {
+/// `base` (`[num_rows, out]`) plus each group's term on its rows of `x` (`[num_rows, in]`).
+pub fn add_low_rank_terms(x: &Tensor, base: &Tensor, groups: &[HostGroup<'_>]) -> Result<Tensor> {
     let x = x.contiguous()?;
     let (num_rows, in_dim) = x.dims2()?;
     let out_dim = base.dim(1)?;
-    let mut out = base.flatten_all()?.to_vec1::<f32>()?;
-    with_host_values(&x, |x| -> Result<()> {
-        out.par_chunks_mut(out_dim)
-            .zip(x.par_chunks(in_dim))
-            .zip(pairs.par_iter())
-            .try_for_each(|((y, x), pair)| match pair {
-                Some(pair) => add_row_term(pair, x, y),
-                None => Ok(()),
-            })
+    let deltas = with_host_values(&x, |x| {
+        groups
+            .par_iter()
+            .map(|group| group_delta(group, x, in_dim, out_dim))
+            .collect::<Result<Vec<_>>>()
     })??;
+    let mut out = base.flatten_all()?.to_vec1::<f32>()?;
+    for (group, delta) in groups.iter().zip(deltas) {
+        for (&row, d) in group.rows.iter().zip(delta.chunks_exact(out_dim)) {
+            for (y, d) in out[row * out_dim..(row + 1) * out_dim].iter_mut().zip(d) {
+                *y += d;
+            }
+        }
+    }
     Ok(Tensor::from_vec(out, (num_rows, out_dim), base.device())?)
 }
 
-/// `y += (x·Aᵀ)·Bᵀ` for one row.
-fn add_row_term(pair: &LowRankPair, x: &[f32], y: &mut [f32]) -> Result<()> {
-    let rank = pair.rank();
-    let mut t = vec![0f32; rank];
+/// `(X·Aᵀ)·Bᵀ` for the group's rows of `x`, one output row per group row.
+fn group_delta(
+    group: &HostGroup<'_>,
+    x: &[f32],
+    in_dim: usize,
+    out_dim: usize,
+) -> Result<Vec<f32>> {
+    let pair = group.pair;
+    let (rows, rank) = (group.rows, pair.rank());
+    let mut t = vec![0f32; rows.len() * rank];
     with_host_values(&pair.a_t, |a_t| {
-        for (&xi, a_row) in x.iter().zip(a_t.chunks_exact(rank)) {
-            for (tj, &a) in t.iter_mut().zip(a_row) {
-                *tj += xi * a;
-            }
-        }
-    })?;
-    let out_dim = y.len();
-    with_host_values(&pair.b_t, |b_t| {
-        for part in &pair.parts {
-            let y_part = &mut y[part.out_offset..part.out_offset + part.out_len];
-            for j in part.rank_offset..part.rank_offset + part.rank {
-                let tj = t[j];
-                let b_row = &b_t[j * out_dim + part.out_offset..][..part.out_len];
-                for (yo, &b) in y_part.iter_mut().zip(b_row) {
-                    *yo += tj * b;
+        for (i, a_row) in a_t.chunks_exact(rank).enumerate() {
+            for (&row, t_row) in rows.iter().zip(t.chunks_exact_mut(rank)) {
+                let xi = x[row * in_dim + i];
+                for (tj, &a) in t_row.iter_mut().zip(a_row) {
+                    *tj += xi * a;
                 }
             }
         }
-    })
+    })?;
+    let mut delta = vec![0f32; rows.len() * out_dim];
+    with_host_values(&pair.b_t, |b_t| {
+        for part in &pair.parts {
+            for j in part.rank_offset..part.rank_offset + part.rank {
+                let b_row = &b_t[j * out_dim + part.out_offset..][..part.out_len];
+                for (t_row, d_row) in t.chunks_exact(rank).zip(delta.chunks_exact_mut(out_dim)) {
+                    let tj = t_row[j];
+                    let d = &mut d_row[part.out_offset..part.out_offset + part.out_len];
+                    for (dv, &b) in d.iter_mut().zip(b_row) {
+                        *dv += tj * b;
+                    }
+                }
+            }
+        }
+    })?;
+    Ok(delta)
 }
 
 #[cfg(test)]
@@ -104,7 +124,7 @@ mod tests {
         Arc::new(load_lora_adapter("a", &path, config, &options).unwrap())
     }
 
-    /// The per-row kernel (few rows) and the gathered matmuls (many rows) add the same terms.
+    /// The host kernel (few rows) and the gathered matmuls (many rows) add the same terms.
     #[test]
     fn the_host_kernel_matches_the_tensor_path() {
         let mut config = ModelConfig::mock(64, vec![0], 128);
@@ -132,14 +152,19 @@ mod tests {
             a.layer(0).unwrap().qkv.as_ref(),
             b.layer(0).unwrap().qkv.as_ref(),
         );
-        let pairs: Vec<_> = (0..num_rows)
-            .map(|row| match row {
-                3 => None,
-                4..30 => pair_b,
-                _ => pair_a,
-            })
-            .collect();
-        let host = add_low_rank_terms(&x, &base, &pairs).unwrap();
+        let rows_a: Vec<usize> = (0..3).chain(30..40).collect();
+        let rows_b: Vec<usize> = (4..30).collect();
+        let groups = [
+            HostGroup {
+                pair: pair_a.unwrap(),
+                rows: &rows_a,
+            },
+            HostGroup {
+                pair: pair_b.unwrap(),
+                rows: &rows_b,
+            },
+        ];
+        let host = add_low_rank_terms(&x, &base, &groups).unwrap();
         let diff = (host - &expected)
             .unwrap()
             .abs()
