@@ -6,7 +6,9 @@
 #   adapters_4      the same server, each request to one of 4 adapters (rank 16, all seven
 #                   projections, made by scripts/make-lora-adapter.py), round-robin
 # Both servers run the whole time (an idle one costs nothing); each measurement has the two
-# cores to itself. Reports output tok/s and median TTFT/TPOT, and the ratios
+# cores to itself. Prefix caching is off on both: every round sends the same seeded prompts, and
+# a cache that holds one workload's prompts but not another's (adapters and the base never share
+# blocks) would measure the cache, not the adapters. Reports output tok/s and median TTFT/TPOT, and the ratios
 # adapters_4 / base_lora_on and base_lora_on / base_lora_off (medians over the rounds).
 #
 #   bench/lora_cpu.sh [RUNS=3] [NUM_PROMPTS=48]
@@ -15,8 +17,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-RUNS=${RUNS:-3}
-NUM_PROMPTS=${NUM_PROMPTS:-48}
+RUNS=${1:-${RUNS:-3}}
+NUM_PROMPTS=${2:-${NUM_PROMPTS:-48}}
 TARGET=${CARGO_TARGET_DIR:-target}
 RESULTS="bench/results/lora_cpu-$(date -u +%Y-%m-%d).jsonl"
 mkdir -p bench/results
@@ -44,11 +46,11 @@ wait_healthy() {
 }
 PORT_OFF=$(free_port)
 "$TARGET/release/pagoda-server" --model "$MODEL" --host 127.0.0.1 --port "$PORT_OFF" \
-  --served-model-name base --disable-log-requests >/dev/null 2>&1 &
+  --served-model-name base --disable-log-requests --no-enable-prefix-caching >/dev/null 2>&1 &
 SERVER_OFF=$!
 PORT_ON=$(free_port)
 "$TARGET/release/pagoda-server" --model "$MODEL" --host 127.0.0.1 --port "$PORT_ON" \
-  --served-model-name base --disable-log-requests --enable-lora --max-loras 4 \
+  --served-model-name base --disable-log-requests --no-enable-prefix-caching --enable-lora --max-loras 4 \
   --max-lora-rank 16 --lora-modules "${MODULES[@]}" >/dev/null 2>&1 &
 SERVER_ON=$!
 trap 'kill $SERVER_OFF $SERVER_ON 2>/dev/null || true; rm -rf "$ADAPTERS"' EXIT
@@ -70,7 +72,8 @@ row = {"bench": "lora_e2e", "mode": sys.argv[2], "output_throughput": r["output_
        "total_output_tokens": r.get("total_output_tokens"), "completed": r["completed"],
        "failed": r.get("failed"), "concurrency": 8, "num_prompts": int(sys.argv[3]),
        "date": sys.argv[4], "cpu": sys.argv[5]}
-print(json.dumps(row))' "$out/r.json" "$label" "$NUM_PROMPTS" "$DATE" "$CPU" | tee -a "$RESULTS"
+print(json.dumps(row))' "$out/r.json" "$label" "$NUM_PROMPTS" "$DATE" "$CPU" >"$out/row.json"
+  if [ "$label" != warmup ]; then tee -a "$RESULTS" <"$out/row.json"; fi
   rm -rf "$out"
 }
 

@@ -1,7 +1,7 @@
 //! `LoraBatch`: which token rows of a step use which adapter, and the one pass per projection
-//! that adds each adapter's contribution to its rows: on the CPU for steps of few rows, a
-//! kernel that reads each adapter's weights once for all its rows (`host.rs`); otherwise a gathered matmul per adapter
-//! group (the same candle ops on every device). A step without adapters has no groups and costs
+//! that adds each adapter's contribution to its rows: on the CPU, a kernel that reads each
+//! adapter's weights once per block of its rows (`host.rs`); on other devices a gathered
+//! matmul per adapter group (candle ops). A step without adapters has no groups and costs
 //! nothing.
 
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use candle_core::{Device, Tensor};
 
 use super::adapter::{FusedProjection, LoraAdapter, LowRankPair};
-use super::host::{add_low_rank_terms, HostGroup, MAX_HOST_ROWS};
+use super::host::{add_low_rank_terms, HostGroup};
 use crate::error::Result;
 
 /// The rows of one adapter in a step.
@@ -27,7 +27,7 @@ struct AdapterRows {
 #[derive(Debug, Clone, Default)]
 pub struct LoraBatch {
     groups: Vec<AdapterRows>,
-    /// Whether the step is small enough, and on the CPU, for the host kernel.
+    /// Whether the step runs on the CPU, where the host kernel serves it.
     on_host: bool,
 }
 
@@ -40,6 +40,17 @@ impl LoraBatch {
         num_rows: usize,
         device: &Device,
     ) -> Result<Self> {
+        Self::build(row_ranges, row_adapters, num_rows, device, device.is_cpu())
+    }
+
+    /// `new`, with the host kernel or the tensor path chosen (tests compare the two).
+    pub(crate) fn build(
+        row_ranges: &[std::ops::Range<usize>],
+        row_adapters: &[Option<&Arc<LoraAdapter>>],
+        num_rows: usize,
+        device: &Device,
+        on_host: bool,
+    ) -> Result<Self> {
         let mut grouped: Vec<(Arc<LoraAdapter>, Vec<usize>)> = Vec::new();
         for (range, adapter) in row_ranges.iter().zip(row_adapters) {
             let Some(adapter) = adapter else { continue };
@@ -48,7 +59,6 @@ impl LoraBatch {
                 None => grouped.push((Arc::clone(adapter), range.clone().collect())),
             }
         }
-        let on_host = device.is_cpu() && num_rows <= MAX_HOST_ROWS;
         let groups = grouped
             .into_iter()
             .filter(|(_, rows)| !rows.is_empty())

@@ -195,6 +195,7 @@ fn is_non_empty(value: Option<&Value>) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

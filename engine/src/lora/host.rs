@@ -1,10 +1,11 @@
-//! The LoRA term on the host for steps of few rows (decode). Per adapter group: `T = X·Aᵀ` (the
-//! rank's values of each of its rows), then `Δ = T·Bᵀ` over each adapted part's block only (a
-//! fused pair's `B` is block-diagonal: its zero blocks are skipped); each weight row is read once
-//! for all the group's rows, so a step reads each adapter's weights once (at decode sizes the
-//! weights' memory traffic, not the arithmetic, is the cost). Groups run in parallel, reading the
-//! adapter's tensors in place. The tensor path (gathers, matmuls and a scatter per adapter) costs
-//! more in per-operation overhead than in arithmetic at these sizes.
+//! The LoRA term on the CPU. Per block of up to `ROWS_PER_JOB` rows of one adapter: `T = X·Aᵀ`
+//! (the rank's values of each row), then `Δ = T·Bᵀ` over each adapted part's block only (a fused
+//! pair's `B` is block-diagonal: its zero blocks are skipped); each weight row is read once for
+//! all the block's rows, so a decode step reads each adapter's weights once (at decode sizes that
+//! memory traffic, not the arithmetic, is the cost). Blocks run in parallel, reading the
+//! adapter's tensors in place, and each output row is written once. Measured against gathered
+//! candle matmuls (a gather, two matmuls and a scatter per adapter and projection), this wins at
+//! decode and prefill alike on the CPU (docs/PERFORMANCE.md).
 
 use candle_core::{Storage, Tensor};
 use rayon::prelude::*;
@@ -12,8 +13,9 @@ use rayon::prelude::*;
 use super::adapter::LowRankPair;
 use crate::error::{EngineError, Result};
 
-/// Rows from which the tensor path (blocked matmuls) wins over the host kernel.
-pub const MAX_HOST_ROWS: usize = 32;
+/// Rows of one adapter computed by one job: a decode step's rows of an adapter fit in one, so
+/// its weights are read once; prefill blocks spread over the threads.
+const ROWS_PER_JOB: usize = 32;
 
 /// One adapter's pair and its token rows in the step.
 #[derive(Debug, Clone, Copy)]
@@ -41,15 +43,22 @@ pub fn add_low_rank_terms(x: &Tensor, base: &Tensor, groups: &[HostGroup<'_>]) -
     let x = x.contiguous()?;
     let (num_rows, in_dim) = x.dims2()?;
     let out_dim = base.dim(1)?;
+    let jobs: Vec<HostGroup<'_>> = groups
+        .iter()
+        .flat_map(|g| {
+            g.rows
+                .chunks(ROWS_PER_JOB)
+                .map(|rows| HostGroup { pair: g.pair, rows })
+        })
+        .collect();
     let deltas = with_host_values(&x, |x| {
-        groups
-            .par_iter()
-            .map(|group| group_delta(group, x, in_dim, out_dim))
+        jobs.par_iter()
+            .map(|job| group_delta(job, x, in_dim, out_dim))
             .collect::<Result<Vec<_>>>()
     })??;
     let mut out = base.flatten_all()?.to_vec1::<f32>()?;
-    for (group, delta) in groups.iter().zip(deltas) {
-        for (&row, d) in group.rows.iter().zip(delta.chunks_exact(out_dim)) {
+    for (job, delta) in jobs.iter().zip(deltas) {
+        for (&row, d) in job.rows.iter().zip(delta.chunks_exact(out_dim)) {
             for (y, d) in out[row * out_dim..(row + 1) * out_dim].iter_mut().zip(d) {
                 *y += d;
             }
@@ -97,6 +106,7 @@ fn group_delta(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::sync::Arc;
 
@@ -144,7 +154,8 @@ mod tests {
         let base = Tensor::randn(0f32, 1.0, (num_rows, 64), &Device::Cpu).unwrap();
         let ranges = [0..3, 3..4, 4..30, 30..40];
         let adapters = [Some(&a), None, Some(&b), Some(&a)];
-        let tensor_path = LoraBatch::new(&ranges, &adapters, num_rows, &Device::Cpu).unwrap();
+        let tensor_path =
+            LoraBatch::build(&ranges, &adapters, num_rows, &Device::Cpu, false).unwrap();
         let expected = tensor_path
             .apply(0, FusedProjection::Qkv, &x, base.clone())
             .unwrap();

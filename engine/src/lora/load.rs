@@ -124,6 +124,8 @@ fn base_shape(model: &ModelConfig, target: LoraTarget) -> (usize, usize) {
 }
 
 type ModuleFactors = BTreeMap<(usize, LoraTarget), Factors>;
+/// A module's `lora_A` and `lora_B` as they are found, and the first key seen (for errors).
+type HalfPair = (Option<Tensor>, Option<Tensor>, String);
 
 /// Pairs every `lora_A` with its `lora_B`, checking layers, ranks and shapes.
 fn group_factors(
@@ -131,8 +133,7 @@ fn group_factors(
     model: &ModelConfig,
     config: &AdapterConfig,
 ) -> std::result::Result<ModuleFactors, String> {
-    let mut halves: BTreeMap<(usize, LoraTarget), (Option<Tensor>, Option<Tensor>, String)> =
-        BTreeMap::new();
+    let mut halves: BTreeMap<(usize, LoraTarget), HalfPair> = BTreeMap::new();
     let mut keys: Vec<_> = tensors.into_iter().collect();
     keys.sort_by(|x, y| x.0.cmp(&y.0));
     for (key, tensor) in keys {

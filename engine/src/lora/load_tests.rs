@@ -1,5 +1,6 @@
 //! Loading PEFT directories: the fused pairs equal the adapter's own factors, GGUF Llama bases get
 //! their q/k rows in llama.cpp's order, and every defect is refused naming the field or tensor.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::path::Path;

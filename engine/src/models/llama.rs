@@ -110,11 +110,10 @@ impl CausalLm for Llama {
             let attn = layer.attention.forward(
                 index,
                 &normed,
-                &input.positions,
+                input,
                 &self.rotary,
                 meta,
                 kv_cache,
-                &input.lora,
             )?;
             x = (x + attn)?;
             let mlp = layer

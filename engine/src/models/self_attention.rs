@@ -3,6 +3,7 @@
 
 use candle_core::Tensor;
 
+use super::causal_lm::ModelInput;
 use super::config::ModelConfig;
 use super::layers::RmsNorm;
 use super::linear::{Linear, Projection};
@@ -11,7 +12,6 @@ use super::weights::WeightSource;
 use crate::attention::{AttnMetadata, PagedKvCache};
 use crate::error::Result;
 use crate::lora::adapter::FusedProjection;
-use crate::lora::batch::LoraBatch;
 
 #[derive(Debug)]
 pub struct SelfAttention {
@@ -72,16 +72,18 @@ impl SelfAttention {
         })
     }
 
+    /// Layer `layer` on `x`, the step's normalised hidden states; `input` gives the positions
+    /// and the LoRA groups.
     pub fn forward(
         &self,
         layer: usize,
         x: &Tensor,
-        positions: &Tensor,
+        input: &ModelInput,
         rotary: &RotaryEmbedding,
         meta: &AttnMetadata,
         kv_cache: &mut dyn PagedKvCache,
-        lora: &LoraBatch,
     ) -> Result<Tensor> {
+        let (positions, lora) = (&input.positions, &input.lora);
         let q_dim = self.num_heads * self.head_dim;
         let kv_dim = self.num_kv_heads * self.head_dim;
         let qkv = lora.apply(layer, FusedProjection::Qkv, x, self.qkv.forward(x)?)?;

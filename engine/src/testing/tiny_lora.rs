@@ -15,6 +15,9 @@ use crate::error::{EngineError, Result};
 use crate::lora::LoraTarget;
 use crate::models::ModelConfig;
 
+/// One module's `(layer, target)` and its factors `(A, B)`.
+pub type ModuleFactors = ((usize, LoraTarget), (Tensor, Tensor));
+
 /// What a test adapter adapts, and with which numbers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TinyLoraSpec {
@@ -68,10 +71,7 @@ impl TinyLoraSpec {
     }
 
     /// Every `(layer, target) → (A [r, in], B [out, r])`, f32, in Hugging Face's row order.
-    pub fn factors(
-        &self,
-        model: &ModelConfig,
-    ) -> Result<Vec<((usize, LoraTarget), (Tensor, Tensor))>> {
+    pub fn factors(&self, model: &ModelConfig) -> Result<Vec<ModuleFactors>> {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
         let mut random = |rows: usize, cols: usize, bound: f32| -> Result<Tensor> {
             let values: Vec<f32> = (0..rows * cols)
