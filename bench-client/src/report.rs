@@ -4,26 +4,13 @@
 //! server's own view.
 
 mod per_model;
+mod rule;
 
 use std::fmt::Write;
 
 use crate::stats::{BenchSummary, Metric, MetricStats, WindowSummary};
 use per_model::render_per_model;
-
-const WIDTH: usize = 50;
-
-fn rule(title: &str, fill: char) -> String {
-    if title.is_empty() {
-        return fill.to_string().repeat(WIDTH);
-    }
-    let padding = WIDTH.saturating_sub(title.len() + 2);
-    let left = padding / 2;
-    format!(
-        "{} {title} {}",
-        fill.to_string().repeat(left),
-        fill.to_string().repeat(padding - left)
-    )
-}
+use rule::rule;
 
 fn line(out: &mut String, label: &str, value: impl std::fmt::Display) {
     let _ = writeln!(out, "{:<40} {value}", label);

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::kv::BlockId;
-use crate::lora::LoraAdapter;
+use crate::lora::adapter::LoraAdapter;
 use crate::request::RequestId;
 
 /// One sequence's share of a step.

@@ -11,7 +11,8 @@ use tokio::sync::mpsc::{
 
 use crate::error::EngineError;
 use crate::events::TokenEvent;
-use crate::lora::{load_lora_adapter, LoraAdapter, LoraLoadOptions};
+use crate::lora::adapter::LoraAdapter;
+use crate::lora::load::{load_lora_adapter, LoraLoadOptions};
 use crate::models::ModelConfig;
 use crate::request::{EngineRequest, RequestId};
 use crate::validate::{RequestLimits, ValidRequest};

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crate::constraint::TokenConstraint;
 use crate::error::EngineError;
-use crate::lora::LoraAdapter;
+use crate::lora::adapter::LoraAdapter;
 
 /// Identifies one request for its whole life in the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

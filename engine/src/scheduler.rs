@@ -21,7 +21,7 @@ use crate::batch::{BatchPlan, ScheduledSeq};
 use crate::error::EngineError;
 use crate::events::FinishReason;
 use crate::kv::manager::KvCacheManager;
-use crate::lora::LoraId;
+use crate::lora::adapter::LoraId;
 use crate::request::RequestId;
 use crate::runner::StepOutput;
 use crate::sequence::{Sequence, SequenceStatus};

@@ -6,7 +6,7 @@ use std::time::Instant;
 use crate::events::{FinishReason, RequestTimings, Usage};
 use crate::kv::block_pool::BlockId;
 use crate::kv::hash::{BlockHash, CacheScope};
-use crate::lora::LoraAdapter;
+use crate::lora::adapter::LoraAdapter;
 use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
 
 /// Where a sequence is in its life.

@@ -10,7 +10,7 @@ use crate::config::EngineConfig;
 use crate::core::EngineCore;
 use crate::error::{EngineError, Result};
 use crate::handle::{EngineHandle, EngineInfo};
-use crate::lora::LoraLoadOptions;
+use crate::lora::load::LoraLoadOptions;
 use crate::models::{load_model_with, CausalLm, ModelConfig};
 use crate::runner::{ModelRunner, StepExecutor};
 

@@ -324,7 +324,7 @@ mod tests {
             "--lora-modules",
             "c=/adapters/c",
         ])
-        .unwrap();
+        .expect("valid flags");
         let names: Vec<_> = args.lora_modules.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["a", "b", "c"]);
         assert_eq!(
@@ -333,7 +333,8 @@ mod tests {
         );
         assert!(args.engine.enable_lora);
         let bad = ServerArgs::try_parse_from(["pagoda-server", "--lora-modules", "nopath"]);
-        assert!(bad.unwrap_err().to_string().contains("name=path"));
+        let error = bad.expect_err("a module without a path").to_string();
+        assert!(error.contains("name=path"), "{error}");
     }
 
     #[test]

@@ -136,8 +136,11 @@ fn make_adapter(out: &std::path::Path, seed: u32) {
     let script = repo_root().join("scripts/make-lora-adapter.py");
     let output = Command::new(python())
         .arg(&script)
-        .args(["--base", common::model_path().to_str().unwrap()])
-        .args(["--out", out.to_str().unwrap()])
+        .args([
+            "--base",
+            common::model_path().to_str().expect("a UTF-8 model path"),
+        ])
+        .args(["--out", out.to_str().expect("a UTF-8 path")])
         .args([
             "--rank",
             "8",
@@ -162,7 +165,7 @@ fn make_adapter(out: &std::path::Path, seed: u32) {
 /// by `models.list()`, loaded and unloaded at runtime, unknown names as `NotFoundError`.
 #[test]
 fn the_openai_python_sdk_selects_lora_adapters() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("a temporary directory");
     let (sql, chat, late) = (
         dir.path().join("sql"),
         dir.path().join("chat"),

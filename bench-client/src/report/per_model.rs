@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::rule;
+use super::rule::rule;
 use crate::stats::{
     BenchSummary, MetricStats, ModelSummary, PER_MODEL_METRICS, PER_MODEL_PERCENTILE,
 };

@@ -5,7 +5,7 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use crate::lora::LoraId;
+use crate::lora::adapter::LoraId;
 
 /// What besides the tokens decides a block's content: blocks are shared only within one scope.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]

@@ -116,7 +116,7 @@ mod tests {
     use crate::lora::adapter::{FusedProjection, LoraAdapter};
     use crate::lora::batch::LoraBatch;
     use crate::lora::load::{load_lora_adapter, LoraLoadOptions};
-    use crate::models::ModelConfig;
+    use crate::models::config::ModelConfig;
     use crate::testing::tiny_lora::TinyLoraSpec;
 
     fn adapter(seed: u64, config: &ModelConfig, dir: &std::path::Path) -> Arc<LoraAdapter> {

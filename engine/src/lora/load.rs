@@ -11,7 +11,7 @@ use candle_core::{DType, Device, Tensor};
 use super::adapter::{LayerAdapter, LoraAdapter, LoraId, LowRankPair, PartBlock};
 use super::config::{AdapterConfig, LoraTarget};
 use crate::error::{EngineError, Result};
-use crate::models::ModelConfig;
+use crate::models::config::ModelConfig;
 
 /// One module's raw factors, f32 on the host: `a` is `[rank, in]`, `b` is `[out, rank]`.
 struct Factors {

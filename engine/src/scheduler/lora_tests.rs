@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::kv::hash::CacheScope;
-use crate::lora::{LoraAdapter, LoraId};
+use crate::lora::adapter::{LoraAdapter, LoraId};
 use crate::request::{EngineRequest, SamplingParams, StopConditions};
 
 fn adapter(id: u64) -> Arc<LoraAdapter> {

@@ -12,8 +12,8 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use crate::error::{EngineError, Result};
-use crate::lora::LoraTarget;
-use crate::models::ModelConfig;
+use crate::lora::config::LoraTarget;
+use crate::models::config::ModelConfig;
 
 /// One module's `(layer, target)` and its factors `(A, B)`.
 pub type ModuleFactors = ((usize, LoraTarget), (Tensor, Tensor));
@@ -174,7 +174,7 @@ pub fn write_merged_hf_dir(
     let text = std::fs::read_to_string(base_hf.join("config.json")).map_err(io)?;
     let config_json: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| EngineError::model_load(e.to_string()))?;
-    super::write_hf_dir(out, &config_json, &weights, 1)
+    super::tiny_hf::write_hf_dir(out, &config_json, &weights, 1)
 }
 
 /// The logits of the last token of `prompt` after one prefill of the model at `path` with the
@@ -188,7 +188,7 @@ pub fn lora_last_token_logits(
     use crate::attention::CpuKvCache;
     use crate::batch::{BatchPlan, ScheduledSeq};
     use crate::kv::BlockId;
-    use crate::lora::{load_lora_adapter, LoraLoadOptions};
+    use crate::lora::load::{load_lora_adapter, LoraLoadOptions};
     use crate::request::RequestId;
     use crate::runner::ModelRunner;
     const BLOCK_SIZE: usize = 16;
