@@ -5,6 +5,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::models::config::ModelConfig;
+
 /// The projections an adapter may target, by their Hugging Face module names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LoraTarget {
@@ -46,6 +48,20 @@ impl LoraTarget {
         match self {
             LoraTarget::Q | LoraTarget::K | LoraTarget::V | LoraTarget::O => "self_attn",
             LoraTarget::Gate | LoraTarget::Up | LoraTarget::Down => "mlp",
+        }
+    }
+
+    /// `[out, in]` of the base weight this target adapts in `model`.
+    pub fn base_shape(self, model: &ModelConfig) -> (usize, usize) {
+        let q_dim = model.num_heads * model.head_dim;
+        let kv_dim = model.num_kv_heads * model.head_dim;
+        let (h, i) = (model.hidden_size, model.intermediate_size);
+        match self {
+            LoraTarget::Q => (q_dim, h),
+            LoraTarget::K | LoraTarget::V => (kv_dim, h),
+            LoraTarget::O => (h, q_dim),
+            LoraTarget::Gate | LoraTarget::Up => (i, h),
+            LoraTarget::Down => (h, i),
         }
     }
 

@@ -109,20 +109,6 @@ fn parse_key(key: &str) -> std::result::Result<(usize, LoraTarget, bool), String
     Ok((layer, target, is_a))
 }
 
-/// `[out, in]` of a target's base weight.
-fn base_shape(model: &ModelConfig, target: LoraTarget) -> (usize, usize) {
-    let q_dim = model.num_heads * model.head_dim;
-    let kv_dim = model.num_kv_heads * model.head_dim;
-    let (h, i) = (model.hidden_size, model.intermediate_size);
-    match target {
-        LoraTarget::Q => (q_dim, h),
-        LoraTarget::K | LoraTarget::V => (kv_dim, h),
-        LoraTarget::O => (h, q_dim),
-        LoraTarget::Gate | LoraTarget::Up => (i, h),
-        LoraTarget::Down => (h, i),
-    }
-}
-
 type ModuleFactors = BTreeMap<(usize, LoraTarget), Factors>;
 /// A module's `lora_A` and `lora_B` as they are found, and the first key seen (for errors).
 type HalfPair = (Option<Tensor>, Option<Tensor>, String);
@@ -145,7 +131,7 @@ fn group_factors(
             ));
         }
         let dims = tensor.dims().to_vec();
-        let (out, inp) = base_shape(model, target);
+        let (out, inp) = target.base_shape(model);
         let expected = if is_a {
             [config.rank, inp]
         } else {
@@ -200,9 +186,9 @@ fn build_layers(
             }
             Ok(Some(factors))
         };
-        let (q_dim, _) = base_shape(model, LoraTarget::Q);
-        let (kv_dim, _) = base_shape(model, LoraTarget::K);
-        let (inter, _) = base_shape(model, LoraTarget::Gate);
+        let (q_dim, _) = LoraTarget::Q.base_shape(model);
+        let (kv_dim, _) = LoraTarget::K.base_shape(model);
+        let (inter, _) = LoraTarget::Gate.base_shape(model);
         let h = model.hidden_size;
         let qkv = vec![
             (take(LoraTarget::Q)?, q_dim),

@@ -128,8 +128,18 @@ pub fn last_token_logits(
     weight_format: WeightFormat,
     prompt: &[u32],
 ) -> Result<Vec<f32>> {
-    const BLOCK_SIZE: usize = 16;
     let model = load_model(path, &Device::Cpu, weight_format)?;
+    prefill_last_token_logits(model, prompt, None)
+}
+
+/// The logits of the last token of `prompt` after one prefill of `model` on the CPU, every row
+/// with `lora` when given.
+pub fn prefill_last_token_logits(
+    model: Box<dyn crate::models::CausalLm>,
+    prompt: &[u32],
+    lora: Option<std::sync::Arc<crate::lora::adapter::LoraAdapter>>,
+) -> Result<Vec<f32>> {
+    const BLOCK_SIZE: usize = 16;
     let config = model.config();
     let num_blocks = prompt.len().div_ceil(BLOCK_SIZE);
     let cache = CpuKvCache::new(
@@ -146,7 +156,7 @@ pub fn last_token_logits(
             new_token_ids: prompt.to_vec(),
             block_table: (0..num_blocks as u32).map(BlockId).collect(),
             sample: true,
-            lora: None,
+            lora,
         }],
         num_batched_tokens: prompt.len(),
     };

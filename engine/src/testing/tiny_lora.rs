@@ -56,20 +56,6 @@ impl TinyLoraSpec {
         }
     }
 
-    /// `[out, in]` of a target's base weight in `model`.
-    fn shape(model: &ModelConfig, target: LoraTarget) -> (usize, usize) {
-        let q = model.num_heads * model.head_dim;
-        let kv = model.num_kv_heads * model.head_dim;
-        let (h, i) = (model.hidden_size, model.intermediate_size);
-        match target {
-            LoraTarget::Q => (q, h),
-            LoraTarget::K | LoraTarget::V => (kv, h),
-            LoraTarget::O => (h, q),
-            LoraTarget::Gate | LoraTarget::Up => (i, h),
-            LoraTarget::Down => (h, i),
-        }
-    }
-
     /// Every `(layer, target) → (A [r, in], B [out, r])`, f32, in Hugging Face's row order.
     pub fn factors(&self, model: &ModelConfig) -> Result<Vec<ModuleFactors>> {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
@@ -85,7 +71,7 @@ impl TinyLoraSpec {
                 continue;
             }
             for &target in &self.targets {
-                let (rows, cols) = Self::shape(model, target);
+                let (rows, cols) = target.base_shape(model);
                 let a = random(self.rank, cols, 1.0 / (cols as f32).sqrt())?;
                 let b = random(rows, self.rank, self.b_scale)?;
                 out.push(((layer, target), (a, b)));
@@ -185,13 +171,7 @@ pub fn lora_last_token_logits(
     adapter_dir: &Path,
     prompt: &[u32],
 ) -> Result<Vec<f32>> {
-    use crate::attention::CpuKvCache;
-    use crate::batch::{BatchPlan, ScheduledSeq};
-    use crate::kv::BlockId;
     use crate::lora::load::{load_lora_adapter, LoraLoadOptions};
-    use crate::request::RequestId;
-    use crate::runner::ModelRunner;
-    const BLOCK_SIZE: usize = 16;
     let model = crate::models::load_model(path, &Device::Cpu, weight_format)?;
     let options = LoraLoadOptions {
         max_rank: 64,
@@ -199,25 +179,5 @@ pub fn lora_last_token_logits(
         dtype: model.dtype(),
     };
     let adapter = load_lora_adapter("adapter", adapter_dir, model.config(), &options)?;
-    let config = model.config();
-    let num_blocks = prompt.len().div_ceil(BLOCK_SIZE);
-    let cache = CpuKvCache::new(
-        config.num_layers,
-        config.attn_shape(),
-        BLOCK_SIZE,
-        num_blocks,
-    );
-    let mut runner = ModelRunner::new(model, Box::new(cache), BLOCK_SIZE);
-    let plan = BatchPlan {
-        seqs: vec![ScheduledSeq {
-            id: RequestId(0),
-            num_computed_tokens: 0,
-            new_token_ids: prompt.to_vec(),
-            block_table: (0..num_blocks as u32).map(BlockId).collect(),
-            sample: true,
-            lora: Some(std::sync::Arc::new(adapter)),
-        }],
-        num_batched_tokens: prompt.len(),
-    };
-    Ok(runner.execute(&plan)?.values)
+    super::gguf_to_hf::prefill_last_token_logits(model, prompt, Some(std::sync::Arc::new(adapter)))
 }
