@@ -12,6 +12,7 @@ use super::adapter::{LayerAdapter, LoraAdapter, LoraId, LowRankPair, PartBlock};
 use super::config::{AdapterConfig, LoraTarget};
 use crate::error::{EngineError, Result};
 use crate::models::config::ModelConfig;
+use crate::models::qk_rows::permute_qk_rows;
 
 /// One module's raw factors, f32 on the host: `a` is `[rank, in]`, `b` is `[out, rank]`.
 struct Factors {
@@ -168,19 +169,17 @@ fn build_layers(
     model: &ModelConfig,
     config: &AdapterConfig,
     options: &LoraLoadOptions,
-) -> candle_core::Result<Vec<LayerAdapter>> {
+) -> Result<Vec<LayerAdapter>> {
     let mut layers = Vec::with_capacity(model.num_layers);
     for layer in 0..model.num_layers {
-        let mut take = |target: LoraTarget| -> candle_core::Result<Option<Factors>> {
+        let mut take = |target: LoraTarget| -> Result<Option<Factors>> {
             let Some(mut factors) = modules.remove(&(layer, target)) else {
                 return Ok(None);
             };
             if model.rope_interleaved {
                 match target {
-                    LoraTarget::Q => factors.b = interleave_rope_rows(&factors.b, model.num_heads)?,
-                    LoraTarget::K => {
-                        factors.b = interleave_rope_rows(&factors.b, model.num_kv_heads)?
-                    }
+                    LoraTarget::Q => factors.b = permute_qk_rows(&factors.b, model.num_heads)?,
+                    LoraTarget::K => factors.b = permute_qk_rows(&factors.b, model.num_kv_heads)?,
                     _ => {}
                 }
             }
@@ -217,7 +216,7 @@ fn fuse(
     parts: Vec<(Option<Factors>, usize)>,
     scale: f64,
     options: &LoraLoadOptions,
-) -> candle_core::Result<Option<LowRankPair>> {
+) -> Result<Option<LowRankPair>> {
     if parts.iter().all(|(f, _)| f.is_none()) {
         return Ok(None);
     }
@@ -266,23 +265,6 @@ fn fuse(
         )?)?,
         parts: blocks,
     }))
-}
-
-/// Reorders the output rows of a Hugging Face q or k projection (RoPE on halves of each head) to
-/// the GGUF Llama layout (RoPE on adjacent pairs), as the base's own rows were at conversion:
-/// within each head, row `t·d/2 + i` moves to `2i + t`.
-pub fn interleave_rope_rows(rows: &Tensor, num_heads: usize) -> candle_core::Result<Tensor> {
-    let (num_rows, _) = rows.dims2()?;
-    let head_dim = num_rows / num_heads;
-    let half = head_dim / 2;
-    let order: Vec<u32> = (0..num_rows)
-        .map(|new| {
-            let (head, within) = (new / head_dim, new % head_dim);
-            let (i, t) = (within / 2, within % 2);
-            (head * head_dim + t * half + i) as u32
-        })
-        .collect();
-    rows.index_select(&Tensor::new(order, rows.device())?, 0)
 }
 
 #[cfg(test)]

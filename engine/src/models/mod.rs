@@ -18,6 +18,7 @@ internal_modules! {
     mod layers;
     mod linear;
     mod llama;
+    mod qk_rows;
     mod rotary;
     mod self_attention;
     mod weights;
