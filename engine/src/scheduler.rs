@@ -185,7 +185,11 @@ impl Scheduler {
     /// allow. A sequence whose adapter would exceed `max_loras` distinct adapters is passed over
     /// (it keeps its place) for later ones that fit.
     fn schedule_waiting(&mut self, plan: &mut BatchPlan, budget: &mut usize) {
-        let mut adapters = self.running_adapters();
+        // Only a LoRA engine tracks adapters; a base-only engine does no work for them.
+        let mut adapters = match self.limits.max_loras {
+            Some(_) => self.running_adapters(),
+            None => Vec::new(),
+        };
         let mut index = 0;
         while *budget > 0 && self.running.len() < self.limits.max_num_seqs {
             let Some(seq) = self.waiting.get_mut(index) else {

@@ -79,15 +79,6 @@ impl LoraBatch {
         Ok(Self { groups, on_host })
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.groups.is_empty()
-    }
-
-    /// Distinct adapters in the step.
-    pub fn num_adapters(&self) -> usize {
-        self.groups.len()
-    }
-
     /// `base` (`[num_rows, out]`, the base projection of `x`) plus every group's adapter
     /// contribution on its rows, for `projection` of decoder layer `layer`.
     pub fn apply(

@@ -124,12 +124,16 @@ impl LoraRegistry {
                 return Ok(None);
             };
             entry.last_used = now;
+            if let Some(adapter) = entry.loaded.get() {
+                return Ok(Some(Arc::clone(adapter)));
+            }
             (Arc::clone(&entry.loaded), entry.spec.path.clone())
         };
         let adapter = cell
             .get_or_try_init(|| self.load_blocking(name, &path))
             .await?
             .clone();
+        // Only a load can take the loaded adapters past the limit.
         self.evict_beyond_capacity(&mut self.lock(), name);
         Ok(Some(adapter))
     }
