@@ -253,10 +253,14 @@ fn parse_lora_module(value: &str) -> Result<LoraModuleSpec, String> {
 impl ServerArgs {
     /// Whether the runtime adapter routes are on: the flag, or vLLM's environment variable.
     pub fn runtime_lora_updating(&self) -> bool {
-        self.allow_runtime_lora_updating
-            || std::env::var("VLLM_ALLOW_RUNTIME_LORA_UPDATING")
-                .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1"))
+        let vllm = std::env::var("VLLM_ALLOW_RUNTIME_LORA_UPDATING").ok();
+        self.allow_runtime_lora_updating || vllm.as_deref().is_some_and(vllm_flag_is_on)
     }
+}
+
+/// vLLM's reading of a boolean environment variable: `true` or `1`, any case and spacing.
+fn vllm_flag_is_on(value: &str) -> bool {
+    matches!(value.trim().to_ascii_lowercase().as_str(), "true" | "1")
 }
 
 #[cfg(test)]
@@ -335,6 +339,19 @@ mod tests {
         let bad = ServerArgs::try_parse_from(["pagoda-server", "--lora-modules", "nopath"]);
         let error = bad.expect_err("a module without a path").to_string();
         assert!(error.contains("name=path"), "{error}");
+    }
+
+    #[test]
+    fn vllm_runtime_lora_variable_reads_as_vllm_does() {
+        for on in ["true", "True", " 1 ", "TRUE"] {
+            assert!(vllm_flag_is_on(on), "{on:?}");
+        }
+        for off in ["false", "0", "", "yes"] {
+            assert!(!vllm_flag_is_on(off), "{off:?}");
+        }
+        let flag = ServerArgs::try_parse_from(["pagoda-server", "--allow-runtime-lora-updating"])
+            .expect("valid flags");
+        assert!(flag.runtime_lora_updating());
     }
 
     #[test]
