@@ -10,7 +10,8 @@
 #                 batch sizes 1..256 at 512 tokens of context
 #   serve         benchmark 2: pagoda-server on the Llama-3.2-1B shape (bf16, --max-model-len 4096),
 #                 then pagoda-bench serve: random prompts of 128 tokens, exactly 128 output tokens
-#                 (ignore_eos), 32 requests in flight, 320 prompts (after 32 warm-up requests)
+#                 (ignore_eos), 32 requests in flight, 320 prompts (after 32 warm-up requests);
+#                 then the same workload sampled (temperature 0.8, top_p 0.95), 160 prompts
 #   sweep         benchmark 3: pagoda-server on the Qwen3-0.6B shape (prefix caching off: every rate
 #                 sends the same prompts), then pagoda-bench sweep over Poisson request rates
 #                 (5..160 req/s, 8 s of arrivals each), 600-token prompts, 30 output tokens; the knee
@@ -86,6 +87,8 @@ DECODE_CONTEXT=512
 SERVE_PROMPTS=320
 SERVE_WARMUPS=32
 SERVE_MAX_S=100            # pagoda-bench --duration: a slow server still ends in time
+SERVE_SAMPLED_PROMPTS=160  # the sampled run (temperature and top_p: rows sampled off the argmax)
+SERVE_SAMPLED_MAX_S=50
 SWEEP_RATES=5,10,20,30,40,60,80,120,160
 SWEEP_DURATION_S=8
 SWEEP_PROMPTS=500          # distinct prompts, cycled to rate x duration requests
@@ -95,14 +98,14 @@ HEALTH_TIMEOUT_S=300       # the first start JIT-compiles the kernels' PTX
 BUDGET_GPU_TESTS=150 BUDGET_DECODE=100 BUDGET_SERVE=200 BUDGET_SWEEP=260
 if [ "$QUICK" = 1 ]; then
   DECODE_BATCHES=1,16,256
-  SERVE_PROMPTS=64 SERVE_MAX_S=30
+  SERVE_PROMPTS=64 SERVE_MAX_S=30 SERVE_SAMPLED_PROMPTS=32 SERVE_SAMPLED_MAX_S=20
   SWEEP_RATES=10,40 SWEEP_DURATION_S=4 SWEEP_PROMPTS=128 SWEEP_REQUEST_TIMEOUT_S=10
 fi
 if [ "$SMOKE" = 1 ]; then
   DEVICE=cpu SERVE_SHAPE=tiny SWEEP_SHAPE=tiny MAX_MODEL_LEN=2048
   CUDA_SERVER_FLAGS=()
   DECODE_BATCHES=1,2
-  SERVE_PROMPTS=8 SERVE_WARMUPS=4 SERVE_MAX_S=60
+  SERVE_PROMPTS=8 SERVE_WARMUPS=4 SERVE_MAX_S=60 SERVE_SAMPLED_PROMPTS=4 SERVE_SAMPLED_MAX_S=60
   SWEEP_RATES=2,4 SWEEP_DURATION_S=2 SWEEP_PROMPTS=8 SWEEP_REQUEST_TIMEOUT_S=30
   HEALTH_TIMEOUT_S=60
 fi
@@ -224,6 +227,7 @@ write_summary() {
     decode_shape="$SERVE_SHAPE" decode_batch_sizes="$DECODE_BATCHES" \
     decode_context_len="$DECODE_CONTEXT" serve_shape="$SERVE_SHAPE" serve_flags="${SERVE_FLAGS[*]}" \
     serve_num_prompts="$SERVE_PROMPTS" serve_max_duration_s="$SERVE_MAX_S" \
+    serve_sampled_num_prompts="$SERVE_SAMPLED_PROMPTS" \
     max_model_len="$MAX_MODEL_LEN" sweep_shape="$SWEEP_SHAPE" sweep_rates="$SWEEP_RATES" \
     sweep_duration_s="$SWEEP_DURATION_S" sweep_num_prompts="$SWEEP_PROMPTS" \
     sweep_input_len="$SWEEP_INPUT_LEN" sweep_output_len="$SWEEP_OUTPUT_LEN" \
@@ -396,6 +400,14 @@ step_decode_bench() {
   cat "$OUT/decode_bench.jsonl"
 }
 
+# gpu_memory WHEN: one line of $OUT/gpu_memory.tsv, the GPU's memory in use and in total (MiB),
+# to set beside what --gpu-memory-utilization promises.
+gpu_memory() {
+  command -v nvidia-smi >/dev/null 2>&1 || return 0
+  printf '%s\t%s\n' "$1" "$(nvidia-smi --query-gpu=memory.used,memory.total \
+    --format=csv,noheader,nounits | head -n 1)" >>"$OUT/gpu_memory.tsv" || true
+}
+
 step_serve() {
   need pagoda-server
   need pagoda-bench
@@ -404,6 +416,7 @@ step_serve() {
   trap 'stop_server serve' EXIT
   start_server serve "$model" "$PORT"
   wait_healthy serve "$PORT"
+  gpu_memory "after start-up"
   echo "--- warm-up: $SERVE_WARMUPS requests of other prompts (not recorded)"
   bench serve "$model" "$PORT" "${SERVE_FLAGS[@]}" --num-prompts "$SERVE_WARMUPS" --seed 1000
   echo "--- measured"
@@ -411,6 +424,13 @@ step_serve() {
     --duration "$SERVE_MAX_S" --scrape-metrics "http://127.0.0.1:$PORT/metrics" \
     --save-result --result-dir "$OUT" --result-filename "serve_$SERVE_SHAPE.json" \
     --metadata "shape=$SERVE_SHAPE" "device=$DEVICE" "gpu=$GPU_NAME" "revision=$REVISION"
+  gpu_memory "after the measured run"
+  echo "--- measured, sampled (temperature 0.8, top_p 0.95)"
+  bench serve "$model" "$PORT" "${SERVE_FLAGS[@]}" --num-prompts "$SERVE_SAMPLED_PROMPTS" --seed 0 \
+    --temperature 0.8 --top-p 0.95 --duration "$SERVE_SAMPLED_MAX_S" \
+    --save-result --result-dir "$OUT" --result-filename "serve_${SERVE_SHAPE}_sampled.json" \
+    --metadata "shape=$SERVE_SHAPE" "sampling=temperature 0.8, top_p 0.95" "device=$DEVICE" \
+    "gpu=$GPU_NAME" "revision=$REVISION"
 }
 
 step_sweep() {

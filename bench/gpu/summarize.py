@@ -17,7 +17,9 @@ decode_bench.jsonl  (benchmark 1; written by the engine example gpu_decode_bench
       {"kind": "machine", "gpu": "NVIDIA H100 80GB HBM3", "measured_bandwidth_gbps": 3000.0}
       {"batch_size": B, "context_len": L, "step_ms_mean": .., "step_ms_p50": ..,
        "floor_ms": .., "weights_bytes": .., "kv_bytes_read": .., "bandwidth_gbps": ..}
-    step_ms_*: time of one decode step of B sequences that each hold L tokens of context.
+    step_ms_*: time of one decode step of B sequences that each hold L tokens of context, the
+    logits rows copied to the host; greedy_step_ms_* (absent before 2026-11-26's second run): the
+    same step on the serving path, greedy tokens chosen on the GPU and only their ids copied.
     weights_bytes + kv_bytes_read: the bytes one step has to read from HBM (every weight once,
     every sequence's KV cache once). floor_ms: those bytes at measured_bandwidth_gbps, the
     memory-bandwidth floor of the step. bandwidth_gbps: those bytes over the measured step time.
@@ -183,16 +185,23 @@ def decode_section(folder, summary):
         + "; floor ÷ step is the share of that floor reached."
     )
     out.append("")
-    out.append("| batch | step p50 | step mean | HBM floor | floor ÷ step | achieved GB/s | output tok/s |")
-    out.append("|---|---|---|---|---|---|---|")
+    out.append("Steps return the logits rows to the host; the greedy columns time the serving path "
+               "(argmax on the GPU, token ids copied), where the kit measured it.")
+    out.append("")
+    out.append("| batch | step p50 | step mean | HBM floor | floor ÷ step | achieved GB/s | output tok/s "
+               "| greedy step p50 | greedy tok/s |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         p50, mean, floor = r.get("step_ms_p50"), r.get("step_ms_mean"), r.get("floor_ms")
         step = p50 if p50 is not None else mean
         share = f"{100.0 * floor / step:.0f}%" if floor is not None and step else "—"
         tok_s = 1000.0 * r["batch_size"] / step if step else None
+        greedy = r.get("greedy_step_ms_p50")
+        greedy_tok_s = 1000.0 * r["batch_size"] / greedy if greedy else None
         out.append(
             f"| {r['batch_size']} | {fmt(p50, ' ms')} | {fmt(mean, ' ms')} | {fmt(floor, ' ms')} "
-            f"| {share} | {fmt(r.get('bandwidth_gbps'))} | {fmt(tok_s)} |"
+            f"| {share} | {fmt(r.get('bandwidth_gbps'))} | {fmt(tok_s)} "
+            f"| {fmt(greedy, ' ms')} | {fmt(greedy_tok_s)} |"
         )
     return out
 
@@ -203,6 +212,24 @@ def integrity_note(result):
         reasons = "; ".join(integrity.get("reasons") or [])
         return f"**The client fell behind** ({reasons}): these numbers understate the server."
     return None
+
+
+def gpu_memory_lines(folder):
+    """gpu_memory.tsv (run.sh): `when<TAB>used, total` in MiB, beside the promised share."""
+    path = os.path.join(folder, "gpu_memory.tsv")
+    if not os.path.exists(path):
+        return []
+    out = ["", "| GPU memory in use (serve step) | MiB | share of the GPU |", "|---|---|---|"]
+    for line in open(path):
+        when, _, values = line.rstrip("\n").partition("\t")
+        try:
+            used, total = (float(v) for v in values.split(","))
+        except ValueError:
+            continue
+        out.append(f"| {when} | {fmt(used)} of {fmt(total)} | {100.0 * used / total:.1f}% |")
+    out.append("")
+    out.append("(`--gpu-memory-utilization 0.9` promises 90.0%, whatever else runs on the GPU.)")
+    return out
 
 
 def serve_section(folder):
@@ -225,7 +252,8 @@ def serve_section(folder):
             f"`{shape}` shape, `pagoda-bench serve` ({os.path.basename(path)}): "
             f"{result.get('num_prompts')} random prompts, at most {result.get('max_concurrency')} "
             f"in flight, {fmt(input_len)} prompt tokens (server count) and {fmt(output_len)} "
-            f"output tokens per request (`ignore_eos`), {result.get('backend')} API. "
+            f"output tokens per request (`ignore_eos`), {result.get('backend')} API, "
+            f"{result.get('sampling') or 'greedy'} sampling. "
             f"{completed} completed, {failed} failed, in {fmt(result.get('duration'), ' s')}."
         )
         out.append("")
@@ -320,6 +348,7 @@ def markdown(folder):
     lines = header_section(folder, machine, summary)
     lines += decode_section(folder, summary)
     lines += serve_section(folder)
+    lines += gpu_memory_lines(folder)
     lines += sweep_section(folder, summary)
     return "\n".join(lines) + "\n"
 

@@ -134,6 +134,11 @@ echo "test result: ok. 1 passed; 0 failed""#,
         requested * flag_value(&serve_flags(), "--random-output-len") as f64
     );
     assert_eq!(serve["shape"], "tiny");
+    // The same workload sampled off the argmax (temperature, top_p), on the same server.
+    let sampled = read_json(&out.join("serve_tiny_sampled.json"));
+    let requested = number(&summary["params"], "serve_sampled_num_prompts");
+    assert_eq!(number(&sampled, "completed"), requested);
+    assert_eq!(sampled["sampling"], "temperature 0.8, top_p 0.95");
     let sweep = read_json(&out.join("sweep_tiny").join("summary.json"));
     let rates = summary["params"]["sweep_rates"].as_str().expect("rates");
     assert_eq!(
@@ -146,7 +151,7 @@ echo "test result: ok. 1 passed; 0 failed""#,
     assert!(stdout.contains(&markdown), "run.sh prints summary.md");
     assert_eq!(
         line_starting(&markdown, "| 1 |"),
-        "| 1 | 1.00 ms | 1.10 ms | 0.50 ms | 50% | 1,500 | 1,000 |"
+        "| 1 | 1.00 ms | 1.10 ms | 0.50 ms | 50% | 1,500 | 1,000 | — | — |"
     );
     line_starting(&markdown, "| **Pagoda** (this run) |");
     for rate in rates.split(',') {
