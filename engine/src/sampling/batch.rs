@@ -16,6 +16,7 @@ use rayon::prelude::*;
 
 use super::filters::argmax;
 use super::sampler::{SampledToken, SamplerScratch};
+use super::staging::HostStaging;
 use super::state::SequenceSamplingState;
 use crate::error::{EngineError, Result};
 use crate::request::{EngineRequest, RequestId};
@@ -30,6 +31,8 @@ pub struct BatchSampler {
     eos_token_ids: Vec<u32>,
     vocab_size: usize,
     states: HashMap<RequestId, SequenceSamplingState>,
+    /// The host copy of the rows sampled there, reused every step.
+    staging: HostStaging,
 }
 
 impl BatchSampler {
@@ -39,6 +42,7 @@ impl BatchSampler {
             eos_token_ids,
             vocab_size,
             states: HashMap::new(),
+            staging: HostStaging::default(),
         }
     }
 
@@ -112,7 +116,13 @@ impl BatchSampler {
                 }
             }
         }
-        let sampled = sample_rows(logits, &mut states, vocab_size, greedy_on_device);
+        let sampled = sample_rows(
+            logits,
+            &mut states,
+            vocab_size,
+            greedy_on_device,
+            &mut self.staging,
+        );
         self.put_back(ids, states);
         sampled
     }
@@ -130,6 +140,7 @@ fn sample_rows(
     states: &mut [SequenceSamplingState],
     vocab_size: usize,
     greedy_on_device: bool,
+    staging: &mut HostStaging,
 ) -> Result<Vec<SampledToken>> {
     let logits = logits.to_dtype(DType::F32)?;
     let plain: Vec<bool> = states
@@ -145,7 +156,7 @@ fn sample_rows(
     }
     let host_rows: Vec<usize> = (0..states.len()).filter(|&i| tokens[i].is_none()).collect();
     if !host_rows.is_empty() {
-        let values = host_values(&logits, &host_rows, states.len())?;
+        let values = host_values(&logits, &host_rows, states.len(), staging)?;
         // Plain-greedy rows on the host: the row's argmax, no copy and no thread hand-off.
         for (row_logits, &row) in values.chunks(vocab_size).zip(&host_rows) {
             if plain[row] {
@@ -153,7 +164,7 @@ fn sample_rows(
                 tokens[row] = Some(decide(&mut states[row], token_id));
             }
         }
-        sample_in_parallel(states, &mut tokens, &values, &host_rows, vocab_size)?;
+        sample_in_parallel(states, &mut tokens, values, &host_rows, vocab_size)?;
     }
     Ok(tokens.into_iter().flatten().collect())
 }
@@ -202,16 +213,18 @@ fn sample_in_parallel(
 }
 
 /// The host copy of the rows to sample there: all of them as one copy, or only those rows.
-fn host_values(logits: &Tensor, rows: &[usize], num_rows: usize) -> Result<Vec<f32>> {
+fn host_values<'a>(
+    logits: &Tensor,
+    rows: &[usize],
+    num_rows: usize,
+    staging: &'a mut HostStaging,
+) -> Result<&'a [f32]> {
     if rows.len() == num_rows {
-        return Ok(logits.flatten_all()?.to_vec1::<f32>()?);
+        return staging.copy(logits);
     }
     let index: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
     let index = Tensor::new(index.as_slice(), logits.device())?;
-    Ok(logits
-        .index_select(&index, 0)?
-        .flatten_all()?
-        .to_vec1::<f32>()?)
+    staging.copy(&logits.index_select(&index, 0)?)
 }
 
 #[cfg(test)]

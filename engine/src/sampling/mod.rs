@@ -12,6 +12,7 @@
 //!   buffers.
 //! - `penalties`: banned ids, repetition, presence and frequency penalties.
 //! - `filters`: top-k (on the logits), softmax weights, top-p, min-p and the draw.
+//! - `staging`: where the rows sampled on the host land (page-locked memory on a GPU).
 //! - `logprobs`: log-softmax and top-n selection for the logprobs returned to clients.
 
 mod batch;
@@ -20,6 +21,7 @@ mod filters;
 pub mod logprobs;
 mod penalties;
 mod sampler;
+mod staging;
 mod state;
 
 pub use batch::BatchSampler;

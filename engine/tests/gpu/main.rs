@@ -11,6 +11,8 @@ mod common;
 #[cfg(feature = "cuda")]
 mod engine_parity;
 #[cfg(feature = "cuda")]
+mod fused;
+#[cfg(feature = "cuda")]
 mod kernels;
 
 /// The GPU under test, or `None` after printing why the test is skipped.
