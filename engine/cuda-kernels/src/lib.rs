@@ -14,6 +14,8 @@ pub mod launch;
 #[cfg(feature = "cuda")]
 pub mod module;
 #[cfg(feature = "cuda")]
+pub mod sample;
+#[cfg(feature = "cuda")]
 pub mod scratch;
 
 #[cfg(feature = "cuda")]
@@ -23,5 +25,7 @@ pub use launch::{cache_write, paged_attention, CacheGeometry, DeviceStep, Launch
 #[cfg(feature = "cuda")]
 pub use module::{CacheKernels, KernelDType, FATBIN};
 pub use plan::{block_table_matrix, HeadCounts, SeqQuery, WorkPlan, SUPPORTED_HEAD_DIMS};
+#[cfg(feature = "cuda")]
+pub use sample::{RowSampling, SamplingKernel, SAMPLE_FATBIN};
 #[cfg(feature = "cuda")]
 pub use scratch::SplitScratch;

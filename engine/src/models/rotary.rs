@@ -124,11 +124,13 @@ impl StepRotary {
     }
 
     /// The cos and sin rows (`[num_tokens, 1, head_dim / 2]`).
+    #[cfg(feature = "cuda")]
     pub fn tables(&self) -> (&Tensor, &Tensor) {
         (&self.cos, &self.sin)
     }
 
     /// Pairs (2i, 2i+1) instead of (i, i + head_dim / 2).
+    #[cfg(feature = "cuda")]
     pub fn interleaved(&self) -> bool {
         self.interleaved
     }

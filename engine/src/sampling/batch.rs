@@ -4,9 +4,11 @@
 //!
 //! Rows whose token is the plain argmax of the model's logits (greedy with no ban, bias, penalty
 //! or log-probabilities this step) are decided on the tensor's device, and only their ids cross
-//! to the host. Every other row is sampled on the host by its sequence's pipeline, rows in
-//! parallel; on a GPU only those rows are copied. Each sequence draws from its own seeded RNG,
-//! one number per step, so its tokens do not depend on the batch.
+//! to the host. On a GPU, plain random rows (temperature with top-k / top-p / min-p and nothing
+//! else) are sampled there too (`device`). Every other row is sampled on the host by its
+//! sequence's pipeline, rows in parallel; on a GPU only those rows are copied, through
+//! page-locked memory (`staging`). Each sequence draws from its own seeded RNG, one number per
+//! step, so its tokens do not depend on the batch.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -14,6 +16,7 @@ use std::collections::HashMap;
 use candle_core::{DType, Tensor, D};
 use rayon::prelude::*;
 
+use super::device::{DeviceRow, DeviceSampler};
 use super::filters::argmax;
 use super::sampler::{SampledToken, SamplerScratch};
 use super::staging::HostStaging;
@@ -33,6 +36,8 @@ pub struct BatchSampler {
     states: HashMap<RequestId, SequenceSamplingState>,
     /// The host copy of the rows sampled there, reused every step.
     staging: HostStaging,
+    /// The plain random rows' kernel, on a GPU.
+    device: DeviceSampler,
 }
 
 impl BatchSampler {
@@ -43,6 +48,7 @@ impl BatchSampler {
             vocab_size,
             states: HashMap::new(),
             staging: HostStaging::default(),
+            device: DeviceSampler::default(),
         }
     }
 
@@ -121,7 +127,7 @@ impl BatchSampler {
             &mut states,
             vocab_size,
             greedy_on_device,
-            &mut self.staging,
+            (&mut self.staging, &mut self.device),
         );
         self.put_back(ids, states);
         sampled
@@ -140,7 +146,7 @@ fn sample_rows(
     states: &mut [SequenceSamplingState],
     vocab_size: usize,
     greedy_on_device: bool,
-    staging: &mut HostStaging,
+    (staging, device): (&mut HostStaging, &mut DeviceSampler),
 ) -> Result<Vec<SampledToken>> {
     let logits = logits.to_dtype(DType::F32)?;
     let plain: Vec<bool> = states
@@ -153,6 +159,9 @@ fn sample_rows(
         for row in (0..states.len()).filter(|&row| plain[row]) {
             tokens[row] = Some(decide(&mut states[row], argmax[row]));
         }
+    }
+    if greedy_on_device && device.serves(&logits) {
+        sample_random_rows_on_device(&logits, states, &mut tokens, device)?;
     }
     let host_rows: Vec<usize> = (0..states.len()).filter(|&i| tokens[i].is_none()).collect();
     if !host_rows.is_empty() {
@@ -167,6 +176,38 @@ fn sample_rows(
         sample_in_parallel(states, &mut tokens, values, &host_rows, vocab_size)?;
     }
     Ok(tokens.into_iter().flatten().collect())
+}
+
+/// The plain random rows still undecided, sampled where the logits are: one uniform each from
+/// its sequence's generator, only the token ids back.
+fn sample_random_rows_on_device(
+    logits: &Tensor,
+    states: &mut [SequenceSamplingState],
+    tokens: &mut [Option<SampledToken>],
+    device: &mut DeviceSampler,
+) -> Result<()> {
+    let mut rows = Vec::new();
+    for (row, state) in states.iter_mut().enumerate() {
+        if tokens[row].is_some() {
+            continue;
+        }
+        if let Some(filters) = state.device_filters() {
+            let uniform = state.draw_uniform();
+            rows.push(DeviceRow {
+                row,
+                filters,
+                uniform,
+            });
+        }
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let sampled = device.sample(logits, &rows)?;
+    for (entry, token_id) in rows.iter().zip(sampled) {
+        tokens[entry.row] = Some(decide(&mut states[entry.row], token_id));
+    }
+    Ok(())
 }
 
 /// A token decided without the pipeline (a plain-greedy row), remembered by its sequence.

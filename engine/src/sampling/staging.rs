@@ -29,7 +29,7 @@ impl HostStaging {
 
     #[cfg(feature = "cuda")]
     fn copy_pinned(&mut self, rows: &Tensor) -> Result<&[f32]> {
-        use candle_core::cuda_backend::cudarc::driver::PinnedHostSlice;
+        use candle_core::cuda_backend::cudarc::driver::{result, DevicePtr, PinnedHostSlice};
 
         use crate::gpu::rows::cuda_storage;
 
@@ -56,10 +56,20 @@ impl HostStaging {
         let (storage, layout) = rows.storage_and_layout();
         let start = layout.start_offset();
         let source = cuda_storage(&storage)?.as_cuda_slice::<f32>()?;
-        stream
-            .memcpy_dtoh(&source.slice(start..start + len), pinned)
-            .map_err(candle_core::Error::wrap)?;
-        let copied = pinned.as_slice().map_err(candle_core::Error::wrap)?;
-        Ok(&copied[..len])
+        let source = source.slice(start..start + len);
+        // Waits for any earlier copy into the buffer; then exactly `len` elements are copied
+        // (the driver copies as many bytes as the host slice holds, so it is cut to `len`).
+        let host = pinned.as_mut_slice().map_err(candle_core::Error::wrap)?;
+        let host = &mut host[..len];
+        let (pointer, _in_use) = source.device_ptr(&stream);
+        // SAFETY: `pointer` is `len` f32s of the logits on this stream, `host` is `len` f32s of
+        // page-locked memory; the stream is synchronised before `host` is read.
+        #[allow(unsafe_code)]
+        unsafe {
+            result::memcpy_dtoh_async(host, pointer, stream.cu_stream())
+        }
+        .map_err(candle_core::Error::wrap)?;
+        stream.synchronize().map_err(candle_core::Error::wrap)?;
+        Ok(host)
     }
 }

@@ -14,6 +14,8 @@ mod engine_parity;
 mod fused;
 #[cfg(feature = "cuda")]
 mod kernels;
+#[cfg(feature = "cuda")]
+mod sampling;
 
 /// The GPU under test, or `None` after printing why the test is skipped.
 #[cfg(feature = "cuda")]
