@@ -27,16 +27,22 @@ fn weight_of(logit: f32, max_logit: f32, inv_temperature: f32) -> f32 {
     }
 }
 
-fn count_at_least(weights: &[f32], threshold: f32) -> f32 {
-    weights.iter().filter(|&&w| w >= threshold).count() as f32
+fn count_at_least(weights: &[f32], threshold: f32) -> f64 {
+    weights.iter().filter(|&&w| w >= threshold).count() as f64
 }
 
-fn mass_at_least(weights: &[f32], threshold: f32) -> f32 {
-    weights.iter().filter(|&&w| w >= threshold).sum()
+/// Sums in f64: the twin is the exact reference the kernel's f32 tree sums approach (a
+/// sequential f32 sum over a 49k-entry row drifts by ~1e-4 of the mass, enough to move draws).
+fn mass_at_least(weights: &[f32], threshold: f32) -> f64 {
+    weights
+        .iter()
+        .filter(|&&w| w >= threshold)
+        .map(|&w| f64::from(w))
+        .sum()
 }
 
 /// The largest positive float `t` in `[low, 1]` with `at_least(t) ≥ goal` (true at `low`).
-fn largest_threshold(low: f32, goal: f32, at_least: impl Fn(f32) -> f32) -> f32 {
+fn largest_threshold(low: f32, goal: f64, at_least: impl Fn(f32) -> f64) -> f32 {
     let (mut lo, mut hi) = (low.to_bits(), 1f32.to_bits());
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
@@ -67,13 +73,13 @@ fn weights_and_threshold(logits: &[f32], filters: &RowFilters) -> Result<(Vec<f3
         .collect();
     let mut threshold = f32::from_bits(1);
     if filters.top_k > 0 {
-        let goal = filters.top_k as f32;
+        let goal = filters.top_k as f64;
         if count_at_least(&weights, threshold) > goal {
             threshold = largest_threshold(threshold, goal, |t| count_at_least(&weights, t));
         }
     }
     if filters.top_p < 1.0 {
-        let goal = filters.top_p * mass_at_least(&weights, threshold);
+        let goal = f64::from(filters.top_p) * mass_at_least(&weights, threshold);
         threshold = largest_threshold(threshold, goal, |t| mass_at_least(&weights, t));
     }
     if filters.min_p > 0.0 {
@@ -99,15 +105,15 @@ pub fn sample_by_thresholds(logits: &[f32], filters: &RowFilters, uniform: f32) 
         Err(token) => return token,
         Ok(found) => found,
     };
-    let target = uniform * mass_at_least(&weights, threshold);
-    let mut cumulative = 0.0f32;
+    let target = f64::from(uniform) * mass_at_least(&weights, threshold);
+    let mut cumulative = 0.0f64;
     let mut last_kept = 0;
     for (token, &w) in weights.iter().enumerate() {
         if w < threshold {
             continue;
         }
         last_kept = token as u32;
-        cumulative += w;
+        cumulative += f64::from(w);
         if cumulative > target {
             return token as u32;
         }
