@@ -6,8 +6,11 @@
 //!
 //! Loads DIR's config.json shape with random weights (`LoadFormat::Dummy`), measures the GPU's
 //! copy bandwidth, then for each batch size fills B sequences with `context-len - 1` tokens of
-//! context and times decode steps of one token per sequence. Prints JSON lines: one header
-//! (`"kind": "machine"`), then one line per batch size; `--out` writes the same lines to a file.
+//! context and times decode steps of one token per sequence, two ways: `step_ms_*` returns the
+//! logits rows to the host (`ModelRunner::execute`, what tests and tools read), `greedy_step_ms_*`
+//! is the serving path (`StepExecutor::execute`: greedy requests, the argmax taken on the GPU and
+//! only token ids copied back). Prints JSON lines: one header (`"kind": "machine"`), then one line
+//! per batch size; `--out` writes the same lines to a file.
 //! GB are decimal (1e9 bytes).
 
 use std::error::Error;
@@ -23,8 +26,8 @@ use pagoda_engine::kv::{num_blocks_for, BlockId};
 use pagoda_engine::models::{
     load_model_with, CausalLm, LoadFormat, LoadOptions, ModelConfig, WeightFormat,
 };
-use pagoda_engine::runner::ModelRunner;
-use pagoda_engine::{DeviceSpec, RequestId};
+use pagoda_engine::runner::{ModelRunner, StepExecutor};
+use pagoda_engine::{DeviceSpec, EngineRequest, RequestId, SamplingParams, StopConditions};
 use serde_json::{json, Value};
 
 type BoxResult<T> = Result<T, Box<dyn Error>>;
@@ -185,22 +188,30 @@ impl Batch {
         Ok(())
     }
 
-    /// Fills the context, runs the warmup steps, returns the time of each timed step in ms.
-    fn time_decode(&self, runner: &mut ModelRunner, args: &Args) -> BoxResult<Vec<f64>> {
+    /// The decode plan of step `step` after the context: one token per sequence.
+    fn decode_plan(&self, args: &Args, step: usize) -> BatchPlan {
+        let computed = args.context_len - 1 + step;
+        BatchPlan {
+            seqs: (0..self.num_seqs)
+                .map(|s| self.seq(s, computed, 1))
+                .collect(),
+            num_batched_tokens: self.num_seqs,
+        }
+    }
+
+    /// Fills the context, then times decode steps: first with the logits copied to the host,
+    /// then (the context growing on) through the serving path with greedy requests. Returns
+    /// the times of each kind's timed steps in ms.
+    fn time_decode(&self, runner: &mut ModelRunner, args: &Args) -> BoxResult<StepTimes> {
         self.fill_context(runner, args.context_len - 1)?;
-        let mut times = Vec::with_capacity(args.iters);
-        for step in 0..args.warmup + args.iters {
-            let computed = args.context_len - 1 + step;
-            let plan = BatchPlan {
-                seqs: (0..self.num_seqs)
-                    .map(|s| self.seq(s, computed, 1))
-                    .collect(),
-                num_batched_tokens: self.num_seqs,
-            };
+        let mut times = StepTimes::default();
+        let steps = args.warmup + args.iters;
+        for step in 0..steps {
+            let plan = self.decode_plan(args, step);
             let started = Instant::now();
             let logits = runner.execute(&plan)?;
             let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
-            let last = step + 1 == args.warmup + args.iters;
+            let last = step + 1 == steps;
             if logits.num_rows() != self.num_seqs
                 || (last && logits.values.iter().any(|x| !x.is_finite()))
             {
@@ -210,11 +221,41 @@ impl Batch {
                 );
             }
             if step >= args.warmup {
-                times.push(elapsed_ms);
+                times.logits_ms.push(elapsed_ms);
+            }
+        }
+        for seq in 0..self.num_seqs {
+            let request = EngineRequest::new(
+                RequestId(seq as u64),
+                Vec::new(),
+                SamplingParams::greedy(),
+                StopConditions::default(),
+            );
+            StepExecutor::add_request(runner, &request, steps);
+        }
+        for step in steps..2 * steps {
+            let plan = self.decode_plan(args, step);
+            let started = Instant::now();
+            let output = StepExecutor::execute(runner, &plan)?;
+            let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+            if output.num_rows() != self.num_seqs || output.tokens.iter().any(Option::is_none) {
+                return Err("the greedy decode step did not give one token per sequence".into());
+            }
+            if step >= steps + args.warmup {
+                times.greedy_ms.push(elapsed_ms);
             }
         }
         Ok(times)
     }
+}
+
+/// The timed steps of one batch size, in ms.
+#[derive(Debug, Default)]
+struct StepTimes {
+    /// Logits rows copied to the host.
+    logits_ms: Vec<f64>,
+    /// The serving path: greedy tokens chosen on the GPU.
+    greedy_ms: Vec<f64>,
 }
 
 /// Runs batch size `num_seqs` on `model`; gives the model back whatever happened.
@@ -222,12 +263,12 @@ fn bench_batch(
     model: Box<dyn CausalLm>,
     args: &Args,
     num_seqs: usize,
-) -> (Box<dyn CausalLm>, BoxResult<Vec<f64>>) {
+) -> (Box<dyn CausalLm>, BoxResult<StepTimes>) {
     let config = model.config();
     let batch = Batch {
         num_seqs,
         blocks_per_seq: num_blocks_for(
-            args.context_len + args.warmup + args.iters,
+            args.context_len + 2 * (args.warmup + args.iters),
             args.block_size,
         ),
         block_size: args.block_size,
@@ -269,16 +310,9 @@ struct Floor {
 impl Floor {
     /// The result line of batch size `batch` from its step times; the timed steps attend over
     /// `mean_keys` keys per sequence on average (the context grows by one per step).
-    fn line(&self, batch: usize, context_len: usize, mean_keys: usize, times: &[f64]) -> Value {
-        let mean = times.iter().sum::<f64>() / times.len() as f64;
-        let mut sorted = times.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        let mid = sorted.len() / 2;
-        let p50 = if sorted.len().is_multiple_of(2) {
-            (sorted[mid - 1] + sorted[mid]) / 2.0
-        } else {
-            sorted[mid]
-        };
+    fn line(&self, batch: usize, context_len: usize, mean_keys: usize, times: &StepTimes) -> Value {
+        let (mean, p50) = mean_and_median(&times.logits_ms);
+        let (greedy_mean, greedy_p50) = mean_and_median(&times.greedy_ms);
         let kv = batch * mean_keys * self.kv_bytes_per_token;
         let bytes = (self.weights_bytes + kv) as f64;
         json!({
@@ -291,8 +325,25 @@ impl Floor {
             "kv_bytes_read": kv,
             "bandwidth_gbps": bytes / (mean * 1e-3) / 1e9,
             "tokens_per_s": batch as f64 * 1000.0 / mean,
+            "greedy_step_ms_mean": greedy_mean,
+            "greedy_step_ms_p50": greedy_p50,
+            "greedy_tokens_per_s": batch as f64 * 1000.0 / greedy_mean,
         })
     }
+}
+
+/// The mean and the median of `times` (not empty).
+fn mean_and_median(times: &[f64]) -> (f64, f64) {
+    let mean = times.iter().sum::<f64>() / times.len() as f64;
+    let mut sorted = times.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    let median = if sorted.len().is_multiple_of(2) {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    };
+    (mean, median)
 }
 
 /// Prints `line` and appends it to `out` when there is one.
@@ -315,12 +366,13 @@ fn load_model(args: &Args, device: &Device) -> BoxResult<Box<dyn CausalLm>> {
         seed: 0,
     };
     let model = load_model_with(&args.model, &options)?;
-    let longest = args.context_len + args.warmup + args.iters;
+    let longest = args.context_len + 2 * (args.warmup + args.iters);
     let limit = model.config().context_length;
     if longest > limit {
-        return Err(
-            format!("context-len + warmup + iters = {longest} > context length {limit}").into(),
-        );
+        return Err(format!(
+            "context-len + 2 × (warmup + iters) = {longest} > context length {limit}"
+        )
+        .into());
     }
     Ok(model)
 }

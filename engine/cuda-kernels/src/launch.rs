@@ -3,32 +3,11 @@
 use candle_core::cuda_backend::cudarc::driver::{
     CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg,
 };
-use candle_core::{CudaDevice, Result};
+use candle_core::Result;
 
-use crate::plan::{WorkPlan, SUPPORTED_HEAD_DIMS};
-
-/// The kernels' PTX, compiled by build.rs.
-pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/paged_attention.ptx"));
-/// The name candle caches the loaded module under.
-const MODULE: &str = "pagoda_paged_attention";
-
-/// Element types the kernels are instantiated for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KernelDType {
-    F32,
-    F16,
-    Bf16,
-}
-
-impl KernelDType {
-    fn suffix(self) -> &'static str {
-        match self {
-            Self::F32 => "f32",
-            Self::F16 => "f16",
-            Self::Bf16 => "bf16",
-        }
-    }
-}
+use crate::module::{check_head_dim, CacheKernels};
+use crate::plan::WorkPlan;
+use crate::scratch::SplitScratch;
 
 /// `AttnParams` of the kernel (same field order, `repr(C)`).
 #[repr(C)]
@@ -59,12 +38,10 @@ pub struct CacheGeometry {
     pub block_size: usize,
 }
 
-/// What every launch of one cache needs: the device (candle's stream), the element type and the
-/// cache geometry.
+/// What every launch of one cache needs: its kernels (on candle's stream) and its geometry.
 #[derive(Debug, Clone, Copy)]
 pub struct Launch<'a> {
-    pub device: &'a CudaDevice,
-    pub dtype: KernelDType,
+    pub kernels: &'a CacheKernels,
     pub geometry: CacheGeometry,
 }
 
@@ -93,13 +70,6 @@ fn to_i32(value: usize, what: &str) -> Result<i32> {
     i32::try_from(value).map_err(|_| candle_core::Error::msg(format!("{what} {value} exceeds i32")))
 }
 
-fn check_head_dim(head_dim: usize) -> Result<()> {
-    if SUPPORTED_HEAD_DIMS.contains(&head_dim) {
-        return Ok(());
-    }
-    candle_core::bail!("head_dim {head_dim} is not supported by the CUDA attention kernels (supported: {SUPPORTED_HEAD_DIMS:?})")
-}
-
 /// Writes each token's key and value rows into its cache slot.
 pub fn cache_write<T: DeviceRepr>(
     launch: &Launch<'_>,
@@ -113,8 +83,6 @@ pub fn cache_write<T: DeviceRepr>(
         return Ok(());
     }
     let geometry = launch.geometry;
-    let name = format!("cache_write_{}", launch.dtype.suffix());
-    let func = launch.device.get_or_load_custom_func(&name, MODULE, PTX)?;
     let row = geometry.num_kv_heads * geometry.head_dim;
     let config = LaunchConfig {
         grid_dim: (to_i32(step.num_tokens, "num_tokens")? as u32, 1, 1),
@@ -130,7 +98,8 @@ pub fn cache_write<T: DeviceRepr>(
         to_i32(key.row_stride, "key row stride")?,
         to_i32(value.row_stride, "value row stride")?,
     );
-    let mut builder = func.builder();
+    let kernels = launch.kernels;
+    let mut builder = kernels.stream.launch_builder(&kernels.cache_write);
     builder
         .arg(&key.view)
         .arg(&value.view)
@@ -158,9 +127,10 @@ pub fn paged_attention<T: DeviceRepr>(
     key_cache: &CudaSlice<T>,
     value_cache: &CudaSlice<T>,
     step: &DeviceStep,
+    scratch: &mut SplitScratch,
     out: &mut CudaSlice<T>,
 ) -> Result<()> {
-    let (device, geometry) = (launch.device, launch.geometry);
+    let (kernels, geometry) = (launch.kernels, launch.geometry);
     check_head_dim(geometry.head_dim)?;
     if step.plan.num_items == 0 {
         return Ok(());
@@ -184,16 +154,13 @@ pub fn paged_attention<T: DeviceRepr>(
         plan.max_partitions as u32,
     );
     // Without a split the kernel writes `out` and never touches the partial buffers.
-    let num_acc = plan
-        .partial_acc_len(geometry.num_kv_heads, geometry.head_dim)
-        .max(1);
-    let num_ml = plan.partial_ml_len(geometry.num_kv_heads).max(1);
-    let mut partial_acc = device.alloc_zeros::<f32>(num_acc)?;
-    let mut partial_ml = device.alloc_zeros::<f32>(num_ml)?;
-    let suffix = format!("{}_d{}", launch.dtype.suffix(), geometry.head_dim);
-    let func = device.get_or_load_custom_func(&format!("paged_attention_{suffix}"), MODULE, PTX)?;
+    let (partial_acc, partial_ml) = scratch.buffers(
+        &kernels.stream,
+        plan.partial_acc_len(geometry.num_kv_heads, geometry.head_dim),
+        plan.partial_ml_len(geometry.num_kv_heads),
+    )?;
     {
-        let mut builder = func.builder();
+        let mut builder = kernels.stream.launch_builder(&kernels.attention);
         builder
             .arg(&q.view)
             .arg(key_cache)
@@ -202,8 +169,8 @@ pub fn paged_attention<T: DeviceRepr>(
             .arg(&step.seq_lens)
             .arg(&step.work)
             .arg(&mut *out)
-            .arg(&mut partial_acc)
-            .arg(&mut partial_ml)
+            .arg(&mut *partial_acc)
+            .arg(&mut *partial_ml)
             .arg(&params);
         let config = LaunchConfig {
             grid_dim: grid,
@@ -219,14 +186,12 @@ pub fn paged_attention<T: DeviceRepr>(
     if plan.max_partitions == 1 {
         return Ok(());
     }
-    let reduce =
-        device.get_or_load_custom_func(&format!("paged_attention_reduce_{suffix}"), MODULE, PTX)?;
-    let mut builder = reduce.builder();
+    let mut builder = kernels.stream.launch_builder(&kernels.reduce);
     builder
         .arg(&step.seq_lens)
         .arg(&step.work)
-        .arg(&partial_acc)
-        .arg(&partial_ml)
+        .arg(&*partial_acc)
+        .arg(&*partial_ml)
         .arg(out)
         .arg(&params);
     let config = LaunchConfig {

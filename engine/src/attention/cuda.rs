@@ -5,18 +5,18 @@
 
 use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use candle_core::cuda_backend::CudaDType;
-use candle_core::op::BackpropOp;
-use candle_core::{CudaDevice, CudaStorage, DType, Device, Layout, Storage, Tensor};
+use candle_core::{CudaDevice, DType, Device, Tensor};
 use half::{bf16, f16};
 use pagoda_cuda_kernels::{
-    block_table_matrix, cache_write, paged_attention, CacheGeometry, DeviceStep, HeadCounts,
-    KernelDType, Launch, Rows, SeqQuery, WorkPlan,
+    block_table_matrix, cache_write, paged_attention, CacheGeometry, CacheKernels, DeviceStep,
+    HeadCounts, KernelDType, Launch, SeqQuery, SplitScratch, WorkPlan,
 };
 
 use super::metadata::AttnMetadata;
 use super::paged_cache::PagedKvCache;
 use super::shape::AttnShape;
 use crate::error::{EngineError, Result};
+use crate::gpu::rows::{cuda_storage, rows_of, tensor_from_slice};
 
 /// Key and value buffers of every layer, in one element type.
 #[derive(Debug)]
@@ -34,6 +34,10 @@ pub struct CudaKvCache {
     block_size: usize,
     num_blocks: usize,
     buffers: Buffers,
+    /// The kernels' handles, looked up once.
+    kernels: CacheKernels,
+    /// Split-K partials, reused by every layer and step.
+    scratch: SplitScratch,
     num_sms: usize,
     step: Option<DeviceStep>,
 }
@@ -64,10 +68,19 @@ impl CudaKvCache {
     ) -> Result<Self> {
         let device = device.as_cuda_device()?.clone();
         let len = num_blocks * block_size * shape.num_kv_heads * shape.head_dim;
-        let buffers = match dtype {
-            DType::F32 => Buffers::F32(zeroed_layers(&device, num_layers, len)?),
-            DType::F16 => Buffers::F16(zeroed_layers(&device, num_layers, len)?),
-            DType::BF16 => Buffers::Bf16(zeroed_layers(&device, num_layers, len)?),
+        let (buffers, kernel_dtype) = match dtype {
+            DType::F32 => (
+                Buffers::F32(zeroed_layers(&device, num_layers, len)?),
+                KernelDType::F32,
+            ),
+            DType::F16 => (
+                Buffers::F16(zeroed_layers(&device, num_layers, len)?),
+                KernelDType::F16,
+            ),
+            DType::BF16 => (
+                Buffers::Bf16(zeroed_layers(&device, num_layers, len)?),
+                KernelDType::Bf16,
+            ),
             other => {
                 return Err(EngineError::Config(format!(
                     "the CUDA KV cache holds f32, f16 or bf16, not {other:?}"
@@ -82,6 +95,7 @@ impl CudaKvCache {
             )
             .map_err(execution)?
             .max(1) as usize;
+        let kernels = CacheKernels::load(&device, kernel_dtype, shape.head_dim)?;
         Ok(Self {
             device,
             dtype,
@@ -89,6 +103,8 @@ impl CudaKvCache {
             block_size,
             num_blocks,
             buffers,
+            kernels,
+            scratch: SplitScratch::default(),
             num_sms,
             step: None,
         })
@@ -151,38 +167,9 @@ impl CudaKvCache {
     }
 }
 
-/// A 2-D tensor's rows on the GPU: the view from its first element, and the row stride.
-fn rows_of<'a, T: CudaDType>(storage: &'a CudaStorage, layout: &Layout) -> Result<Rows<'a, T>> {
-    let (num_rows, width) = layout.shape().dims2()?;
-    let stride = layout.stride();
-    if stride[1] != 1 && (num_rows > 1 || width > 1) {
-        return Err(execution("attention inputs need contiguous rows"));
-    }
-    let row_stride = if num_rows > 1 { stride[0] } else { width };
-    let start = layout.start_offset();
-    let len = if num_rows == 0 {
-        0
-    } else {
-        (num_rows - 1) * row_stride + width
-    };
-    let slice = storage.as_cuda_slice::<T>()?;
-    Ok(Rows {
-        view: slice.slice(start..start + len),
-        row_stride,
-    })
-}
-
-fn cuda_storage(storage: &Storage) -> Result<&CudaStorage> {
-    match storage {
-        Storage::Cuda(storage) => Ok(storage),
-        _ => Err(execution("attention inputs must be on the GPU")),
-    }
-}
-
 impl CudaKvCache {
     fn attend_typed<T: CudaDType + DeviceRepr + ValidAsZeroBits>(
-        &self,
-        kernel_dtype: KernelDType,
+        &mut self,
         layer_buffers: &mut [CudaSlice<T>; 2],
         q: &Tensor,
         k: &Tensor,
@@ -194,8 +181,7 @@ impl CudaKvCache {
             .as_ref()
             .ok_or_else(|| execution("attend before begin_step"))?;
         let launch = Launch {
-            device: &self.device,
-            dtype: kernel_dtype,
+            kernels: &self.kernels,
             geometry: self.geometry(),
         };
         let (q_storage, q_layout) = q.storage_and_layout();
@@ -207,15 +193,20 @@ impl CudaKvCache {
         cache_write(&launch, &key, &value, key_cache, value_cache, step)?;
         let queries = rows_of::<T>(cuda_storage(&q_storage)?, q_layout)?;
         let q_row = launch.geometry.num_heads * launch.geometry.head_dim;
-        let mut out = self.device.alloc_zeros::<T>(num_tokens * q_row)?;
-        paged_attention(&launch, &queries, key_cache, value_cache, step, &mut out)?;
-        let storage = Storage::Cuda(T::wrap_cuda_slice(out, self.device.clone()));
-        Ok(Tensor::from_storage(
-            storage,
-            (num_tokens, q_row),
-            BackpropOp::none(),
-            false,
-        ))
+        // SAFETY: the attention kernel (or, after a split, its reduction) writes every element of
+        // every token's row: each token belongs to one work item, whose heads it covers.
+        #[allow(unsafe_code)]
+        let mut out = unsafe { self.device.alloc::<T>(num_tokens * q_row) }?;
+        paged_attention(
+            &launch,
+            &queries,
+            key_cache,
+            value_cache,
+            step,
+            &mut self.scratch,
+            &mut out,
+        )?;
+        Ok(tensor_from_slice(out, &self.device, (num_tokens, q_row)))
     }
 }
 
@@ -283,15 +274,15 @@ impl PagedKvCache for CudaKvCache {
             Buffers::F32(layers) => layers
                 .get_mut(layer)
                 .ok_or_else(missing)
-                .and_then(|pair| self.attend_typed(KernelDType::F32, pair, q, k, v, num_tokens)),
+                .and_then(|pair| self.attend_typed(pair, q, k, v, num_tokens)),
             Buffers::F16(layers) => layers
                 .get_mut(layer)
                 .ok_or_else(missing)
-                .and_then(|pair| self.attend_typed(KernelDType::F16, pair, q, k, v, num_tokens)),
+                .and_then(|pair| self.attend_typed(pair, q, k, v, num_tokens)),
             Buffers::Bf16(layers) => layers
                 .get_mut(layer)
                 .ok_or_else(missing)
-                .and_then(|pair| self.attend_typed(KernelDType::Bf16, pair, q, k, v, num_tokens)),
+                .and_then(|pair| self.attend_typed(pair, q, k, v, num_tokens)),
         };
         self.buffers = buffers;
         result

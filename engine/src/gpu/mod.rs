@@ -5,6 +5,7 @@
 
 mod memory;
 mod profile;
+pub(crate) mod rows;
 
 use std::path::Path;
 

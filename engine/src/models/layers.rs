@@ -2,6 +2,7 @@
 
 use candle_core::Tensor;
 
+use super::fused::FusedOps;
 use super::linear::Linear;
 
 use super::weights::WeightSource;
@@ -55,12 +56,16 @@ impl GatedMlp {
     }
 
     /// `x` is layer `layer`'s normalised input; `lora` adds the step's adapters.
-    pub fn forward(&self, layer: usize, x: &Tensor, lora: &LoraBatch) -> Result<Tensor> {
+    pub fn forward(
+        &self,
+        layer: usize,
+        x: &Tensor,
+        lora: &LoraBatch,
+        fused: &FusedOps,
+    ) -> Result<Tensor> {
         let gate_up = self.gate_up.forward(x)?;
         let gate_up = lora.apply(layer, FusedProjection::GateUp, x, gate_up)?;
-        let gate = candle_nn::ops::silu(&gate_up.narrow(1, 0, self.intermediate)?)?;
-        let up = gate_up.narrow(1, self.intermediate, self.intermediate)?;
-        let hidden = (gate * up)?;
+        let hidden = fused.silu_mul(&gate_up, self.intermediate)?;
         let down = self.down.forward(&hidden)?;
         lora.apply(layer, FusedProjection::Down, &hidden, down)
     }

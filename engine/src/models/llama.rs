@@ -8,6 +8,7 @@ use super::causal_lm::{CausalLm, ModelInput};
 use super::config::ModelConfig;
 use super::layers::{GatedMlp, RmsNorm};
 use super::linear::Linear;
+use super::fused::FusedOps;
 use super::rotary::RotaryEmbedding;
 use super::self_attention::SelfAttention;
 use super::weights::WeightSource;
@@ -47,6 +48,8 @@ pub struct Llama {
     final_norm: RmsNorm,
     lm_head: Linear,
     rotary: RotaryEmbedding,
+    /// One kernel per element-wise step on a GPU.
+    fused: FusedOps,
 }
 
 impl Llama {
@@ -69,6 +72,7 @@ impl Llama {
             config.rms_norm_eps,
         )?;
         let rotary = RotaryEmbedding::new(&config, &device, dtype)?;
+        let fused = FusedOps::new(&device)?;
         Ok(Self {
             embedding,
             device,
@@ -77,6 +81,7 @@ impl Llama {
             final_norm,
             lm_head,
             rotary,
+            fused,
             config,
         })
     }
@@ -105,20 +110,21 @@ impl CausalLm for Llama {
             .embedding
             .embedding(&input.token_ids)?
             .to_dtype(self.dtype)?;
+        let rotary = self.rotary.for_positions(&input.positions)?;
         for (index, layer) in self.layers.iter().enumerate() {
             let normed = layer.attn_norm.forward(&x)?;
             let attn = layer.attention.forward(
                 index,
                 &normed,
                 input,
-                &self.rotary,
+                (&rotary, &self.fused),
                 meta,
                 kv_cache,
             )?;
             x = (x + attn)?;
             let mlp = layer
                 .mlp
-                .forward(index, &layer.mlp_norm.forward(&x)?, &input.lora)?;
+                .forward(index, &layer.mlp_norm.forward(&x)?, &input.lora, &self.fused)?;
             x = (x + mlp)?;
         }
         if input.logits_indices.dim(0)? == 0 {

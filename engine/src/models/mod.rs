@@ -11,6 +11,7 @@ internal_modules! {
     mod load;
     mod dummy;
     mod eos_ids;
+    mod fused;
     mod gguf;
     mod hf;
     mod hf_config;

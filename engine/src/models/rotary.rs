@@ -85,29 +85,76 @@ impl RotaryEmbedding {
         ))
     }
 
-    /// Rotates `x` (`[num_tokens, num_heads * head_dim]`), each token at its own position.
-    pub fn apply(&self, x: &Tensor, positions: &Tensor, num_heads: usize) -> Result<Tensor> {
-        let (num_tokens, width) = x.dims2()?;
-        let head_dim = width / num_heads;
-        // Each token is its own "batch" entry with its own cos/sin row.
-        let cos = self
-            .cos
-            .index_select(positions, 0)?
-            .reshape((num_tokens, 1, head_dim / 2))?;
-        let sin = self
-            .sin
-            .index_select(positions, 0)?
-            .reshape((num_tokens, 1, head_dim / 2))?;
-        let x = x
-            .reshape((num_tokens, num_heads, 1, head_dim))?
-            .contiguous()?;
-        let rotated = if self.interleaved {
-            candle_nn::rotary_emb::rope_i(&x, &cos, &sin)?
-        } else {
-            candle_nn::rotary_emb::rope(&x, &cos, &sin)?
+    /// The cos/sin rows of a step's positions, gathered once for every layer of the step.
+    pub fn for_positions(&self, positions: &Tensor) -> Result<StepRotary> {
+        let num_tokens = positions.dim(0)?;
+        let half = self.cos.dim(1)?;
+        let gather = |table: &Tensor| -> Result<Tensor> {
+            Ok(table
+                .index_select(positions, 0)?
+                .reshape((num_tokens, 1, half))?)
         };
-        Ok(rotated.reshape((num_tokens, width))?)
+        Ok(StepRotary {
+            cos: gather(&self.cos)?,
+            sin: gather(&self.sin)?,
+            interleaved: self.interleaved,
+        })
     }
+
+    /// Rotates `x` (`[num_tokens, num_heads * head_dim]`), each token at its own position (the
+    /// model gathers a step's rows once, `for_positions`; tests rotate one tensor).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn apply(&self, x: &Tensor, positions: &Tensor, num_heads: usize) -> Result<Tensor> {
+        self.for_positions(positions)?.apply(x, num_heads)
+    }
+}
+
+/// One step's rotation: a cos and a sin row per token (`[num_tokens, 1, head_dim / 2]`).
+#[derive(Debug, Clone)]
+pub struct StepRotary {
+    cos: Tensor,
+    sin: Tensor,
+    interleaved: bool,
+}
+
+impl StepRotary {
+    /// Rotates `x` (`[num_tokens, num_heads * head_dim]`), each token at its step position.
+    pub fn apply(&self, x: &Tensor, num_heads: usize) -> Result<Tensor> {
+        rotate_heads(x, num_heads, (&self.cos, &self.sin), self.interleaved)
+    }
+
+    /// The cos and sin rows (`[num_tokens, 1, head_dim / 2]`).
+    #[cfg(feature = "cuda")]
+    pub fn tables(&self) -> (&Tensor, &Tensor) {
+        (&self.cos, &self.sin)
+    }
+
+    /// Pairs (2i, 2i+1) instead of (i, i + head_dim / 2).
+    #[cfg(feature = "cuda")]
+    pub fn interleaved(&self) -> bool {
+        self.interleaved
+    }
+}
+
+/// Rotates `x` (`[num_tokens, num_heads * head_dim]`) with candle's RoPE kernels, each token with
+/// its `cos`/`sin` row (`[num_tokens, 1, head_dim / 2]`).
+pub fn rotate_heads(
+    x: &Tensor,
+    num_heads: usize,
+    (cos, sin): (&Tensor, &Tensor),
+    interleaved: bool,
+) -> Result<Tensor> {
+    let (num_tokens, width) = x.dims2()?;
+    let head_dim = width / num_heads;
+    let x = x
+        .reshape((num_tokens, num_heads, 1, head_dim))?
+        .contiguous()?;
+    let rotated = if interleaved {
+        candle_nn::rotary_emb::rope_i(&x, cos, sin)?
+    } else {
+        candle_nn::rotary_emb::rope(&x, cos, sin)?
+    };
+    Ok(rotated.reshape((num_tokens, width))?)
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use super::causal_lm::ModelInput;
 use super::config::ModelConfig;
 use super::layers::RmsNorm;
 use super::linear::{Linear, Projection};
-use super::rotary::RotaryEmbedding;
+use super::fused::{FusedOps, QkHeads};
+use super::rotary::StepRotary;
 use super::weights::WeightSource;
 use crate::attention::{AttnMetadata, PagedKvCache};
 use crate::error::Result;
@@ -72,18 +73,18 @@ impl SelfAttention {
         })
     }
 
-    /// Layer `layer` on `x`, the step's normalised hidden states; `input` gives the positions
-    /// and the LoRA groups.
+    /// Layer `layer` on `x`, the step's normalised hidden states; `rotary` holds the step's
+    /// positions' cos/sin rows and `input` the LoRA groups.
     pub fn forward(
         &self,
         layer: usize,
         x: &Tensor,
         input: &ModelInput,
-        rotary: &RotaryEmbedding,
+        (rotary, fused): (&StepRotary, &FusedOps),
         meta: &AttnMetadata,
         kv_cache: &mut dyn PagedKvCache,
     ) -> Result<Tensor> {
-        let (positions, lora) = (&input.positions, &input.lora);
+        let lora = &input.lora;
         let q_dim = self.num_heads * self.head_dim;
         let kv_dim = self.num_kv_heads * self.head_dim;
         let qkv = lora.apply(layer, FusedProjection::Qkv, x, self.qkv.forward(x)?)?;
@@ -98,8 +99,12 @@ impl SelfAttention {
             self.head_dim,
         )?;
         let v = qkv.narrow(1, q_dim + kv_dim, kv_dim)?;
-        let q = rotary.apply(&q, positions, self.num_heads)?;
-        let k = rotary.apply(&k, positions, self.num_kv_heads)?;
+        let heads = QkHeads {
+            num_heads: self.num_heads,
+            num_kv_heads: self.num_kv_heads,
+            head_dim: self.head_dim,
+        };
+        let (q, k) = fused.rope_qk((&q, &k), rotary, heads)?;
         let attended = kv_cache.attend(layer, &q, &k, &v, meta)?;
         let out = self.o_proj.forward(&attended)?;
         lora.apply(layer, FusedProjection::O, &attended, out)

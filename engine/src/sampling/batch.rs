@@ -4,9 +4,11 @@
 //!
 //! Rows whose token is the plain argmax of the model's logits (greedy with no ban, bias, penalty
 //! or log-probabilities this step) are decided on the tensor's device, and only their ids cross
-//! to the host. Every other row is sampled on the host by its sequence's pipeline, rows in
-//! parallel; on a GPU only those rows are copied. Each sequence draws from its own seeded RNG,
-//! one number per step, so its tokens do not depend on the batch.
+//! to the host. On a GPU, plain random rows (temperature with top-k / top-p / min-p and nothing
+//! else) are sampled there too (`device`). Every other row is sampled on the host by its
+//! sequence's pipeline, rows in parallel; on a GPU only those rows are copied, through
+//! page-locked memory (`staging`). Each sequence draws from its own seeded RNG, one number per
+//! step, so its tokens do not depend on the batch.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -14,8 +16,10 @@ use std::collections::HashMap;
 use candle_core::{DType, Tensor, D};
 use rayon::prelude::*;
 
+use super::device::{DeviceRow, DeviceSampler};
 use super::filters::argmax;
 use super::sampler::{SampledToken, SamplerScratch};
+use super::staging::HostStaging;
 use super::state::SequenceSamplingState;
 use crate::error::{EngineError, Result};
 use crate::request::{EngineRequest, RequestId};
@@ -30,6 +34,10 @@ pub struct BatchSampler {
     eos_token_ids: Vec<u32>,
     vocab_size: usize,
     states: HashMap<RequestId, SequenceSamplingState>,
+    /// The host copy of the rows sampled there, reused every step.
+    staging: HostStaging,
+    /// The plain random rows' kernel, on a GPU.
+    device: DeviceSampler,
 }
 
 impl BatchSampler {
@@ -39,6 +47,8 @@ impl BatchSampler {
             eos_token_ids,
             vocab_size,
             states: HashMap::new(),
+            staging: HostStaging::default(),
+            device: DeviceSampler::default(),
         }
     }
 
@@ -112,7 +122,13 @@ impl BatchSampler {
                 }
             }
         }
-        let sampled = sample_rows(logits, &mut states, vocab_size, greedy_on_device);
+        let sampled = sample_rows(
+            logits,
+            &mut states,
+            vocab_size,
+            greedy_on_device,
+            (&mut self.staging, &mut self.device),
+        );
         self.put_back(ids, states);
         sampled
     }
@@ -130,6 +146,7 @@ fn sample_rows(
     states: &mut [SequenceSamplingState],
     vocab_size: usize,
     greedy_on_device: bool,
+    (staging, device): (&mut HostStaging, &mut DeviceSampler),
 ) -> Result<Vec<SampledToken>> {
     let logits = logits.to_dtype(DType::F32)?;
     let plain: Vec<bool> = states
@@ -143,9 +160,12 @@ fn sample_rows(
             tokens[row] = Some(decide(&mut states[row], argmax[row]));
         }
     }
+    if greedy_on_device && device.serves(&logits) {
+        sample_random_rows_on_device(&logits, states, &mut tokens, device)?;
+    }
     let host_rows: Vec<usize> = (0..states.len()).filter(|&i| tokens[i].is_none()).collect();
     if !host_rows.is_empty() {
-        let values = host_values(&logits, &host_rows, states.len())?;
+        let values = host_values(&logits, &host_rows, states.len(), staging)?;
         // Plain-greedy rows on the host: the row's argmax, no copy and no thread hand-off.
         for (row_logits, &row) in values.chunks(vocab_size).zip(&host_rows) {
             if plain[row] {
@@ -153,9 +173,41 @@ fn sample_rows(
                 tokens[row] = Some(decide(&mut states[row], token_id));
             }
         }
-        sample_in_parallel(states, &mut tokens, &values, &host_rows, vocab_size)?;
+        sample_in_parallel(states, &mut tokens, values, &host_rows, vocab_size)?;
     }
     Ok(tokens.into_iter().flatten().collect())
+}
+
+/// The plain random rows still undecided, sampled where the logits are: one uniform each from
+/// its sequence's generator, only the token ids back.
+fn sample_random_rows_on_device(
+    logits: &Tensor,
+    states: &mut [SequenceSamplingState],
+    tokens: &mut [Option<SampledToken>],
+    device: &mut DeviceSampler,
+) -> Result<()> {
+    let mut rows = Vec::new();
+    for (row, state) in states.iter_mut().enumerate() {
+        if tokens[row].is_some() {
+            continue;
+        }
+        if let Some(filters) = state.device_filters() {
+            let uniform = state.draw_uniform();
+            rows.push(DeviceRow {
+                row,
+                filters,
+                uniform,
+            });
+        }
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let sampled = device.sample(logits, &rows)?;
+    for (entry, token_id) in rows.iter().zip(sampled) {
+        tokens[entry.row] = Some(decide(&mut states[entry.row], token_id));
+    }
+    Ok(())
 }
 
 /// A token decided without the pipeline (a plain-greedy row), remembered by its sequence.
@@ -202,16 +254,18 @@ fn sample_in_parallel(
 }
 
 /// The host copy of the rows to sample there: all of them as one copy, or only those rows.
-fn host_values(logits: &Tensor, rows: &[usize], num_rows: usize) -> Result<Vec<f32>> {
+fn host_values<'a>(
+    logits: &Tensor,
+    rows: &[usize],
+    num_rows: usize,
+    staging: &'a mut HostStaging,
+) -> Result<&'a [f32]> {
     if rows.len() == num_rows {
-        return Ok(logits.flatten_all()?.to_vec1::<f32>()?);
+        return staging.copy(logits);
     }
     let index: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
     let index = Tensor::new(index.as_slice(), logits.device())?;
-    Ok(logits
-        .index_select(&index, 0)?
-        .flatten_all()?
-        .to_vec1::<f32>()?)
+    staging.copy(&logits.index_select(&index, 0)?)
 }
 
 #[cfg(test)]

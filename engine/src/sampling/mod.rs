@@ -12,17 +12,28 @@
 //!   buffers.
 //! - `penalties`: banned ids, repetition, presence and frequency penalties.
 //! - `filters`: top-k (on the logits), softmax weights, top-p, min-p and the draw.
+//! - `device`: rows sampled where the logits are, on a GPU (plain temperature / top-k / top-p /
+//!   min-p rows), by the kernel whose host twin is `thresholds`.
+//! - `staging`: where the rows sampled on the host land (page-locked memory on a GPU).
 //! - `logprobs`: log-softmax and top-n selection for the logprobs returned to clients.
 
 mod batch;
 mod constrained;
+mod device;
 mod filters;
 pub mod logprobs;
 mod penalties;
 mod sampler;
+mod staging;
 mod state;
+#[cfg(any(test, feature = "testing"))]
+pub mod thresholds;
+#[cfg(any(test, feature = "testing"))]
+pub mod reference;
 
 pub use batch::BatchSampler;
+#[cfg(feature = "testing")]
+pub use device::{DeviceRow, DeviceSampler, RowFilters};
 pub use sampler::SampledToken;
 #[cfg(feature = "testing")]
 pub use {

@@ -184,6 +184,12 @@ impl SequenceSampler {
         draw(candidates, uniform)
     }
 
+    /// One uniform number in [0, 1) from the sequence's generator: what the host pipeline's
+    /// draw would take this step (the device path draws with it instead).
+    pub fn draw_uniform(&mut self) -> f64 {
+        self.rng.random::<f64>()
+    }
+
     fn with_logprobs(
         &self,
         raw_logits: &[f32],

@@ -1,6 +1,7 @@
 //! Tests of `SequenceSampler`, through its public API.
 
 use super::*;
+use crate::sampling::reference::{check_draws, filtered_distribution, FilterParams};
 
 const NO_CONTEXT: SamplingContext<'static> = SamplingContext {
     prompt_tokens: &[],
@@ -338,46 +339,8 @@ fn logit_bias_shifts_logits_before_sampling_but_not_logprobs_and_bans_still_win(
     assert_eq!(sampled.logprob, Some(raw[7]));
 }
 
-/// The exact distribution top-k → temperature → top-p → min-p leaves, computed independently
-/// with full sorts in f64.
-fn filtered_distribution(logits: &[f32], p: &SamplingParams) -> Vec<(u32, f64)> {
-    let mut all: Vec<(u32, f64)> = logits
-        .iter()
-        .enumerate()
-        .map(|(id, &l)| (id as u32, f64::from(l)))
-        .collect();
-    all.sort_by(|a, b| b.1.total_cmp(&a.1));
-    if p.top_k > 0 {
-        all.truncate(p.top_k);
-    }
-    let max = all[0].1;
-    let mut weights: Vec<(u32, f64)> = all
-        .iter()
-        .map(|&(id, l)| (id, ((l - max) / f64::from(p.temperature)).exp()))
-        .collect();
-    let total: f64 = weights.iter().map(|w| w.1).sum();
-    let mut mass = 0.0;
-    let keep = weights
-        .iter()
-        .position(|w| {
-            mass += w.1;
-            mass >= f64::from(p.top_p) * total
-        })
-        .map_or(weights.len(), |i| i + 1);
-    weights.truncate(keep);
-    let threshold = f64::from(p.min_p) * weights[0].1;
-    weights.retain(|w| w.1 >= threshold);
-    let total: f64 = weights.iter().map(|w| w.1).sum();
-    weights.iter().map(|&(id, w)| (id, w / total)).collect()
-}
-
 #[test]
 fn filtered_draws_follow_the_exact_filtered_distribution() {
-    // 0.1% critical values of chi-square by degrees of freedom.
-    const CRITICAL: [f64; 14] = [
-        0.0, 10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32, 26.12, 27.88, 29.59, 31.26, 32.91,
-        34.53,
-    ];
     let logits = [
         3.0f32, 2.6, 2.2, 2.0, 1.5, 1.0, 0.5, 0.0, -1.0, -2.0, 2.4, 1.8, 2.5, -0.5,
     ];
@@ -387,7 +350,6 @@ fn filtered_draws_follow_the_exact_filtered_distribution() {
         (1.2, 0, 1.0, 0.2),
         (0.9, 8, 0.9, 0.1),
     ];
-    let num_draws = 10_000;
     for (temperature, top_k, top_p, min_p) in cases {
         let params = SamplingParams {
             temperature,
@@ -397,30 +359,16 @@ fn filtered_draws_follow_the_exact_filtered_distribution() {
             seed: Some(99),
             ..SamplingParams::default()
         };
-        let expected = filtered_distribution(&logits, &params);
-        let mut counts = vec![0usize; logits.len()];
-        for token_id in draws(&params, 0, &logits, num_draws) {
-            counts[token_id as usize] += 1;
+        let filters = FilterParams {
+            temperature,
+            top_k,
+            top_p,
+            min_p,
+        };
+        let expected = filtered_distribution(&logits, &filters);
+        let tokens = draws(&params, 0, &logits, 10_000);
+        if let Err(why) = check_draws(&tokens, &expected) {
+            panic!("{params:?}: {why}");
         }
-        let kept: Vec<u32> = expected.iter().map(|&(id, _)| id).collect();
-        for (id, &count) in counts.iter().enumerate() {
-            assert!(
-                count == 0 || kept.contains(&(id as u32)),
-                "{params:?}: token {id} was filtered out yet drawn {count} times"
-            );
-        }
-        let chi_square: f64 = expected
-            .iter()
-            .map(|&(id, probability)| {
-                let wanted = num_draws as f64 * probability;
-                (counts[id as usize] as f64 - wanted).powi(2) / wanted
-            })
-            .sum();
-        let degrees = expected.len() - 1;
-        assert!((1..CRITICAL.len()).contains(&degrees), "{degrees} degrees");
-        assert!(
-            chi_square < CRITICAL[degrees],
-            "{params:?}: chi-square {chi_square} over {degrees} degrees; counts {counts:?}"
-        );
     }
 }

@@ -4,6 +4,7 @@
 
 use super::constrained::ConstraintState;
 use super::sampler::{SampledToken, SamplerScratch, SamplingContext, SequenceSampler};
+use super::device::RowFilters;
 use crate::error::Result;
 use crate::request::{EngineRequest, SamplingParams};
 
@@ -70,15 +71,37 @@ impl SequenceSamplingState {
     /// Whether this step's token is the argmax of the raw row: greedy, nothing banned, no bias,
     /// no penalty, no log-probabilities asked for. Such rows can be decided where the logits are.
     pub fn is_plain_greedy(&self) -> bool {
+        self.params().is_greedy() && self.only_filters()
+    }
+
+    /// The filters of a plain random row (a temperature, with top-k / top-p / min-p, and nothing
+    /// else: no ban, bias, penalty, grammar or log-probabilities): such rows can be sampled where
+    /// the logits are. `None` for every other row.
+    pub fn device_filters(&self) -> Option<RowFilters> {
         let params = self.params();
-        params.is_greedy()
-            && self.constraint.is_none()
+        (!params.is_greedy() && self.only_filters()).then(|| RowFilters {
+            inv_temperature: 1.0 / params.temperature,
+            top_k: params.top_k,
+            top_p: params.top_p,
+            min_p: params.min_p,
+        })
+    }
+
+    /// Nothing but temperature and the top-k / top-p / min-p filters shapes this step's token.
+    fn only_filters(&self) -> bool {
+        let params = self.params();
+        self.constraint.is_none()
             && params.logprobs.is_none()
             && params.logit_bias.is_empty()
             && params.repetition_penalty == 1.0
             && params.presence_penalty == 0.0
             && params.frequency_penalty == 0.0
             && self.banned_now().is_empty()
+    }
+
+    /// The uniform number this step's draw takes from the sequence's seeded generator.
+    pub fn draw_uniform(&mut self) -> f64 {
+        self.sampler.draw_uniform()
     }
 
     fn banned_now(&self) -> &[u32] {
@@ -112,7 +135,8 @@ impl SequenceSamplingState {
         Ok(sampled)
     }
 
-    /// Remembers a token decided elsewhere (a plain-greedy row's device argmax).
+    /// Remembers a token decided elsewhere (a plain-greedy row's device argmax, a plain random
+    /// row sampled on the device).
     pub fn record(&mut self, token_id: u32) {
         self.output_tokens.push(token_id);
     }

@@ -217,6 +217,8 @@ fn paged_attention_matches_the_cpu_reference() {
         shape(32, 8, 64),
         shape(16, 8, 128),
         shape(16, 2, 128),
+        shape(20, 4, 80),
+        shape(12, 4, 96),
         shape(4, 2, 16),
     ];
     let mut seed = 0;
@@ -264,20 +266,23 @@ fn long_decodes_split_the_key_range_and_still_match() {
     }
 }
 
-/// Mistral-style sliding windows, including windows shorter than a block and than a tile.
+/// Mistral-style sliding windows, including windows shorter than a block and than a tile, in
+/// f32 and bf16.
 #[test]
 fn sliding_windows_match() {
     let Some(gpu) = crate::gpu() else { return };
-    for window in [1, 7, 32, 700] {
-        for seqs in [vec![(1200, 1), (90, 90)], vec![(800, 300)]] {
-            let case = Case {
-                shape: shape(8, 2, 64),
-                block_size: 16,
-                seqs,
-                window: Some(window),
-                dtype: DType::F32,
-            };
-            run_case(&gpu, &case, 2000 + window as u64);
+    for dtype in [DType::F32, DType::BF16] {
+        for window in [1, 7, 32, 700] {
+            for seqs in [vec![(1200, 1), (90, 90)], vec![(800, 300)]] {
+                let case = Case {
+                    shape: shape(8, 2, 64),
+                    block_size: 16,
+                    seqs,
+                    window: Some(window),
+                    dtype,
+                };
+                run_case(&gpu, &case, 2000 + window as u64);
+            }
         }
     }
 }

@@ -11,7 +11,11 @@ mod common;
 #[cfg(feature = "cuda")]
 mod engine_parity;
 #[cfg(feature = "cuda")]
+mod fused;
+#[cfg(feature = "cuda")]
 mod kernels;
+#[cfg(feature = "cuda")]
+mod sampling;
 
 /// The GPU under test, or `None` after printing why the test is skipped.
 #[cfg(feature = "cuda")]

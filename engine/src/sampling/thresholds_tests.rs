@@ -1,0 +1,129 @@
+//! The twin against the host pipeline's filters (same kept set on rows without ties) and
+//! against the exact filtered distribution (chi-square over 10,000 draws).
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::*;
+use crate::sampling::device::RowFilters;
+use crate::sampling::filters::{
+    fill_candidates, keep_min_p, keep_top_k, keep_top_p, logits_to_weights,
+};
+use crate::sampling::reference::{check_draws, filtered_distribution, FilterParams};
+
+fn row_filters(p: &FilterParams) -> RowFilters {
+    RowFilters {
+        inv_temperature: 1.0 / p.temperature,
+        top_k: p.top_k,
+        top_p: p.top_p,
+        min_p: p.min_p,
+    }
+}
+
+/// What the host pipeline keeps (filters.rs), in vocabulary order.
+fn host_kept(logits: &[f32], p: &FilterParams) -> Vec<u32> {
+    let max_logit = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut candidates = Vec::new();
+    fill_candidates(logits, &mut candidates);
+    keep_top_k(&mut candidates, p.top_k);
+    logits_to_weights(&mut candidates, max_logit, p.temperature);
+    keep_top_p(&mut candidates, p.top_p);
+    keep_min_p(&mut candidates, p.min_p);
+    let mut ids: Vec<u32> = candidates.iter().map(|&(id, _)| id).collect();
+    ids.sort_unstable();
+    ids
+}
+
+const CASES: [FilterParams; 8] = [
+    FilterParams { temperature: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0 },
+    FilterParams { temperature: 0.5, top_k: 1, top_p: 1.0, min_p: 0.0 },
+    FilterParams { temperature: 0.8, top_k: 40, top_p: 1.0, min_p: 0.0 },
+    FilterParams { temperature: 1.0, top_k: 0, top_p: 0.9, min_p: 0.0 },
+    FilterParams { temperature: 2.0, top_k: 0, top_p: 0.5, min_p: 0.0 },
+    FilterParams { temperature: 1.0, top_k: 0, top_p: 1.0, min_p: 0.1 },
+    FilterParams { temperature: 0.7, top_k: 50, top_p: 0.95, min_p: 0.05 },
+    FilterParams { temperature: 1.5, top_k: 5, top_p: 0.8, min_p: 0.0 },
+];
+
+#[test]
+fn keeps_what_the_host_filters_keep() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for row in 0..6 {
+        // Continuous random logits (no ties), some rows peaked, some flat.
+        let spread = [0.5f32, 2.0, 6.0][row % 3];
+        let logits: Vec<f32> = (0..700)
+            .map(|_| rng.random::<f32>() * 2.0 * spread - spread)
+            .collect();
+        for p in CASES {
+            let twin = kept_tokens(&logits, &row_filters(&p));
+            assert_eq!(twin, host_kept(&logits, &p), "row {row}, {p:?}");
+        }
+    }
+}
+
+#[test]
+fn draws_follow_the_exact_filtered_distribution() {
+    let logits = [
+        3.0f32, 2.6, 2.2, 2.0, 1.5, 1.0, 0.5, 0.0, -1.0, -2.0, 2.4, 1.8, 2.5, -0.5,
+    ];
+    let cases = [
+        FilterParams { temperature: 0.8, top_k: 6, top_p: 1.0, min_p: 0.0 },
+        FilterParams { temperature: 1.0, top_k: 0, top_p: 0.85, min_p: 0.0 },
+        FilterParams { temperature: 1.2, top_k: 0, top_p: 1.0, min_p: 0.2 },
+        FilterParams { temperature: 0.9, top_k: 8, top_p: 0.9, min_p: 0.1 },
+    ];
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for p in cases {
+        let filters = row_filters(&p);
+        let tokens: Vec<u32> = (0..10_000)
+            .map(|_| sample_by_thresholds(&logits, &filters, rng.random::<f32>()))
+            .collect();
+        let expected = filtered_distribution(&logits, &p);
+        if let Err(why) = check_draws(&tokens, &expected) {
+            panic!("{p:?}: {why}");
+        }
+    }
+}
+
+#[test]
+fn a_draw_walks_the_kept_tokens_in_vocabulary_order() {
+    // Weights 1, e^-1, e^-2 for tokens 2, 0, 1 (temperature 1, nothing filtered).
+    let logits = [2.0f32, 1.0, 3.0];
+    let filters = RowFilters {
+        inv_temperature: 1.0,
+        top_k: 0,
+        top_p: 1.0,
+        min_p: 0.0,
+    };
+    let total = 1.0 + (-1.0f32).exp() + (-2.0f32).exp();
+    let share_of_0 = (-1.0f32).exp() / total;
+    let share_of_1 = (-2.0f32).exp() / total;
+    assert_eq!(sample_by_thresholds(&logits, &filters, 0.0), 0);
+    assert_eq!(sample_by_thresholds(&logits, &filters, share_of_0 * 0.99), 0);
+    assert_eq!(sample_by_thresholds(&logits, &filters, share_of_0 * 1.01), 1);
+    assert_eq!(
+        sample_by_thresholds(&logits, &filters, (share_of_0 + share_of_1) * 1.01),
+        2
+    );
+    assert_eq!(sample_by_thresholds(&logits, &filters, 0.999_999), 2);
+}
+
+#[test]
+fn degenerate_rows_are_decided_without_a_draw() {
+    let filters = RowFilters {
+        inv_temperature: 1.0,
+        top_k: 0,
+        top_p: 0.9,
+        min_p: 0.0,
+    };
+    let inf = [0.0f32, f32::INFINITY, 1.0, f32::INFINITY];
+    assert_eq!(sample_by_thresholds(&inf, &filters, 0.5), 1);
+    let nothing = [f32::NEG_INFINITY, f32::NAN];
+    assert_eq!(sample_by_thresholds(&nothing, &filters, 0.5), 0);
+    // -inf and NaN entries never come out.
+    let mixed = [f32::NEG_INFINITY, 0.0, f32::NAN, 0.0];
+    for uniform in [0.0, 0.3, 0.7, 0.99] {
+        let token = sample_by_thresholds(&mixed, &filters, uniform);
+        assert!(token == 1 || token == 3, "{token}");
+    }
+}
