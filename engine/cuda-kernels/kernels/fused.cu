@@ -4,26 +4,20 @@
 //
 // `silu_mul_*`: the SwiGLU activation of the fused gate/up projection,
 //   out[r][j] = silu(gate_up[r][j]) · gate_up[r][width + j], computed in f32, rounded once.
+// `add_rms_norm_*`: the residual add and the next RMS norm of a decoder layer in one pass:
+//   sum = x + residual (rounded to the dtype, as candle's add), normed = sum · rsqrt(mean(sum²)
+//   + eps) · weight (in f32, rounded once, as candle's rms_norm on that sum).
 // `rope_qk_*`: rotary position embedding of each token's query and key heads, read from strided
 //   rows (e.g. the q and k parts of the fused qkv projection) and written to contiguous rows,
 //   with the step's per-token cos/sin rows; `interleaved` picks the pairs (2i, 2i+1) (GGUF
 //   Llama) instead of (i, i + d/2) (Hugging Face Llama, Qwen).
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "dtype.cuh"
 
 namespace {
 
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-template <typename T> __device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16(x);
-}
+using pagoda::from_float;
+using pagoda::to_float;
 
 template <typename T>
 __device__ void silu_mul(const T* __restrict__ gate_up, T* __restrict__ out, int num_rows,
@@ -38,6 +32,34 @@ __device__ void silu_mul(const T* __restrict__ gate_up, T* __restrict__ out, int
     const float gate = to_float(source[col]);
     const float up = to_float(source[width + col]);
     out[i] = from_float<T>(gate / (1.f + __expf(-gate)) * up);
+  }
+}
+
+// One thread block per row.
+template <typename T>
+__device__ void add_rms_norm(const T* __restrict__ x, const T* __restrict__ residual,
+                             const T* __restrict__ weight, T* __restrict__ sum,
+                             T* __restrict__ normed, int width, float eps) {
+  __shared__ float partial[32];
+  const long long offset = static_cast<long long>(blockIdx.x) * width;
+  float squares = 0.f;
+  for (int i = threadIdx.x; i < width; i += blockDim.x) {
+    const T rounded = from_float<T>(to_float(x[offset + i]) + to_float(residual[offset + i]));
+    sum[offset + i] = rounded;
+    const float value = to_float(rounded);
+    squares += value * value;
+  }
+  for (int step = 16; step > 0; step /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, step);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) partial[warp] = squares;
+  __syncthreads();
+  const int num_warps = (blockDim.x + 31) / 32;
+  float total = lane < num_warps ? partial[lane] : 0.f;
+  for (int step = 16; step > 0; step /= 2) total += __shfl_xor_sync(0xffffffffu, total, step);
+  const float scale = rsqrtf(total / static_cast<float>(width) + eps);
+  // Each thread reads back only the elements it wrote.
+  for (int i = threadIdx.x; i < width; i += blockDim.x) {
+    normed[offset + i] = from_float<T>(to_float(sum[offset + i]) * scale * to_float(weight[i]));
   }
 }
 
@@ -79,6 +101,11 @@ __device__ void rope_qk(const T* __restrict__ q, int q_row_stride, const T* __re
   extern "C" __global__ void silu_mul_##NAME(const TYPE* gate_up, TYPE* out, int num_rows,     \
                                              int width) {                                      \
     silu_mul<TYPE>(gate_up, out, num_rows, width);                                             \
+  }                                                                                            \
+  extern "C" __global__ void add_rms_norm_##NAME(const TYPE* x, const TYPE* residual,          \
+                                                 const TYPE* weight, TYPE* sum, TYPE* normed,  \
+                                                 int width, float eps) {                       \
+    add_rms_norm<TYPE>(x, residual, weight, sum, normed, width, eps);                          \
   }                                                                                            \
   extern "C" __global__ void rope_qk_##NAME(                                                   \
       const TYPE* q, int q_row_stride, const TYPE* k, int k_row_stride, const TYPE* cos,       \

@@ -17,8 +17,7 @@
 // prefills, chunked-prefill continuations and prefills after a prefix-cache hit (tiles whose
 // first position is past 0), mixed in one launch, with causal and sliding-window masks.
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "dtype.cuh"
 
 namespace {
 
@@ -33,16 +32,8 @@ constexpr int kKeyTile = kWarpSize;
 // Ints per work item: seq, first_token, num_tokens, first_position, head_start, num_heads.
 constexpr int kWorkFields = 6;
 
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-template <typename T> __device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16(x);
-}
+using pagoda::from_float;
+using pagoda::to_float;
 
 __device__ __forceinline__ float warp_max(float x) {
 #pragma unroll

@@ -6,11 +6,10 @@ use std::sync::Arc;
 use candle_core::cuda_backend::cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, CudaView, DeviceRepr, LaunchConfig, PushKernelArg,
 };
-use candle_core::cuda_backend::cudarc::nvrtc::Ptx;
 use candle_core::{CudaDevice, Result};
 
 use crate::launch::Rows;
-use crate::module::KernelDType;
+use crate::module::{function, load_fatbin, KernelDType};
 
 /// `kernels/fused.cu` as a fatbin (the architectures of build.rs).
 pub const FUSED_FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fused.fatbin"));
@@ -24,6 +23,7 @@ const MAX_BLOCKS: usize = 8192;
 pub struct FusedKernels {
     stream: Arc<CudaStream>,
     silu_mul: [CudaFunction; 3],
+    add_rms_norm: [CudaFunction; 3],
     rope_qk: [CudaFunction; 3],
 }
 
@@ -52,23 +52,15 @@ fn to_i32(value: usize, what: &str) -> Result<i32> {
 impl FusedKernels {
     /// Loads the module on `device`'s stream and looks every function up, once.
     pub fn load(device: &CudaDevice) -> Result<Self> {
-        let stream = device.cuda_stream();
-        let module = stream
-            .context()
-            .load_module(Ptx::from_binary(FUSED_FATBIN.to_vec()))
-            .map_err(candle_core::Error::wrap)?;
-        let function = |name: &str| -> Result<[CudaFunction; 3]> {
-            let load = |suffix: &str| {
-                let full = format!("{name}_{suffix}");
-                module
-                    .load_function(&full)
-                    .map_err(|e| candle_core::Error::msg(format!("kernel {full}: {e}")))
-            };
+        let (stream, module) = load_fatbin(device, FUSED_FATBIN)?;
+        let per_dtype = |name: &str| -> Result<[CudaFunction; 3]> {
+            let load = |suffix: &str| function(&module, &format!("{name}_{suffix}"));
             Ok([load("f32")?, load("f16")?, load("bf16")?])
         };
         Ok(Self {
-            silu_mul: function("silu_mul")?,
-            rope_qk: function("rope_qk")?,
+            silu_mul: per_dtype("silu_mul")?,
+            add_rms_norm: per_dtype("add_rms_norm")?,
+            rope_qk: per_dtype("rope_qk")?,
             stream,
         })
     }
@@ -104,6 +96,49 @@ impl FusedKernels {
             shared_mem_bytes: 0,
         };
         // SAFETY: the argument list matches `silu_mul_*` in fused.cu; the lengths were checked.
+        #[allow(unsafe_code)]
+        unsafe { builder.launch(config) }.map_err(candle_core::Error::wrap)?;
+        Ok(())
+    }
+
+    /// `sum = x + residual` and `normed = rms_norm(sum) · weight` for `num_rows` contiguous rows of
+    /// `weight.len()` elements, in one pass.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_rms_norm<T: DeviceRepr>(
+        &self,
+        dtype: KernelDType,
+        (x, residual): (&CudaView<'_, T>, &CudaView<'_, T>),
+        weight: &CudaView<'_, T>,
+        (sum, normed): (&mut CudaSlice<T>, &mut CudaSlice<T>),
+        num_rows: usize,
+        eps: f32,
+    ) -> Result<()> {
+        let width = weight.len();
+        let total = num_rows * width;
+        if total == 0 {
+            return Ok(());
+        }
+        if x.len() < total || residual.len() < total || sum.len() < total || normed.len() < total {
+            candle_core::bail!("add_rms_norm: buffers too small for {num_rows} rows of {width}");
+        }
+        let width_arg = to_i32(width, "width")?;
+        let threads = width.next_multiple_of(32).min(THREADS as usize) as u32;
+        let mut builder = self.stream.launch_builder(&self.add_rms_norm[index(dtype)]);
+        builder
+            .arg(x)
+            .arg(residual)
+            .arg(weight)
+            .arg(sum)
+            .arg(normed)
+            .arg(&width_arg)
+            .arg(&eps);
+        let config = LaunchConfig {
+            grid_dim: (to_i32(num_rows, "rows")? as u32, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the argument list matches `add_rms_norm_*` in fused.cu; the lengths were
+        // checked.
         #[allow(unsafe_code)]
         unsafe { builder.launch(config) }.map_err(candle_core::Error::wrap)?;
         Ok(())

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaStream};
+use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaModule, CudaStream};
 use candle_core::cuda_backend::cudarc::nvrtc::Ptx;
 use candle_core::{CudaDevice, Result};
 
@@ -38,6 +38,27 @@ pub(crate) fn check_head_dim(head_dim: usize) -> Result<()> {
     candle_core::bail!("head_dim {head_dim} is not supported by the CUDA attention kernels (supported: {SUPPORTED_HEAD_DIMS:?})")
 }
 
+/// Loads a fatbin's module in `device`'s context; returns it with candle's stream, which every
+/// launch of ours shares.
+pub(crate) fn load_fatbin(
+    device: &CudaDevice,
+    fatbin: &[u8],
+) -> Result<(Arc<CudaStream>, Arc<CudaModule>)> {
+    let stream = device.cuda_stream();
+    let module = stream
+        .context()
+        .load_module(Ptx::from_binary(fatbin.to_vec()))
+        .map_err(candle_core::Error::wrap)?;
+    Ok((stream, module))
+}
+
+/// The handle of kernel `name` of `module`.
+pub(crate) fn function(module: &Arc<CudaModule>, name: &str) -> Result<CudaFunction> {
+    module
+        .load_function(name)
+        .map_err(|e| candle_core::Error::msg(format!("kernel {name}: {e}")))
+}
+
 /// The functions one cache (one element type, one head size) launches, on candle's stream.
 #[derive(Debug, Clone)]
 pub struct CacheKernels {
@@ -52,21 +73,15 @@ impl CacheKernels {
     /// Loads the module and looks the three functions up, once.
     pub fn load(device: &CudaDevice, dtype: KernelDType, head_dim: usize) -> Result<Self> {
         check_head_dim(head_dim)?;
-        let stream = device.cuda_stream();
-        let module = stream
-            .context()
-            .load_module(Ptx::from_binary(FATBIN.to_vec()))
-            .map_err(candle_core::Error::wrap)?;
-        let function = |name: String| {
-            module
-                .load_function(&name)
-                .map_err(|e| candle_core::Error::msg(format!("kernel {name}: {e}")))
-        };
+        let (stream, module) = load_fatbin(device, FATBIN)?;
         let suffix = dtype.suffix();
         Ok(Self {
-            cache_write: function(format!("cache_write_{suffix}"))?,
-            attention: function(format!("paged_attention_{suffix}_d{head_dim}"))?,
-            reduce: function(format!("paged_attention_reduce_{suffix}_d{head_dim}"))?,
+            cache_write: function(&module, &format!("cache_write_{suffix}"))?,
+            attention: function(&module, &format!("paged_attention_{suffix}_d{head_dim}"))?,
+            reduce: function(
+                &module,
+                &format!("paged_attention_reduce_{suffix}_d{head_dim}"),
+            )?,
             stream,
             dtype,
         })

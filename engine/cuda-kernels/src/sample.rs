@@ -6,8 +6,9 @@ use std::sync::Arc;
 use candle_core::cuda_backend::cudarc::driver::{
     CudaFunction, CudaStream, CudaView, DeviceRepr, LaunchConfig, PushKernelArg,
 };
-use candle_core::cuda_backend::cudarc::nvrtc::Ptx;
 use candle_core::{CudaDevice, Result};
+
+use crate::module::{function, load_fatbin};
 
 /// `kernels/sample.cu` as a fatbin (the architectures of build.rs).
 pub const SAMPLE_FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sample.fatbin"));
@@ -44,14 +45,8 @@ pub struct SamplingKernel {
 
 impl SamplingKernel {
     pub fn load(device: &CudaDevice) -> Result<Self> {
-        let stream = device.cuda_stream();
-        let module = stream
-            .context()
-            .load_module(Ptx::from_binary(SAMPLE_FATBIN.to_vec()))
-            .map_err(candle_core::Error::wrap)?;
-        let function = module
-            .load_function("sample_filtered")
-            .map_err(|e| candle_core::Error::msg(format!("kernel sample_filtered: {e}")))?;
+        let (stream, module) = load_fatbin(device, SAMPLE_FATBIN)?;
+        let function = function(&module, "sample_filtered")?;
         Ok(Self { stream, function })
     }
 

@@ -1,5 +1,5 @@
-//! `FusedOps`: the decoder layers' element-wise steps (the SwiGLU activation, the rotary
-//! embedding of queries and keys) as one kernel each on a GPU (`pagoda-cuda-kernels`' fused.cu),
+//! `FusedOps`: the decoder layers' element-wise steps (the SwiGLU activation, the residual add
+//! with the next RMS norm, the rotary embedding of queries and keys) as one kernel each on a GPU (`pagoda-cuda-kernels`' fused.cu),
 //! and as candle ops elsewhere. The GPU path saves launches and the shape/stride uploads candle
 //! makes for the strided views these steps read; both paths compute the same values.
 
@@ -46,6 +46,23 @@ impl FusedOps {
         let gate = candle_nn::ops::silu(&gate_up.narrow(1, 0, width)?)?;
         let up = gate_up.narrow(1, width, width)?;
         Ok((gate * up)?)
+    }
+
+    /// The residual add and the next RMS norm: `sum = x + residual`, `normed = rms_norm(sum) ·
+    /// weight` (`[num_tokens, hidden]` both), as candle's add then rms_norm compute them.
+    pub fn add_rms_norm(
+        &self,
+        x: &Tensor,
+        residual: &Tensor,
+        (weight, eps): (&Tensor, f32),
+    ) -> Result<(Tensor, Tensor)> {
+        #[cfg(feature = "cuda")]
+        if let (Some(kernels), true) = (&self.kernels, x.dim(0)? > 0) {
+            return cuda::add_rms_norm(kernels, x, residual, (weight, eps));
+        }
+        let sum = (x + residual)?;
+        let normed = candle_nn::ops::rms_norm(&sum, weight, eps)?;
+        Ok((sum, normed))
     }
 
     /// Rotates `q` (`[num_tokens, heads · head_dim]`) and `k` (`[num_tokens, kv_heads ·
@@ -116,6 +133,57 @@ mod cuda {
         let mut out = unsafe { device.alloc::<T>(num_rows * width) }?;
         kernels.silu_mul(dtype, &rows.view, &mut out, num_rows, width)?;
         Ok(tensor_from_slice(out, device, (num_rows, width)))
+    }
+
+    pub fn add_rms_norm(
+        kernels: &FusedKernels,
+        x: &Tensor,
+        residual: &Tensor,
+        (weight, eps): (&Tensor, f32),
+    ) -> Result<(Tensor, Tensor)> {
+        let (x, residual) = (x.contiguous()?, residual.contiguous()?);
+        match x.dtype() {
+            DType::F32 => add_rms_norm_typed::<f32>(kernels, (&x, &residual), (weight, eps)),
+            DType::F16 => add_rms_norm_typed::<f16>(kernels, (&x, &residual), (weight, eps)),
+            _ => add_rms_norm_typed::<bf16>(kernels, (&x, &residual), (weight, eps)),
+        }
+    }
+
+    fn add_rms_norm_typed<T: CudaDType + DeviceRepr>(
+        kernels: &FusedKernels,
+        (x, residual): (&Tensor, &Tensor),
+        (weight, eps): (&Tensor, f32),
+    ) -> Result<(Tensor, Tensor)> {
+        let dtype = kernel_dtype(x.dtype())?;
+        let (num_rows, width) = x.dims2()?;
+        let weight = weight.to_dtype(x.dtype())?.reshape((1, width))?;
+        let device = x.device().as_cuda_device()?;
+        let (x_storage, x_layout) = x.storage_and_layout();
+        let (r_storage, r_layout) = residual.storage_and_layout();
+        let (w_storage, w_layout) = weight.storage_and_layout();
+        let x_rows = rows_of::<T>(cuda_storage(&x_storage)?, x_layout)?;
+        let r_rows = rows_of::<T>(cuda_storage(&r_storage)?, r_layout)?;
+        let w_rows = rows_of::<T>(cuda_storage(&w_storage)?, w_layout)?;
+        // SAFETY: add_rms_norm writes every element of both outputs.
+        #[allow(unsafe_code)]
+        let (mut sum, mut normed) = unsafe {
+            (
+                device.alloc::<T>(num_rows * width)?,
+                device.alloc::<T>(num_rows * width)?,
+            )
+        };
+        kernels.add_rms_norm(
+            dtype,
+            (&x_rows.view, &r_rows.view),
+            &w_rows.view,
+            (&mut sum, &mut normed),
+            num_rows,
+            eps,
+        )?;
+        Ok((
+            tensor_from_slice(sum, device, (num_rows, width)),
+            tensor_from_slice(normed, device, (num_rows, width)),
+        ))
     }
 
     pub fn rope_qk(

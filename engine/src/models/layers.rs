@@ -28,6 +28,16 @@ impl RmsNorm {
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(candle_nn::ops::rms_norm(x, &self.weight, self.eps)?)
     }
+
+    /// `(x + residual, rms_norm(x + residual))`, in one kernel on a GPU.
+    pub fn forward_after_add(
+        &self,
+        x: &Tensor,
+        residual: &Tensor,
+        fused: &FusedOps,
+    ) -> Result<(Tensor, Tensor)> {
+        fused.add_rms_norm(x, residual, (&self.weight, self.eps))
+    }
 }
 
 /// The SwiGLU feed-forward block: `down(silu(gate(x)) * up(x))`.

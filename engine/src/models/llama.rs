@@ -111,8 +111,14 @@ impl CausalLm for Llama {
             .embedding(&input.token_ids)?
             .to_dtype(self.dtype)?;
         let rotary = self.rotary.for_positions(&input.positions)?;
+        // Each residual add is fused with the RMS norm that follows it (the next layer's
+        // attention norm, or this layer's MLP norm); the last add stands alone, since the final
+        // norm runs on the sampled rows only.
+        let mut normed = match self.layers.first() {
+            Some(first) => first.attn_norm.forward(&x)?,
+            None => x.clone(),
+        };
         for (index, layer) in self.layers.iter().enumerate() {
-            let normed = layer.attn_norm.forward(&x)?;
             let attn = layer.attention.forward(
                 index,
                 &normed,
@@ -121,11 +127,16 @@ impl CausalLm for Llama {
                 meta,
                 kv_cache,
             )?;
-            x = (x + attn)?;
+            let (sum, mlp_input) = layer.mlp_norm.forward_after_add(&x, &attn, &self.fused)?;
             let mlp = layer
                 .mlp
-                .forward(index, &layer.mlp_norm.forward(&x)?, &input.lora, &self.fused)?;
-            x = (x + mlp)?;
+                .forward(index, &mlp_input, &input.lora, &self.fused)?;
+            match self.layers.get(index + 1) {
+                Some(next) => {
+                    (x, normed) = next.attn_norm.forward_after_add(&sum, &mlp, &self.fused)?;
+                }
+                None => x = (sum + mlp)?,
+            }
         }
         if input.logits_indices.dim(0)? == 0 {
             return Ok(Tensor::zeros(

@@ -2,6 +2,8 @@
 //! the filters leave, computed independently with full sorts in f64, and the chi-square check
 //! of observed draws against it.
 
+use super::device::RowFilters;
+
 /// Sampling filters as the request gives them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FilterParams {
@@ -10,6 +12,18 @@ pub struct FilterParams {
     pub top_k: usize,
     pub top_p: f32,
     pub min_p: f32,
+}
+
+impl FilterParams {
+    /// The same filters as the device sampler takes them.
+    pub fn row_filters(&self) -> RowFilters {
+        RowFilters {
+            inv_temperature: 1.0 / self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+        }
+    }
 }
 
 /// The exact distribution top-k → temperature → top-p → min-p leaves: `(token, probability)`,

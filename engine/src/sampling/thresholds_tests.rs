@@ -11,15 +11,6 @@ use crate::sampling::filters::{
 };
 use crate::sampling::reference::{check_draws, filtered_distribution, FilterParams};
 
-fn row_filters(p: &FilterParams) -> RowFilters {
-    RowFilters {
-        inv_temperature: 1.0 / p.temperature,
-        top_k: p.top_k,
-        top_p: p.top_p,
-        min_p: p.min_p,
-    }
-}
-
 /// What the host pipeline keeps (filters.rs), in vocabulary order.
 fn host_kept(logits: &[f32], p: &FilterParams) -> Vec<u32> {
     let max_logit = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -55,7 +46,7 @@ fn keeps_what_the_host_filters_keep() {
             .map(|_| rng.random::<f32>() * 2.0 * spread - spread)
             .collect();
         for p in CASES {
-            let twin = kept_tokens(&logits, &row_filters(&p));
+            let twin = kept_tokens(&logits, &p.row_filters());
             assert_eq!(twin, host_kept(&logits, &p), "row {row}, {p:?}");
         }
     }
@@ -74,7 +65,7 @@ fn draws_follow_the_exact_filtered_distribution() {
     ];
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     for p in cases {
-        let filters = row_filters(&p);
+        let filters = p.row_filters();
         let tokens: Vec<u32> = (0..10_000)
             .map(|_| sample_by_thresholds(&logits, &filters, rng.random::<f32>()))
             .collect();

@@ -1,6 +1,7 @@
 //! The fused kernels (`pagoda-cuda-kernels`' fused.cu, through `FusedOps`) on the GPU against the
 //! candle ops they replace, run on the CPU in f32 on the same inputs rounded to the dtype: the
-//! SwiGLU activation of a fused gate/up projection, and RoPE of the query and key heads read
+//! SwiGLU activation of a fused gate/up projection, the residual add with the RMS norm after it,
+//! and RoPE of the query and key heads read
 //! from the strided q and k parts of a fused qkv projection (both pair layouts, GQA, head sizes
 //! 64/80/128, one token and many).
 
@@ -75,27 +76,49 @@ fn silu_mul_matches_the_candle_ops() {
     }
 }
 
+#[test]
+fn add_rms_norm_matches_the_candle_ops() {
+    let Some(gpu) = crate::gpu() else { return };
+    let fused = FusedOps::new(&gpu).unwrap();
+    for dtype in DTYPES {
+        for (rows, width) in [(1, 2048), (7, 576), (5, 3000)] {
+            let (x, residual) = (random((rows, width), dtype), random((rows, width), dtype));
+            let weight = random((1, width), dtype).flatten_all().unwrap();
+            // The reference: the add in the dtype (as candle rounds it), the norm in f32.
+            let sum = (&x + &residual).unwrap();
+            let f32_of = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+            let expected = FusedOps::default()
+                .add_rms_norm(
+                    &f32_of(&sum),
+                    &f32_of(&sum).zeros_like().unwrap(),
+                    (&f32_of(&weight), 1e-5),
+                )
+                .unwrap()
+                .1;
+            let on_gpu = |t: &Tensor| t.to_device(&gpu).unwrap();
+            let (got_sum, got_normed) = fused
+                .add_rms_norm(&on_gpu(&x), &on_gpu(&residual), (&on_gpu(&weight), 1e-5))
+                .unwrap();
+            let case = format!("{dtype:?} {rows}×{width}");
+            assert_eq!(max_abs_diff(&got_sum, &sum), 0.0, "{case}: the sum");
+            let error = max_abs_diff(&got_normed, &expected);
+            assert!(
+                error <= tolerance(dtype),
+                "{case}: normed max error {error}"
+            );
+        }
+    }
+}
+
 fn rope_config(heads: QkHeads, interleaved: bool) -> ModelConfig {
     ModelConfig {
-        architecture: "llama".into(),
-        vocab_size: 16,
-        hidden_size: heads.num_heads * heads.head_dim,
-        intermediate_size: 16,
-        num_layers: 1,
         num_heads: heads.num_heads,
         num_kv_heads: heads.num_kv_heads,
         head_dim: heads.head_dim,
-        rms_norm_eps: 1e-5,
+        hidden_size: heads.num_heads * heads.head_dim,
         rope_theta: 500_000.0,
         rope_interleaved: interleaved,
-        rope_scaling: None,
-        context_length: 4096,
-        attention_bias: false,
-        qk_norm: false,
-        sliding_window: None,
-        bos_token_id: None,
-        eos_token_ids: Vec::new(),
-        sampling_defaults: Default::default(),
+        ..ModelConfig::mock(16, Vec::new(), 4096)
     }
 }
 

@@ -8,18 +8,9 @@ use candle_core::{Device, Tensor};
 use pagoda_engine::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
 use pagoda_engine::sampling::reference::{check_draws, filtered_distribution, FilterParams};
 use pagoda_engine::sampling::thresholds::{kept_tokens, sample_by_thresholds};
-use pagoda_engine::sampling::{BatchSampler, DeviceRow, DeviceSampler, RowFilters};
+use pagoda_engine::sampling::{BatchSampler, DeviceRow, DeviceSampler};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-fn row_filters(p: &FilterParams) -> RowFilters {
-    RowFilters {
-        inv_temperature: 1.0 / p.temperature,
-        top_k: p.top_k,
-        top_p: p.top_p,
-        min_p: p.min_p,
-    }
-}
 
 const CASES: [FilterParams; 5] = [
     FilterParams {
@@ -67,7 +58,7 @@ fn the_kernel_draws_what_its_host_twin_draws() {
         let logits = Tensor::from_vec(values.clone(), (num_rows, vocab), &gpu).unwrap();
         let mut device = DeviceSampler::default();
         for p in CASES {
-            let filters = row_filters(&p);
+            let filters = p.row_filters();
             let uniforms: Vec<f64> = (0..num_rows * 8).map(|_| rng.random::<f64>()).collect();
             let rows: Vec<DeviceRow> = uniforms
                 .iter()
@@ -143,7 +134,7 @@ fn kernel_draws_follow_the_exact_filtered_distribution() {
         let rows: Vec<DeviceRow> = (0..10_000)
             .map(|_| DeviceRow {
                 row: 0,
-                filters: row_filters(&p),
+                filters: p.row_filters(),
                 uniform: rng.random::<f64>(),
             })
             .collect();
