@@ -9,7 +9,7 @@
 //! context and times decode steps of one token per sequence, two ways: `step_ms_*` returns the
 //! logits rows to the host (`ModelRunner::execute`, what tests and tools read), `greedy_step_ms_*`
 //! is the serving path (`StepExecutor::execute`: greedy requests, the argmax taken on the GPU and
-//! only token ids copied back). Prints JSON lines: one header (`"kind": "machine"`), then one line
+//! only token ids copied back), `sampled_step_ms_*` the same with temperature 0.8 and top-p 0.95. Prints JSON lines: one header (`"kind": "machine"`), then one line
 //! per batch size; `--out` writes the same lines to a file.
 //! GB are decimal (1e9 bytes).
 
@@ -200,8 +200,8 @@ impl Batch {
     }
 
     /// Fills the context, then times decode steps: first with the logits copied to the host,
-    /// then (the context growing on) through the serving path with greedy requests. Returns
-    /// the times of each kind's timed steps in ms.
+    /// then (the context growing on) through the serving path with greedy requests, then with
+    /// sampled ones. Returns the times of each kind's timed steps in ms.
     fn time_decode(&self, runner: &mut ModelRunner, args: &Args) -> BoxResult<StepTimes> {
         self.fill_context(runner, args.context_len - 1)?;
         let mut times = StepTimes::default();
@@ -224,25 +224,46 @@ impl Batch {
                 times.logits_ms.push(elapsed_ms);
             }
         }
+        times.greedy_ms = self.time_served(runner, args, steps, &SamplingParams::greedy())?;
+        let sampled = SamplingParams {
+            temperature: 0.8,
+            top_p: 0.95,
+            seed: Some(0),
+            ..SamplingParams::default()
+        };
+        times.sampled_ms = self.time_served(runner, args, 2 * steps, &sampled)?;
+        Ok(times)
+    }
+
+    /// Times `warmup + iters` decode steps through the serving path (`StepExecutor::execute`,
+    /// tokens sampled where the logits are) with every sequence sampling by `sampling`, the
+    /// context continuing after `first_step` steps.
+    fn time_served(
+        &self,
+        runner: &mut ModelRunner,
+        args: &Args,
+        first_step: usize,
+        sampling: &SamplingParams,
+    ) -> BoxResult<Vec<f64>> {
+        let steps = args.warmup + args.iters;
         for seq in 0..self.num_seqs {
-            let request = EngineRequest::new(
-                RequestId(seq as u64),
-                Vec::new(),
-                SamplingParams::greedy(),
-                StopConditions::default(),
-            );
+            let id = RequestId(seq as u64);
+            StepExecutor::release(runner, id);
+            let request =
+                EngineRequest::new(id, Vec::new(), sampling.clone(), StopConditions::default());
             StepExecutor::add_request(runner, &request, steps);
         }
-        for step in steps..2 * steps {
+        let mut times = Vec::with_capacity(args.iters);
+        for step in first_step..first_step + steps {
             let plan = self.decode_plan(args, step);
             let started = Instant::now();
             let output = StepExecutor::execute(runner, &plan)?;
             let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
             if output.num_rows() != self.num_seqs || output.tokens.iter().any(Option::is_none) {
-                return Err("the greedy decode step did not give one token per sequence".into());
+                return Err("a served decode step did not give one token per sequence".into());
             }
-            if step >= steps + args.warmup {
-                times.greedy_ms.push(elapsed_ms);
+            if step >= first_step + args.warmup {
+                times.push(elapsed_ms);
             }
         }
         Ok(times)
@@ -256,6 +277,8 @@ struct StepTimes {
     logits_ms: Vec<f64>,
     /// The serving path: greedy tokens chosen on the GPU.
     greedy_ms: Vec<f64>,
+    /// The serving path with temperature 0.8 and top-p 0.95 (sampled on the GPU).
+    sampled_ms: Vec<f64>,
 }
 
 /// Runs batch size `num_seqs` on `model`; gives the model back whatever happened.
@@ -268,7 +291,7 @@ fn bench_batch(
     let batch = Batch {
         num_seqs,
         blocks_per_seq: num_blocks_for(
-            args.context_len + 2 * (args.warmup + args.iters),
+            args.context_len + 3 * (args.warmup + args.iters),
             args.block_size,
         ),
         block_size: args.block_size,
@@ -313,6 +336,7 @@ impl Floor {
     fn line(&self, batch: usize, context_len: usize, mean_keys: usize, times: &StepTimes) -> Value {
         let (mean, p50) = mean_and_median(&times.logits_ms);
         let (greedy_mean, greedy_p50) = mean_and_median(&times.greedy_ms);
+        let (sampled_mean, sampled_p50) = mean_and_median(&times.sampled_ms);
         let kv = batch * mean_keys * self.kv_bytes_per_token;
         let bytes = (self.weights_bytes + kv) as f64;
         json!({
@@ -328,6 +352,8 @@ impl Floor {
             "greedy_step_ms_mean": greedy_mean,
             "greedy_step_ms_p50": greedy_p50,
             "greedy_tokens_per_s": batch as f64 * 1000.0 / greedy_mean,
+            "sampled_step_ms_mean": sampled_mean,
+            "sampled_step_ms_p50": sampled_p50,
         })
     }
 }
@@ -366,7 +392,7 @@ fn load_model(args: &Args, device: &Device) -> BoxResult<Box<dyn CausalLm>> {
         seed: 0,
     };
     let model = load_model_with(&args.model, &options)?;
-    let longest = args.context_len + 2 * (args.warmup + args.iters);
+    let longest = args.context_len + 3 * (args.warmup + args.iters);
     let limit = model.config().context_length;
     if longest > limit {
         return Err(format!(

@@ -171,7 +171,8 @@ fn the_tiny_dummy_model_serves_benchmark_2s_workload_with_exact_counts() {
         json!({"kind": "machine", "gpu": "Test GPU", "measured_bandwidth_gbps": 3000.0}),
         json!({"batch_size": 1, "context_len": 512, "step_ms_mean": 2.5, "step_ms_p50": 2.0,
                "floor_ms": 1.0, "weights_bytes": 2_900_000_000u64, "kv_bytes_read": 16_777_216,
-               "bandwidth_gbps": 1200.0, "greedy_step_ms_p50": 1.6, "greedy_step_ms_mean": 1.7}),
+               "bandwidth_gbps": 1200.0, "greedy_step_ms_p50": 1.6, "greedy_step_ms_mean": 1.7,
+               "sampled_step_ms_p50": 1.9}),
         json!({"batch_size": 256, "context_len": 512, "step_ms_mean": 8.5, "step_ms_p50": 8.0,
                "floor_ms": 2.4, "weights_bytes": 2_900_000_000u64, "kv_bytes_read": 4_294_967_296u64,
                "bandwidth_gbps": 850.0}),
@@ -185,11 +186,11 @@ fn the_tiny_dummy_model_serves_benchmark_2s_workload_with_exact_counts() {
     );
     assert_eq!(
         line_starting(&markdown, "| 1 |"),
-        "| 1 | 2.00 ms | 2.50 ms | 1.00 ms | 50% | 1,200 | 500 | 1.60 ms | 625 |"
+        "| 1 | 2.00 ms | 2.50 ms | 1.00 ms | 50% | 1,200 | 500 | 1.60 ms | 625 | 1.90 ms |"
     );
     assert_eq!(
         line_starting(&markdown, "| 256 |"),
-        "| 256 | 8.00 ms | 8.50 ms | 2.40 ms | 30% | 850 | 32,000 | — | — |"
+        "| 256 | 8.00 ms | 8.50 ms | 2.40 ms | 30% | 850 | 32,000 | — | — | — |"
     );
     assert!(markdown.contains("3,000 GB/s"), "{markdown}");
     let tput = number(&result, "output_throughput");
