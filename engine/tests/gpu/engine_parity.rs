@@ -1,12 +1,19 @@
 //! The engine on the GPU against the engine on the CPU: the tiny test model in f32 must give
 //! the same greedy tokens, through prefills, chunked prefills, prefix-cache hits and batched
-//! decodes; in bf16 it must run the same workloads to the end; the GPU start-up path sizes the
-//! cache from `gpu_memory_utilization`.
+//! decodes; in bf16 and f16 a prefill's logits must stay within a few percent of the CPU's f32
+//! ones and the same workloads must run to the end; the GPU start-up path sizes the cache from
+//! `gpu_memory_utilization`.
 
 use candle_core::{DType, Device};
+use pagoda_engine::attention::cuda::CudaKvCache;
+use pagoda_engine::attention::{CpuKvCache, PagedKvCache};
+use pagoda_engine::batch::{BatchPlan, ScheduledSeq};
 use pagoda_engine::config::ModelDType;
+use pagoda_engine::kv::BlockId;
 use pagoda_engine::models::{load_model_with, LoadOptions, WeightFormat};
+use pagoda_engine::runner::ModelRunner;
 use pagoda_engine::testing::TinyLlamaSpec;
+use pagoda_engine::RequestId;
 use pagoda_engine::{
     start_engine, start_engine_with_model, DeviceSpec, EngineConfig, EngineHandle,
 };
@@ -47,6 +54,64 @@ fn prompts(vocab: u32) -> Vec<Vec<u32>> {
     prompts
 }
 
+/// The last token's logits of one prefill of `prompt` on `device` in `dtype`.
+fn prefill_logits(
+    model: &TinyModel,
+    device: &Device,
+    dtype: ModelDType,
+    prompt: &[u32],
+) -> Vec<f32> {
+    const BLOCK_SIZE: usize = 16;
+    let options = LoadOptions {
+        device: device.clone(),
+        dtype,
+        ..LoadOptions::cpu(WeightFormat::F32)
+    };
+    let loaded = load_model_with(&model.path, &options).unwrap();
+    let config = loaded.config().clone();
+    let num_blocks = prompt.len().div_ceil(BLOCK_SIZE);
+    let cache: Box<dyn PagedKvCache> = if device.is_cuda() {
+        let cache = CudaKvCache::new(
+            device,
+            loaded.dtype(),
+            config.num_layers,
+            config.attn_shape(),
+            BLOCK_SIZE,
+            num_blocks,
+        );
+        Box::new(cache.unwrap())
+    } else {
+        let shape = config.attn_shape();
+        Box::new(CpuKvCache::new(
+            config.num_layers,
+            shape,
+            BLOCK_SIZE,
+            num_blocks,
+        ))
+    };
+    let mut runner = ModelRunner::new(loaded, cache, BLOCK_SIZE);
+    let plan = BatchPlan {
+        seqs: vec![ScheduledSeq {
+            id: RequestId(0),
+            num_computed_tokens: 0,
+            new_token_ids: prompt.to_vec(),
+            block_table: (0..num_blocks as u32).map(BlockId).collect(),
+            sample: true,
+            lora: None,
+        }],
+        num_batched_tokens: prompt.len(),
+    };
+    runner.execute(&plan).unwrap().values
+}
+
+/// ‖a − b‖ / ‖b‖.
+fn relative_error(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let difference: f64 = a.iter().zip(b).map(|(x, y)| f64::from(x - y).powi(2)).sum();
+    let norm: f64 = b.iter().map(|y| f64::from(*y).powi(2)).sum();
+    (difference / norm).sqrt()
+}
+
 fn generate(handle: &EngineHandle, prompts: &[Vec<u32>]) -> Vec<Vec<u32>> {
     let requests = prompts
         .iter()
@@ -81,6 +146,19 @@ fn half_precision_runs_every_step_kind() {
     let spec = TinyLlamaSpec::default();
     let model = tiny_model(&spec);
     let prompts = prompts(spec.vocab_size as u32);
+    // Values: a prefill's last logits against the CPU in f32 (bf16 keeps 8 bits of mantissa,
+    // f16 11; through every layer of the tiny model the error stays within a few percent).
+    let prompt = &prompts[0];
+    let reference = prefill_logits(&model, &Device::Cpu, ModelDType::F32, prompt);
+    for (dtype, allowed) in [(ModelDType::Bf16, 0.05), (ModelDType::F16, 0.01)] {
+        let got = prefill_logits(&model, &gpu, dtype, prompt);
+        let error = relative_error(&got, &reference);
+        eprintln!("{dtype:?}: relative error of the logits {error:.5}");
+        assert!(
+            error <= allowed,
+            "{dtype:?}: relative error {error} > {allowed}"
+        );
+    }
     for dtype in [ModelDType::Bf16, ModelDType::F16] {
         let handle = start_on(&model, gpu.clone(), dtype);
         let outputs = generate(&handle, &prompts);
