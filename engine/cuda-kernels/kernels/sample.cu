@@ -99,6 +99,52 @@ __device__ float largest_threshold(float low, float goal, AtLeast at_least) {
 
 }  // namespace
 
+// The argmax of every row (ties to the lowest index, NaN skipped, token 0 when nothing is
+// finite or +inf), one block of kThreads per row: the greedy rows' token (candle's argmax took
+// 113 µs for one 128k row on an H200).
+extern "C" __global__ void __launch_bounds__(kThreads)
+    argmax_rows(const float* __restrict__ logits, int vocab, unsigned int* __restrict__ tokens) {
+  __shared__ float best_values[kWarps];
+  __shared__ int best_indices[kWarps];
+  const float* row = logits + static_cast<long long>(blockIdx.x) * vocab;
+  float best = -CUDART_INF_F;
+  int index = vocab;  // "none yet": larger than every real index
+  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+    const float x = row[i];
+    if (x > best) {  // NaN never compares greater; the first maximum of this thread stays
+      best = x;
+      index = i;
+    }
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float other = __shfl_xor_sync(0xffffffffu, best, offset);
+    const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
+    if (other > best || (other == best && other_index < index)) {
+      best = other;
+      index = other_index;
+    }
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    best_values[warp] = best;
+    best_indices[warp] = index;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    best = best_values[lane];
+    index = best_indices[lane];
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const float other = __shfl_xor_sync(0xffffffffu, best, offset);
+      const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
+      if (other > best || (other == best && other_index < index)) {
+        best = other;
+        index = other_index;
+      }
+    }
+    if (lane == 0) tokens[blockIdx.x] = index < vocab ? static_cast<unsigned int>(index) : 0u;
+  }
+}
+
 // One block of kThreads per sampled row. `weights`: scratch of num_rows * vocab floats.
 extern "C" __global__ void __launch_bounds__(kThreads)
     sample_filtered(const float* __restrict__ logits, int vocab,

@@ -1,5 +1,6 @@
-//! Launcher of `kernels/sample.cu`: temperature / top-k / top-p / min-p sampling of chosen logits
-//! rows on the GPU, with each row's uniform number drawn on the host; only token ids come back.
+//! Launchers of `kernels/sample.cu`: temperature / top-k / top-p / min-p sampling of chosen logits
+//! rows on the GPU, with each row's uniform number drawn on the host, and the rows' argmax; only
+//! token ids come back.
 
 use std::sync::Arc;
 
@@ -41,13 +42,52 @@ unsafe impl DeviceRepr for RowSampling {}
 pub struct SamplingKernel {
     stream: Arc<CudaStream>,
     function: CudaFunction,
+    argmax: CudaFunction,
 }
 
 impl SamplingKernel {
     pub fn load(device: &CudaDevice) -> Result<Self> {
         let (stream, module) = load_fatbin(device, SAMPLE_FATBIN)?;
-        let function = function(&module, "sample_filtered")?;
-        Ok(Self { stream, function })
+        Ok(Self {
+            function: function(&module, "sample_filtered")?,
+            argmax: function(&module, "argmax_rows")?,
+            stream,
+        })
+    }
+
+    /// The argmax of each of the `num_rows` rows of `logits` (ties to the lowest index).
+    pub fn argmax(
+        &self,
+        logits: &CudaView<'_, f32>,
+        vocab_size: usize,
+        num_rows: usize,
+    ) -> Result<Vec<u32>> {
+        if num_rows == 0 {
+            return Ok(Vec::new());
+        }
+        if logits.len() < num_rows * vocab_size {
+            candle_core::bail!("argmax: {num_rows} rows of {vocab_size} do not fit the logits");
+        }
+        let vocab = i32::try_from(vocab_size)
+            .map_err(|_| candle_core::Error::msg(format!("vocabulary {vocab_size} exceeds i32")))?;
+        // SAFETY: the kernel writes one token per row.
+        #[allow(unsafe_code)]
+        let mut tokens =
+            unsafe { self.stream.alloc::<u32>(num_rows) }.map_err(candle_core::Error::wrap)?;
+        let mut builder = self.stream.launch_builder(&self.argmax);
+        builder.arg(logits).arg(&vocab).arg(&mut tokens);
+        let config = LaunchConfig {
+            grid_dim: (num_rows as u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the argument list matches `argmax_rows` in sample.cu; the logits hold
+        // `num_rows` rows of `vocab_size`.
+        #[allow(unsafe_code)]
+        unsafe { builder.launch(config) }.map_err(candle_core::Error::wrap)?;
+        self.stream
+            .clone_dtoh(&tokens)
+            .map_err(candle_core::Error::wrap)
     }
 
     /// One token per entry of `rows`, from `logits` (`vocab_size` f32 per row, contiguous).

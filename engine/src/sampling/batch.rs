@@ -155,7 +155,11 @@ fn sample_rows(
         .collect();
     let mut tokens: Vec<Option<SampledToken>> = vec![None; states.len()];
     if greedy_on_device && plain.contains(&true) {
-        let argmax = logits.argmax(D::Minus1)?.to_vec1::<u32>()?;
+        let argmax = if device.serves(&logits) {
+            device.argmax(&logits)?
+        } else {
+            logits.argmax(D::Minus1)?.to_vec1::<u32>()?
+        };
         for row in (0..states.len()).filter(|&row| plain[row]) {
             tokens[row] = Some(decide(&mut states[row], argmax[row]));
         }

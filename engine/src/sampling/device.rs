@@ -54,6 +54,38 @@ impl DeviceSampler {
         )))
     }
 
+    /// The argmax of every row of `logits` (`[rows, vocab]`, on the GPU), ties to the lowest id.
+    pub fn argmax(&mut self, logits: &Tensor) -> Result<Vec<u32>> {
+        #[cfg(feature = "cuda")]
+        if let candle_core::Device::Cuda(cuda) = logits.device() {
+            use crate::gpu::rows::{cuda_storage, rows_of};
+            let kernel = self.kernel(cuda)?;
+            let logits = logits.to_dtype(candle_core::DType::F32)?.contiguous()?;
+            let (num_rows, vocab_size) = logits.dims2()?;
+            let (storage, layout) = logits.storage_and_layout();
+            let view = rows_of::<f32>(cuda_storage(&storage)?, layout)?;
+            return Ok(kernel.argmax(&view.view, vocab_size, num_rows)?);
+        }
+        Err(crate::error::EngineError::Execution(format!(
+            "no device argmax for logits on {:?}",
+            logits.device().location()
+        )))
+    }
+
+    /// The kernels, loaded on first use.
+    #[cfg(feature = "cuda")]
+    fn kernel(
+        &mut self,
+        cuda: &candle_core::CudaDevice,
+    ) -> Result<&pagoda_cuda_kernels::SamplingKernel> {
+        if self.kernel.is_none() {
+            self.kernel = Some(pagoda_cuda_kernels::SamplingKernel::load(cuda)?);
+        }
+        self.kernel.as_ref().ok_or_else(|| {
+            crate::error::EngineError::Execution("the sampling kernel did not load".into())
+        })
+    }
+
     #[cfg(feature = "cuda")]
     fn sample_on_gpu(
         &mut self,
@@ -61,16 +93,11 @@ impl DeviceSampler {
         logits: &Tensor,
         rows: &[DeviceRow],
     ) -> Result<Vec<u32>> {
-        use pagoda_cuda_kernels::{RowSampling, SamplingKernel};
+        use pagoda_cuda_kernels::RowSampling;
 
         use crate::gpu::rows::{cuda_storage, rows_of};
 
-        if self.kernel.is_none() {
-            self.kernel = Some(SamplingKernel::load(cuda)?);
-        }
-        let kernel = self.kernel.as_ref().ok_or_else(|| {
-            crate::error::EngineError::Execution("the sampling kernel did not load".into())
-        })?;
+        let kernel = self.kernel(cuda)?;
         let logits = logits.to_dtype(candle_core::DType::F32)?.contiguous()?;
         let (_, vocab_size) = logits.dims2()?;
         let params: Vec<RowSampling> = rows

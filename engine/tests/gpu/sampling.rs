@@ -145,6 +145,42 @@ fn kernel_draws_follow_the_exact_filtered_distribution() {
     }
 }
 
+#[test]
+fn the_device_argmax_takes_the_first_maximum_and_skips_nan() {
+    let Some(gpu) = crate::gpu() else { return };
+    let vocab = 128_256;
+    let mut rng = ChaCha8Rng::seed_from_u64(29);
+    let mut rows: Vec<Vec<f32>> = (0..6)
+        .map(|_| {
+            (0..vocab)
+                .map(|_| rng.random::<f32>() * 20.0 - 10.0)
+                .collect()
+        })
+        .collect();
+    rows[1][77_000] = 50.0; // a clear winner late in the row
+    rows[2][5] = 50.0; // a tie: the lower id wins
+    rows[2][100_000] = 50.0;
+    rows[3][9] = f32::NAN; // NaN never wins
+    rows[3][10] = 40.0;
+    rows[4] = vec![f32::NEG_INFINITY; vocab]; // nothing possible: token 0
+    rows[5][3] = f32::INFINITY;
+    let expected: Vec<u32> = rows
+        .iter()
+        .map(|row| {
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            if max == f32::NEG_INFINITY {
+                0
+            } else {
+                row.iter().position(|&x| x == max).unwrap() as u32
+            }
+        })
+        .collect();
+    assert_eq!(&expected[1..4], &[77_000, 5, 10]);
+    let flat: Vec<f32> = rows.concat();
+    let logits = Tensor::from_vec(flat, (rows.len(), vocab), &gpu).unwrap();
+    assert_eq!(DeviceSampler::default().argmax(&logits).unwrap(), expected);
+}
+
 fn request(id: u64, sampling: SamplingParams) -> EngineRequest {
     let stop = StopConditions {
         ignore_eos: true,
