@@ -121,7 +121,20 @@ pub fn prefill_last_token_logits(
         num_blocks,
     );
     let mut runner = ModelRunner::new(model, Box::new(cache), BLOCK_SIZE);
-    let plan = BatchPlan {
+    Ok(runner
+        .execute(&prefill_plan(prompt, BLOCK_SIZE, lora))?
+        .values)
+}
+
+/// One sequence's whole `prompt` as one step, in blocks `0..` of `block_size`, sampling its
+/// last token.
+pub fn prefill_plan(
+    prompt: &[u32],
+    block_size: usize,
+    lora: Option<std::sync::Arc<crate::lora::adapter::LoraAdapter>>,
+) -> BatchPlan {
+    let num_blocks = prompt.len().div_ceil(block_size);
+    BatchPlan {
         seqs: vec![ScheduledSeq {
             id: RequestId(0),
             num_computed_tokens: 0,
@@ -131,8 +144,7 @@ pub fn prefill_last_token_logits(
             lora,
         }],
         num_batched_tokens: prompt.len(),
-    };
-    Ok(runner.execute(&plan)?.values)
+    }
 }
 
 fn eos_json(ids: &[u32]) -> serde_json::Value {

@@ -12,7 +12,7 @@ use pagoda_engine::config::ModelDType;
 use pagoda_engine::kv::BlockId;
 use pagoda_engine::models::{load_model_with, LoadOptions, WeightFormat};
 use pagoda_engine::runner::ModelRunner;
-use pagoda_engine::testing::TinyLlamaSpec;
+use pagoda_engine::testing::{prefill_plan, TinyLlamaSpec};
 use pagoda_engine::RequestId;
 use pagoda_engine::{
     start_engine, start_engine_with_model, DeviceSpec, EngineConfig, EngineHandle,
@@ -90,17 +90,7 @@ fn prefill_logits(
         ))
     };
     let mut runner = ModelRunner::new(loaded, cache, BLOCK_SIZE);
-    let plan = BatchPlan {
-        seqs: vec![ScheduledSeq {
-            id: RequestId(0),
-            num_computed_tokens: 0,
-            new_token_ids: prompt.to_vec(),
-            block_table: (0..num_blocks as u32).map(BlockId).collect(),
-            sample: true,
-            lora: None,
-        }],
-        num_batched_tokens: prompt.len(),
-    };
+    let plan = prefill_plan(prompt, BLOCK_SIZE, None);
     runner.execute(&plan).unwrap().values
 }
 
