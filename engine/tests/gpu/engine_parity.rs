@@ -7,13 +7,10 @@
 use candle_core::{DType, Device};
 use pagoda_engine::attention::cuda::CudaKvCache;
 use pagoda_engine::attention::{CpuKvCache, PagedKvCache};
-use pagoda_engine::batch::{BatchPlan, ScheduledSeq};
 use pagoda_engine::config::ModelDType;
-use pagoda_engine::kv::BlockId;
 use pagoda_engine::models::{load_model_with, LoadOptions, WeightFormat};
 use pagoda_engine::runner::ModelRunner;
 use pagoda_engine::testing::{prefill_plan, TinyLlamaSpec};
-use pagoda_engine::RequestId;
 use pagoda_engine::{
     start_engine, start_engine_with_model, DeviceSpec, EngineConfig, EngineHandle,
 };
