@@ -106,7 +106,6 @@ impl FusedKernels {
 
     /// `sum = x + residual` and `normed = rms_norm(sum) · weight` for `num_rows` contiguous rows of
     /// `weight.len()` elements, in one pass.
-    #[allow(clippy::too_many_arguments)]
     pub fn add_rms_norm<T: DeviceRepr>(
         &self,
         dtype: KernelDType,
@@ -149,15 +148,13 @@ impl FusedKernels {
 
     /// Rotates every token's query and key heads (`q`, `k`: `num_tokens` strided rows) with
     /// its cos/sin row (`head_dim / 2` each) into contiguous `q_out` and `k_out`.
-    #[allow(clippy::too_many_arguments)]
     pub fn rope_qk<T: DeviceRepr>(
         &self,
         dtype: KernelDType,
         num_tokens: usize,
         (q, k): (&Rows<'_, T>, &Rows<'_, T>),
         (cos, sin): (&CudaView<'_, T>, &CudaView<'_, T>),
-        q_out: &mut CudaSlice<T>,
-        k_out: &mut CudaSlice<T>,
+        (q_out, k_out): (&mut CudaSlice<T>, &mut CudaSlice<T>),
         heads: RopeHeads,
     ) -> Result<()> {
         if num_tokens == 0 {

@@ -245,8 +245,7 @@ mod cuda {
             num_tokens,
             (&q_rows, &k_rows),
             (&cos_rows.view, &sin_rows.view),
-            &mut q_out,
-            &mut k_out,
+            (&mut q_out, &mut k_out),
             heads,
         )?;
         Ok((

@@ -23,12 +23,14 @@ use pagoda_engine::attention::cuda::CudaKvCache;
 use pagoda_engine::batch::{BatchPlan, ScheduledSeq};
 use pagoda_engine::config::ModelDType;
 use pagoda_engine::kv::{num_blocks_for, BlockId};
-use pagoda_engine::models::{
-    load_model_with, CausalLm, LoadFormat, LoadOptions, ModelConfig, WeightFormat,
-};
+use pagoda_engine::models::{load_model_with, CausalLm, LoadFormat, LoadOptions, WeightFormat};
 use pagoda_engine::runner::{ModelRunner, StepExecutor};
 use pagoda_engine::{DeviceSpec, EngineRequest, RequestId, SamplingParams, StopConditions};
 use serde_json::{json, Value};
+
+mod floor;
+
+use floor::{weights_bytes, Floor, StepTimes};
 
 type BoxResult<T> = Result<T, Box<dyn Error>>;
 
@@ -123,24 +125,6 @@ fn measure_bandwidth(cuda: &CudaDevice) -> BoxResult<f64> {
     stream.synchronize()?;
     let seconds = started.elapsed().as_secs_f64();
     Ok(2.0 * (COPY_BYTES * COPIES) as f64 / seconds / 1e9)
-}
-
-/// Bytes of every parameter a decode step reads: each layer's projections, biases and norms,
-/// the final norm and the LM head (embedding rows looked up are left out).
-fn weights_bytes(config: &ModelConfig, dtype_size: usize) -> usize {
-    let (h, d) = (config.hidden_size, config.head_dim);
-    let (q_dim, kv_dim) = (config.num_heads * d, config.num_kv_heads * d);
-    let attention = h * (q_dim + 2 * kv_dim) + q_dim * h;
-    let biases = if config.attention_bias {
-        q_dim + 2 * kv_dim
-    } else {
-        0
-    };
-    let qk_norms = if config.qk_norm { 2 * d } else { 0 };
-    let mlp = 3 * h * config.intermediate_size;
-    let per_layer = attention + biases + qk_norms + mlp + 2 * h;
-    let elements = config.num_layers * per_layer + h + config.vocab_size * h;
-    elements * dtype_size
 }
 
 /// The sequences of one batch size: sequence `i` owns blocks `i * blocks_per_seq ..`.
@@ -270,17 +254,6 @@ impl Batch {
     }
 }
 
-/// The timed steps of one batch size, in ms.
-#[derive(Debug, Default)]
-struct StepTimes {
-    /// Logits rows copied to the host.
-    logits_ms: Vec<f64>,
-    /// The serving path: greedy tokens chosen on the GPU.
-    greedy_ms: Vec<f64>,
-    /// The serving path with temperature 0.8 and top-p 0.95 (sampled on the GPU).
-    sampled_ms: Vec<f64>,
-}
-
 /// Runs batch size `num_seqs` on `model`; gives the model back whatever happened.
 fn bench_batch(
     model: Box<dyn CausalLm>,
@@ -320,56 +293,6 @@ fn bench_batch(
     let mut runner = ModelRunner::new(model, Box::new(cache), args.block_size);
     let times = batch.time_decode(&mut runner, args);
     (runner.into_model(), times)
-}
-
-/// What a decode step must read from HBM, and how fast the GPU reads.
-#[derive(Debug)]
-struct Floor {
-    weights_bytes: usize,
-    kv_bytes_per_token: usize,
-    bandwidth_gbps: f64,
-}
-
-impl Floor {
-    /// The result line of batch size `batch` from its step times; the timed steps attend over
-    /// `mean_keys` keys per sequence on average (the context grows by one per step).
-    fn line(&self, batch: usize, context_len: usize, mean_keys: usize, times: &StepTimes) -> Value {
-        let (mean, p50) = mean_and_median(&times.logits_ms);
-        let (greedy_mean, greedy_p50) = mean_and_median(&times.greedy_ms);
-        let (sampled_mean, sampled_p50) = mean_and_median(&times.sampled_ms);
-        let kv = batch * mean_keys * self.kv_bytes_per_token;
-        let bytes = (self.weights_bytes + kv) as f64;
-        json!({
-            "batch_size": batch,
-            "context_len": context_len,
-            "step_ms_mean": mean,
-            "step_ms_p50": p50,
-            "floor_ms": bytes / (self.bandwidth_gbps * 1e9) * 1e3,
-            "weights_bytes": self.weights_bytes,
-            "kv_bytes_read": kv,
-            "bandwidth_gbps": bytes / (mean * 1e-3) / 1e9,
-            "tokens_per_s": batch as f64 * 1000.0 / mean,
-            "greedy_step_ms_mean": greedy_mean,
-            "greedy_step_ms_p50": greedy_p50,
-            "greedy_tokens_per_s": batch as f64 * 1000.0 / greedy_mean,
-            "sampled_step_ms_mean": sampled_mean,
-            "sampled_step_ms_p50": sampled_p50,
-        })
-    }
-}
-
-/// The mean and the median of `times` (not empty).
-fn mean_and_median(times: &[f64]) -> (f64, f64) {
-    let mean = times.iter().sum::<f64>() / times.len() as f64;
-    let mut sorted = times.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    let median = if sorted.len().is_multiple_of(2) {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
-    } else {
-        sorted[mid]
-    };
-    (mean, median)
 }
 
 /// Prints `line` and appends it to `out` when there is one.
