@@ -26,9 +26,9 @@ OUT=${OUT:-bench/results/tmp/profile-$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-for lib in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib /usr/local/nvidia/lib64; do
-  [ -d "$lib" ] && export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-done
+# shellcheck source=bench/gpu/cuda-libs.sh
+source "$ROOT/bench/gpu/cuda-libs.sh"
+add_cuda_libraries cuda || echo "libcuda.so.1 not found (no NVIDIA driver?)" >&2
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1 || true)
 [ -n "$NCU" ] || { echo "no ncu on this machine" >&2; exit 1; }
 gunzip -c "$CARRY/bin/gpu_decode_bench.gz" >"$WORK/gpu_decode_bench"

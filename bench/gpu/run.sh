@@ -140,19 +140,9 @@ PY=$(command -v python3 || true)
 [ -x "$PY" ] || { echo "no python3 found" >&2; exit 1; }
 
 # --- CUDA libraries: the torch venv's CUDA 13 wheels, and the driver's libcuda.so.1 ---
-TORCH_VENV=${TORCH_VENV:-/opt/torch/.venv}
-for lib in "$TORCH_VENV"/lib/python3*/site-packages/nvidia/cu13/lib; do
-  [ -d "$lib" ] && export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-done
-if [ "$DEVICE" = cuda ] && ! ldconfig -p 2>/dev/null | grep 'libcuda\.so\.1 ' >/dev/null; then
-  libcuda=$(find /usr/local/nvidia /usr/lib64 /usr/lib /lib -name 'libcuda.so.1' 2>/dev/null | head -n 1 || true)
-  if [ -n "$libcuda" ]; then
-    LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$(dirname "$libcuda")"
-    export LD_LIBRARY_PATH
-  else
-    say "libcuda.so.1 not found (no NVIDIA driver?)"
-  fi
-fi
+# shellcheck source=bench/gpu/cuda-libs.sh
+source "$ROOT/bench/gpu/cuda-libs.sh"
+add_cuda_libraries "$DEVICE" || say "libcuda.so.1 not found (no NVIDIA driver?)"
 
 # --- the carried binaries ---
 [ -d "$CARRY/bin" ] || { echo "$CARRY/bin is missing: run bench/gpu/pack.sh and carry $CARRY" >&2; exit 1; }
