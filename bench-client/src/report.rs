@@ -1,16 +1,18 @@
 //! The terminal summary of a serve run, in the layout `vllm bench serve` users know, followed by
 //! what vLLM's client does not tell them: the breakdown per model (LoRA adapter), send
-//! integrity, the steady-state window, errors by type, where token counts came from, and the
+//! integrity, the steady-state window, the time slices, errors by type, where token counts came from, and the
 //! server's own view.
 
 mod per_model;
 mod rule;
+mod slices;
 
 use std::fmt::Write;
 
 use crate::stats::{BenchSummary, Metric, MetricStats, WindowSummary};
 use per_model::render_per_model;
 use rule::rule;
+use slices::render_slices;
 
 fn line(out: &mut String, label: &str, value: impl std::fmt::Display) {
     let _ = writeln!(out, "{:<40} {value}", label);
@@ -172,6 +174,7 @@ fn render_extras(out: &mut String, summary: &BenchSummary) {
     if let Some(window) = &summary.steady_state {
         render_window(out, window);
     }
+    render_slices(out, summary);
 }
 
 fn render_window(out: &mut String, window: &WindowSummary) {

@@ -4,7 +4,7 @@
 //!
 //! - [`summarize`] reduces records to a [`BenchSummary`] (latency metrics, throughputs, peaks,
 //!   goodput, errors by kind, send integrity, the steady-state window, the breakdown per model
-//!   name, i.e. per LoRA adapter);
+//!   name, i.e. per LoRA adapter, and the run in time slices with `--slice-duration`);
 //! - [`vllm_result_json`] writes it with `vllm bench serve`'s keys plus ours under `"pagoda"`;
 //! - [`merge`] combines the records of several client processes into one run;
 //! - [`DEFINITIONS`] says how each number is computed (also docs/bench-metrics.md).
@@ -24,6 +24,8 @@ mod metric_summary;
 mod options;
 mod per_model;
 mod percentile;
+mod slices;
+mod slices_json;
 mod steady_state;
 mod summary;
 mod timeline;
@@ -47,6 +49,8 @@ pub use metric_summary::MetricSummary;
 pub use options::{parse_percentile_metrics, parse_percentiles, SteadyStateWindow, SummaryOptions};
 pub use per_model::{ModelSummary, PER_MODEL_METRICS, PER_MODEL_PERCENTILE};
 pub use percentile::{median, percentile, MetricStats, PercentileValue};
+pub use slices::{time_slices, TimeSlices, MAX_NUM_SLICES};
+pub use slices_json::slices_json;
 pub use steady_state::{steady_state_window, WindowSummary, MIN_WINDOW_FRACTION};
 pub use summary::{error_label, summarize, BenchSummary, ErrorCount, TokenCountSources};
 pub use timeline::{max_output_tokens_per_s, output_tokens_per_second, peak_concurrency};

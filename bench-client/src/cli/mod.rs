@@ -3,6 +3,7 @@
 pub mod backend;
 pub mod compare_cmd;
 pub mod engine_args;
+pub mod exit_status;
 pub mod latency_cmd;
 pub mod lora_args;
 pub mod merge_cmd;

@@ -125,6 +125,7 @@ fn summary_options(args: &ServeArgs, schedule: &ScheduleConfig) -> anyhow::Resul
         },
         max_concurrency: args.max_concurrency,
         integrity,
+        slice_duration_s: args.slice_duration,
         ..SummaryOptions::default()
     })
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use crate::cli::exit_status::parse_failure_rate;
 use crate::cli::lora_args::LoraArgs;
 use crate::cli::structured_output_args::StructuredOutputArgs;
 use crate::client::DEFAULT_POOL_IDLE_TIMEOUT;
@@ -206,6 +207,21 @@ pub struct ServeArgs {
     /// Flag the run (the client fell behind) when the p99 send lag exceeds this many ms.
     #[arg(long, default_value_t = 10.0)]
     pub max_p99_send_lag_ms: f64,
+    /// Also report every metric per time slice of this many seconds (table, and `pagoda.slices`
+    /// in the result), so that warm-up, drift and a slow minute show.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_slice_duration)]
+    pub slice_duration: Option<f64>,
+    /// Exit with status 1 when more than this fraction of the requests failed (0.01 = 1%); a
+    /// run where every request failed always exits 1. The result is saved first.
+    #[arg(long, value_name = "FRACTION", value_parser = parse_failure_rate)]
+    pub max_failure_rate: Option<f64>,
+}
+
+fn parse_slice_duration(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(seconds),
+        _ => Err(format!("{text:?}: expected a number of seconds > 0")),
+    }
 }
 
 impl ServeArgs {

@@ -6,6 +6,7 @@ use anyhow::Context;
 use serde_json::{json, Value};
 
 use crate::cli::backend::{backend_name, resolve_endpoint};
+use crate::cli::exit_status::check_result_failures;
 use crate::cli::run_meta::{format_date, machine_info, unix_now_s};
 use crate::cli::serve::{load_tokenizer, prepare, run_once_with_server_view, Prepared};
 use crate::cli::serve_args::{DatasetName, ServeArgs};
@@ -206,7 +207,7 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("result saved to {}", path.display());
     }
-    Ok(())
+    check_result_failures(&results, args.max_failure_rate)
 }
 
 /// The raw records and start time of a result saved with `--save-detailed`.

@@ -18,6 +18,7 @@ use anyhow::Context;
 use pagoda_text::tokenizer::TextTokenizer;
 use serde_json::Value;
 
+use crate::cli::exit_status::check_result_failures;
 use crate::cli::run_meta::unix_now_s;
 use crate::cli::serve::{load_tokenizer, prepare};
 use crate::cli::serve_args::ServeArgs;
@@ -82,6 +83,7 @@ where
     Fut: Future<Output = anyhow::Result<Vec<Value>>>,
 {
     let mut points = Vec::new();
+    let mut all_runs = Vec::new();
     for (load, serve) in load_args(&args.serve, axis) {
         eprintln!("sweep: {} = {load}", axis.key());
         let runs = measure(serve)
@@ -89,6 +91,7 @@ where
             .with_context(|| format!("the run at {} = {load} failed", axis.key()))?;
         warn_if_fell_behind(&runs, axis.key(), load);
         let result = combine_runs(&runs);
+        all_runs.extend(runs);
         if let Some(aggregate) = runs_aggregate(&result) {
             println!("{}", render_spread(aggregate));
         }
@@ -103,7 +106,10 @@ where
     let knee = find_knee(&summary.rows, &criteria);
     println!("{}", summary_table(&summary));
     println!("{}", knee_text(knee.as_ref(), summary.load_key, &criteria));
-    write_summary(dir, &summary, knee_json(knee.as_ref(), &criteria))
+    write_summary(dir, &summary, knee_json(knee.as_ref(), &criteria))?;
+    // After everything is written: a point where every request (or too many) failed fails the
+    // sweep's exit status.
+    check_result_failures(&all_runs, args.serve.max_failure_rate)
 }
 
 /// A list sweep keeps going when the client fell behind (the point is still data), but says so.

@@ -36,6 +36,8 @@ pub struct SummaryOptions {
     /// a free slot is then expected and is not held against the client.
     pub max_concurrency: Option<usize>,
     pub integrity: IntegrityThresholds,
+    /// `--slice-duration`: statistics per slice of this many seconds; `None`: no slices.
+    pub slice_duration_s: Option<f64>,
 }
 
 impl Default for SummaryOptions {
@@ -48,6 +50,7 @@ impl Default for SummaryOptions {
             target_request_rate: None,
             max_concurrency: None,
             integrity: IntegrityThresholds::default(),
+            slice_duration_s: None,
         }
     }
 }

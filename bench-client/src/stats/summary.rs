@@ -11,6 +11,7 @@ use super::metric_summary::{metric_summaries, MetricSummary};
 use super::options::{SteadyStateWindow, SummaryOptions};
 use super::per_model::{per_model, ModelSummary};
 use super::percentile::MetricStats;
+use super::slices::{time_slices, TimeSlices};
 use super::steady_state::{steady_state_window, summarize_window, WindowSummary};
 use super::timeline::{
     max_output_tokens_per_s, peak_concurrency, per_second, run_end_s, run_start_s,
@@ -73,6 +74,10 @@ pub struct BenchSummary {
     /// in results saved before the model was recorded.
     #[serde(default)]
     pub per_model: BTreeMap<String, ModelSummary>,
+    /// The run in slices of `--slice-duration` seconds; `None` without the flag. Saved flat, as
+    /// `pagoda.slices` ([`super::slices_json`]), not inside the summary.
+    #[serde(skip)]
+    pub slices: Option<TimeSlices>,
 }
 
 impl BenchSummary {
@@ -119,6 +124,9 @@ pub fn summarize(records: &[RequestRecord], options: &SummaryOptions) -> BenchSu
         integrity: check_send_integrity(records, options),
         steady_state: steady_state(records, options),
         per_model: per_model(records, duration_s, &options.percentiles),
+        slices: options
+            .slice_duration_s
+            .and_then(|slice_s| time_slices(records, slice_s, options)),
     }
 }
 

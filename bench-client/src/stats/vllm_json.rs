@@ -27,6 +27,7 @@ use super::error::StatsError;
 use super::itl::chunk_gaps_s;
 use super::metadata::RunMetadata;
 use super::percentile::MetricStats;
+use super::slices_json::slices_json;
 use super::summary::{error_label, BenchSummary};
 use crate::record::RequestRecord;
 
@@ -100,7 +101,8 @@ pub const VLLM_UNFILLED_KEYS: &[&str] = &[
 ];
 
 /// Our additions: `{"schema_version", "run": RunMetadata, "summary": BenchSummary,
-/// "definitions": {name: how computed}}`.
+/// "definitions": {name: how computed}}`, plus `"slices"` with `--slice-duration`
+/// ([`super::slices_json`]).
 pub const PAGODA_KEY: &str = "pagoda";
 
 /// Version of the `"pagoda"` object's layout.
@@ -138,12 +140,15 @@ pub fn vllm_result_json(
         .iter()
         .map(|(name, text)| (name.to_string(), Value::String(text.to_string())))
         .collect();
-    let pagoda = json!({
+    let mut pagoda = json!({
         "schema_version": PAGODA_SCHEMA_VERSION,
         "run": serde_json::to_value(meta)?,
         "summary": serde_json::to_value(summary)?,
         "definitions": definitions,
     });
+    if let (Some(slices), Value::Object(pagoda)) = (&summary.slices, &mut pagoda) {
+        pagoda.insert("slices".into(), slices_json(slices));
+    }
     out.insert(PAGODA_KEY.into(), pagoda);
     Ok(Value::Object(out))
 }
