@@ -2,6 +2,7 @@
 //! server on an exact schedule, records every request ([`record::RequestRecord`]), and turns the
 //! records into the statistics users size GPUs with.
 
+pub mod align;
 pub mod cli;
 pub mod client;
 pub mod compare;

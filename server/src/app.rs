@@ -159,6 +159,12 @@ fn assemble_state(
     state.tool_calls = tool_call_config(args)?;
     state.lora = crate::lora_setup::lora_registry(args, &state)?;
     state.runtime_lora_updating = state.lora.is_some() && args.runtime_lora_updating();
+    if let Some(path) = &args.request_timeline {
+        let writer = crate::timeline::TimelineWriter::create(path).map_err(|e| {
+            anyhow::anyhow!("cannot create --request-timeline {}: {e}", path.display())
+        })?;
+        state.timeline = Some(writer);
+    }
     Ok(state)
 }
 

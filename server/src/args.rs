@@ -142,6 +142,12 @@ pub struct ServerArgs {
     #[arg(long, env = "PAGODA_DISABLE_LOG_REQUESTS")]
     pub disable_log_requests: bool,
 
+    /// Write every request's timeline to this JSON Lines file (created or truncated): when it
+    /// arrived, was queued, scheduled, produced its first token and finished, and when each
+    /// response chunk was written. Ground truth for benchmark clients (`pagoda-bench align`).
+    #[arg(long, env = "PAGODA_REQUEST_TIMELINE", value_name = "PATH")]
+    pub request_timeline: Option<std::path::PathBuf>,
+
     /// Log format on stderr. RUST_LOG sets the level (default info).
     #[arg(long, env = "PAGODA_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,

@@ -23,4 +23,5 @@ pub mod mock_text;
 pub mod openai;
 pub mod routes;
 pub mod state;
+pub mod timeline;
 pub mod watchdog;

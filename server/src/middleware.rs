@@ -14,6 +14,7 @@ use tracing::Instrument;
 
 use crate::openai::error::ApiError;
 use crate::state::SharedState;
+use crate::timeline::ReceivedAt;
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 /// Longest client-given request id kept; longer or non-printable ones are replaced.
@@ -43,8 +44,10 @@ impl RequestIdValue {
 }
 
 /// Honours the client's `x-request-id` (or makes one), runs the request inside a span carrying
-/// it, and echoes it on the response.
+/// it, and echoes it on the response. Also notes when the request arrived ([`ReceivedAt`]).
 pub async fn request_id(mut request: Request, next: Next) -> Response {
+    let received = ReceivedAt(std::time::Instant::now());
+    request.extensions_mut().insert(received);
     let id = RequestIdValue::from_header(request.headers().get(REQUEST_ID_HEADER))
         .unwrap_or_else(RequestIdValue::generate);
     request.extensions_mut().insert(id.clone());

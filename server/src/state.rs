@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pagoda_engine::{EngineHandle, LoraAdapter, ValidRequest};
 use pagoda_structured::GrammarCompiler;
@@ -19,6 +19,7 @@ use crate::openai::choice::{ChoiceContext, ChoiceRun, Submission};
 use crate::openai::error::ApiError;
 use crate::openai::params::{GenerationParams, ParamDefaults};
 use crate::openai::tools::ToolCallConfig;
+use crate::timeline::{RequestTrace, TimelineWriter};
 
 /// Default time between keep-alive comments on an idle SSE stream (`--sse-keep-alive`).
 pub const DEFAULT_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
@@ -58,6 +59,8 @@ pub struct AppState {
     /// Whether `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` are offered.
     pub runtime_lora_updating: bool,
     pub started_unix_s: u64,
+    /// `--request-timeline`: where each request's timeline line goes (`None`: not kept).
+    pub timeline: Option<TimelineWriter>,
     draining: AtomicBool,
 }
 
@@ -98,8 +101,25 @@ impl AppState {
             lora: None,
             runtime_lora_updating: false,
             started_unix_s: unix_now_s(),
+            timeline: None,
             draining: AtomicBool::new(false),
         }
+    }
+
+    /// A timeline for a request received at `received`, when `--request-timeline` keeps them.
+    pub fn request_trace(
+        &self,
+        request_id: &str,
+        received: Instant,
+        stream: bool,
+    ) -> Option<RequestTrace> {
+        let writer = self.timeline.clone()?;
+        Some(RequestTrace::new(
+            writer,
+            request_id.to_string(),
+            received,
+            stream,
+        ))
     }
 
     /// The name responses carry.

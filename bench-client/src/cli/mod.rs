@@ -1,5 +1,6 @@
 //! The `pagoda-bench` command line: one subcommand per task.
 
+pub mod align_cmd;
 pub mod backend;
 pub mod compare_cmd;
 pub mod engine_args;
@@ -48,6 +49,9 @@ pub enum Command {
     /// Tokens per second of many requests at once with the engine in this process (like
     /// `vllm bench throughput`).
     Throughput(throughput_cmd::ThroughputCmdArgs),
+    /// Line a saved result up with the server's own request timeline (`pagoda-server
+    /// --request-timeline`) and say how far each client metric is from it, and why.
+    Align(align_cmd::AlignArgs),
     /// Capacity planning: `plan capacity` (GPUs for a daily volume) or `plan roofline` (the
     /// memory-bandwidth bound of decoding).
     Plan(plan_cmd::PlanArgs),
@@ -63,6 +67,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Latency(args) => runtime()?.block_on(latency_cmd::execute(args)).map(drop),
         Command::Throughput(args) => runtime()?.block_on(throughput_cmd::execute(args)).map(drop),
         Command::Plan(args) => plan_cmd::execute(args).map(drop),
+        Command::Align(args) => align_cmd::execute(args),
     }
 }
 

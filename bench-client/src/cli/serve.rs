@@ -144,6 +144,11 @@ fn request_config(
         .with_context(|| format!("--pool-idle-timeout {}", args.pool_idle_timeout))?;
     request.client_id = args.client_id;
     request.keep_generated_text = args.save_detailed;
+    request.request_id_prefix = Some(
+        args.request_id_prefix
+            .clone()
+            .unwrap_or_else(|| format!("pagoda-bench-{:08x}-", rand::random::<u32>())),
+    );
     for header in &args.headers {
         let (name, value) = header
             .split_once(':')

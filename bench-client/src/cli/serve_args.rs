@@ -201,6 +201,11 @@ pub struct ServeArgs {
     /// This process's id in a distributed run (records carry it; see `merge`).
     #[arg(long, default_value_t = 0)]
     pub client_id: usize,
+    /// Request i is sent with `x-request-id: PREFIX{i}` (recorded in the result), so the
+    /// server's own records can be matched to the client's (`align`). [default:
+    /// pagoda-bench-<8 random hex digits>-]
+    #[arg(long, value_name = "PREFIX")]
+    pub request_id_prefix: Option<String>,
     /// No live progress line.
     #[arg(long)]
     pub disable_progress: bool,

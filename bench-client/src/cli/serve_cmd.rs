@@ -66,6 +66,7 @@ fn metadata(
         pagoda_bench_version: env!("CARGO_PKG_VERSION").to_string(),
         start_unix_s,
         num_clients: 1,
+        request_id_prefix: prepared.run_config.request.request_id_prefix.clone(),
     })
 }
 

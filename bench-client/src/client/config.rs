@@ -57,6 +57,9 @@ pub struct RequestConfig {
     pub pool_idle_timeout: Duration,
     /// Keep each request's generated text in its record (for the result's `generated_texts`).
     pub keep_generated_text: bool,
+    /// Request `i` is sent with `x-request-id: {prefix}{i}` (`--request-id-prefix`, as vLLM's
+    /// client), so that a server's own records can be matched to the client's; `None`: no id.
+    pub request_id_prefix: Option<String>,
 }
 
 /// Below the 5 s after which llama.cpp's server (cpp-httplib) and uvicorn (vLLM, SGLang) close
@@ -77,6 +80,7 @@ impl RequestConfig {
             client_id: 0,
             pool_idle_timeout: DEFAULT_POOL_IDLE_TIMEOUT,
             keep_generated_text: false,
+            request_id_prefix: None,
         }
     }
 }

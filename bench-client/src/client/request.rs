@@ -48,7 +48,7 @@ impl Client {
         let deadline = tokio::time::Instant::from_std(sent + self.config.timeout);
         let keep_text = self.config.keep_generated_text;
         let mut parser = StreamParser::new(keep_text || tokenizer.is_some());
-        let (response, num_retries) = self.send_retrying(body, deadline).await;
+        let (response, num_retries) = self.send_retrying(index, body, deadline).await;
         let outcome = match response {
             Ok(response) => read_response(response, deadline, clock, &mut parser).await,
             Err(failure) => Err(failure),
@@ -89,10 +89,15 @@ impl Client {
     /// timeout or received anything. The response (its head) and the number of retries (0, 1).
     async fn send_retrying(
         &self,
+        index: usize,
         body: Vec<u8>,
         deadline: tokio::time::Instant,
     ) -> (Result<reqwest::Response, Failure>, u32) {
-        let request = match self.http.post(&self.url).body(body).build() {
+        let mut request = self.http.post(&self.url).body(body);
+        if let Some(prefix) = &self.config.request_id_prefix {
+            request = request.header("x-request-id", format!("{prefix}{index}"));
+        }
+        let request = match request.build() {
             Ok(request) => request,
             Err(error) => return (Err(transport_failure(error)), 0),
         };

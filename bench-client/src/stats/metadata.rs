@@ -111,6 +111,9 @@ pub struct RunMetadata {
     pub start_unix_s: f64,
     /// Client processes whose records the result covers (1 unless merged).
     pub num_clients: usize,
+    /// `--request-id-prefix`: request `i` carried `x-request-id: {prefix}{i}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id_prefix: Option<String>,
 }
 
 /// Parses `--metadata` pairs `KEY=VALUE` (split at the first `=`, both sides trimmed, as vLLM).

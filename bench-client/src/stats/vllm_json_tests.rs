@@ -49,6 +49,7 @@ fn meta() -> RunMetadata {
         pagoda_bench_version: "0.1.0".into(),
         start_unix_s: 1_767_268_800.0,
         num_clients: 1,
+        request_id_prefix: None,
     }
 }
 

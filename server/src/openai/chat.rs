@@ -1,5 +1,7 @@
 //! `POST /v1/chat/completions`.
 
+use std::time::Instant;
+
 use axum::extract::State;
 use axum::response::Response;
 use axum::Extension;
@@ -20,12 +22,15 @@ use crate::openai::tools::{parse_tools, ToolsRequest};
 use crate::openai::usage::UsageTotals;
 use crate::openai::{record_accepted, respond, tokenize_blocking};
 use crate::state::{unix_now_s, AppState, SharedState};
+use crate::timeline::ReceivedAt;
 
 pub async fn chat_completions(
     State(state): State<SharedState>,
     Extension(request_id): Extension<RequestIdValue>,
+    received: Option<Extension<ReceivedAt>>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
+    let received = received.map_or_else(Instant::now, |Extension(at)| at.0);
     let request: ChatCompletionRequest = parse_body(&body)?;
     let lora = state.select_model(request.fields.model.as_deref()).await?;
     reject_unsupported(&request)?;
@@ -92,7 +97,8 @@ pub async fn chat_completions(
     };
     let totals = UsageTotals::new(vec![num_prompt_tokens], params.n);
     let format = ChatFormat::new(meta, tool_output);
-    respond::respond(runs, format, totals, &params, &state).await
+    let trace = state.request_trace(&request_id.0, received, params.stream);
+    respond::respond(runs, format, totals, &params, &state, trace).await
 }
 
 /// Compiles what constrains the output: a forced tool call, or the request's structured-output

@@ -38,6 +38,8 @@ pub enum ChoiceEvent {
         index: usize,
         finish_reason: &'static str,
         usage: Usage,
+        /// The engine's times for this choice (for `--request-timeline`).
+        timings: RequestTimings,
     },
     Error {
         index: usize,
@@ -216,6 +218,7 @@ impl ChoiceRun {
             index: self.index,
             finish_reason: reason.as_str(),
             usage,
+            timings,
         });
     }
 

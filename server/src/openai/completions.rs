@@ -1,5 +1,7 @@
 //! `POST /v1/completions`: prompts as text or token ids, one or several.
 
+use std::time::Instant;
+
 use axum::extract::State;
 use axum::response::Response;
 use axum::Extension;
@@ -15,6 +17,7 @@ use crate::openai::requests::{parse_body, CompletionRequest, PromptInput};
 use crate::openai::usage::UsageTotals;
 use crate::openai::{record_accepted, respond, tokenize_blocking};
 use crate::state::{unix_now_s, SharedState};
+use crate::timeline::ReceivedAt;
 
 /// The most prompts one request may batch.
 pub const MAX_PROMPTS: usize = 64;
@@ -24,8 +27,10 @@ pub const MAX_COMPLETION_LOGPROBS: u32 = 20;
 pub async fn completions(
     State(state): State<SharedState>,
     Extension(request_id): Extension<RequestIdValue>,
+    received: Option<Extension<ReceivedAt>>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
+    let received = received.map_or_else(Instant::now, |Extension(at)| at.0);
     let request: CompletionRequest = parse_body(&body)?;
     let lora = state.select_model(request.fields.model.as_deref()).await?;
     reject_unsupported(&request)?;
@@ -73,7 +78,8 @@ pub async fn completions(
         want_logprobs: logprobs.is_some(),
     };
     let totals = UsageTotals::new(num_prompt_tokens_each, params.n);
-    respond::respond(runs, CompletionFormat(meta), totals, &params, &state).await
+    let trace = state.request_trace(&request_id.0, received, params.stream);
+    respond::respond(runs, CompletionFormat(meta), totals, &params, &state, trace).await
 }
 
 fn reject_unsupported(request: &CompletionRequest) -> Result<(), ApiError> {

@@ -17,6 +17,7 @@ use crate::openai::format::{FinishedChoice, ResponseFormat};
 use crate::openai::params::GenerationParams;
 use crate::openai::usage::UsageTotals;
 use crate::state::AppState;
+use crate::timeline::{RequestTrace, WriteKind};
 
 fn events_of(run: ChoiceRun) -> BoxStream<'static, ChoiceEvent> {
     stream::unfold(run, |mut run| async move {
@@ -30,13 +31,15 @@ fn merged(runs: Vec<ChoiceRun>) -> BoxStream<'static, ChoiceEvent> {
     stream::select_all(runs.into_iter().map(events_of)).boxed()
 }
 
-/// The response a request asked for: streamed (`stream: true`) or whole.
+/// The response a request asked for: streamed (`stream: true`) or whole; `trace` records its
+/// timeline (`--request-timeline`).
 pub async fn respond<F: ResponseFormat>(
     runs: Vec<ChoiceRun>,
     format: F,
     totals: UsageTotals,
     params: &GenerationParams,
     state: &AppState,
+    trace: Option<RequestTrace>,
 ) -> Result<Response, ApiError> {
     let metrics = state.metrics.for_model(state.response_model_name(params));
     if params.stream {
@@ -45,10 +48,16 @@ pub async fn respond<F: ResponseFormat>(
             include_usage: params.include_usage,
             keep_alive,
             metrics,
+            trace: trace.map(|t| Arc::new(Mutex::new(t))),
         };
         Ok(stream_sse(runs, format, totals, stream))
     } else {
-        collect(runs, format, totals, &metrics).await
+        let mut trace = trace;
+        let response = collect(runs, format, totals, &metrics, trace.as_mut()).await;
+        if let Some(trace) = trace.as_mut() {
+            trace.on_write(WriteKind::Response);
+        }
+        response
     }
 }
 
@@ -58,6 +67,7 @@ pub async fn collect<F: ResponseFormat>(
     format: F,
     mut totals: UsageTotals,
     metrics: &Metrics,
+    mut trace: Option<&mut RequestTrace>,
 ) -> Result<Response, ApiError> {
     let mut choices: Vec<FinishedChoice> = Vec::with_capacity(runs.len());
     let mut events = merged(runs);
@@ -76,7 +86,11 @@ pub async fn collect<F: ResponseFormat>(
                 index,
                 finish_reason,
                 usage,
+                timings,
             } => {
+                if let Some(trace) = trace.as_mut() {
+                    trace.on_finished(&timings, &usage);
+                }
                 totals.add(index, &usage);
                 choice_at(&mut choices, index).finish_reason = finish_reason.to_string();
             }
@@ -106,14 +120,21 @@ fn data(value: &Value) -> Result<Event, Infallible> {
     Ok(Event::default().data(value.to_string()))
 }
 
-/// How a stream is written: the usage chunk, keep-alive comments, and the metrics it records
-/// into (labelled with the request's model).
+/// How a stream is written: the usage chunk, keep-alive comments, the metrics it records into
+/// (labelled with the request's model), and the request's timeline when one is kept.
 #[derive(Debug, Clone)]
 pub struct SseStream {
     pub include_usage: bool,
     pub keep_alive: std::time::Duration,
     pub metrics: Metrics,
+    pub trace: Option<SharedTrace>,
 }
+
+/// A request's timeline, shared by the stream's stages.
+pub type SharedTrace = Arc<Mutex<RequestTrace>>;
+
+/// An event to write and what it carries.
+type Tagged = (Result<Event, Infallible>, WriteKind);
 
 /// Streams the choices as Server-Sent Events.
 pub fn stream_sse<F: ResponseFormat>(
@@ -126,49 +147,75 @@ pub fn stream_sse<F: ResponseFormat>(
         include_usage,
         keep_alive,
         metrics,
+        trace,
     } = stream;
     let format = Arc::new(format);
     let usage_field = include_usage.then_some(Value::Null);
-    let openings: Vec<Result<Event, Infallible>> = runs
+    let openings: Vec<Tagged> = runs
         .iter()
         .filter_map(|run| format.opening_choice(run.index()))
-        .map(|choice| data(&format.chunk(vec![choice], usage_field.clone())))
+        .map(|choice| {
+            let chunk = format.chunk(vec![choice], usage_field.clone());
+            (data(&chunk), WriteKind::Opening)
+        })
         .collect();
     let totals = Arc::new(Mutex::new(totals));
     let body = {
         let format = Arc::clone(&format);
         let totals = Arc::clone(&totals);
         let usage_field = usage_field.clone();
+        let trace = trace.clone();
         merged(runs).filter_map(move |event| {
+            note_finished(trace.as_ref(), &event);
             let chunk = chunk_of(format.as_ref(), &totals, event, usage_field.clone());
-            async move { chunk.map(|value| data(&value)) }
+            async move { chunk.map(|(value, kind)| (data(&value), kind)) }
         })
     };
     let ending = stream::once(async move {
-        let mut tail = Vec::new();
+        let mut tail: Vec<Tagged> = Vec::new();
         if let Ok(totals) = totals.lock() {
             metrics.record_max_num_generation_tokens(totals.max_choice_completion_tokens());
             if include_usage {
-                tail.push(data(&format.chunk(Vec::new(), Some(totals.to_json()))));
+                let chunk = format.chunk(Vec::new(), Some(totals.to_json()));
+                tail.push((data(&chunk), WriteKind::Usage));
             }
         }
-        tail.push(Ok(Event::default().data("[DONE]")));
+        tail.push((Ok(Event::default().data("[DONE]")), WriteKind::Done));
         stream::iter(tail)
     })
     .flatten();
-    let events = stream::iter(openings).chain(body).chain(ending);
+    let events = stream::iter(openings)
+        .chain(body)
+        .chain(ending)
+        .map(move |(event, kind)| {
+            if let Some(trace) = &trace {
+                if let Ok(mut trace) = trace.lock() {
+                    trace.on_write(kind);
+                }
+            }
+            event
+        });
     Sse::new(events)
         .keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"))
         .into_response()
 }
 
-/// The chunk one event becomes; an error becomes an OpenAI error object.
+/// A finished choice's engine times and tokens go into the request's timeline.
+fn note_finished(trace: Option<&SharedTrace>, event: &ChoiceEvent) {
+    if let (Some(trace), ChoiceEvent::Finished { usage, timings, .. }) = (trace, event) {
+        if let Ok(mut trace) = trace.lock() {
+            trace.on_finished(timings, usage);
+        }
+    }
+}
+
+/// The chunk one event becomes, and what it carries; an error becomes an OpenAI error object.
 fn chunk_of<F: ResponseFormat>(
     format: &F,
     totals: &Mutex<UsageTotals>,
     event: ChoiceEvent,
     usage_field: Option<Value>,
-) -> Option<Value> {
+) -> Option<(Value, WriteKind)> {
     match event {
         ChoiceEvent::Delta {
             index,
@@ -176,17 +223,21 @@ fn chunk_of<F: ResponseFormat>(
             logprobs,
         } => format
             .delta_choice(index, &text, &logprobs)
-            .map(|choice| format.chunk(vec![choice], usage_field)),
+            .map(|choice| (format.chunk(vec![choice], usage_field), WriteKind::Delta)),
         ChoiceEvent::Finished {
             index,
             finish_reason,
             usage,
+            ..
         } => {
             if let Ok(mut totals) = totals.lock() {
                 totals.add(index, &usage);
             }
-            Some(format.chunk(vec![format.final_choice(index, finish_reason)], usage_field))
+            let choice = format.final_choice(index, finish_reason);
+            Some((format.chunk(vec![choice], usage_field), WriteKind::Finish))
         }
-        ChoiceEvent::Error { error, .. } => serde_json::from_str(&error.to_json()).ok(),
+        ChoiceEvent::Error { error, .. } => serde_json::from_str(&error.to_json())
+            .ok()
+            .map(|value| (value, WriteKind::Error)),
     }
 }

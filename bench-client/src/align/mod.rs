@@ -1,0 +1,167 @@
+//! `pagoda-bench align`: a client's per-request timings lined up with the server's own timeline
+//! (`pagoda-server --request-timeline`), request by request (matched by `x-request-id`), on one
+//! clock (the offset estimated from causality, [`offset`]). The comparison says how far each
+//! client metric is from the server's truth, and where the difference comes from: the request's
+//! way in (send → received), the first token's way out (written → read), and for a closed loop
+//! how soon the client sends the next request after one ends (docs/bench.md § Ground truth).
+
+pub mod client_view;
+pub mod offset;
+mod report;
+pub mod server_timeline;
+
+use std::collections::HashMap;
+
+pub use client_view::{client_requests, ClientKind, ClientRequest};
+pub use offset::{estimate_offset, CausalPairs, ClockOffset, OffsetError};
+pub use report::{render_alignment, AlignedMetric, Alignment};
+pub use server_timeline::{parse_timeline, ServerRequest};
+
+use crate::stats::percentile;
+
+/// One request seen from both ends, the client's times moved onto the server's clock.
+#[derive(Debug, Clone, PartialEq)]
+struct Matched<'a> {
+    client: &'a ClientRequest,
+    server: &'a ServerRequest,
+}
+
+/// Lines `client` up with `server` (by request id) and compares them. Requests the server has
+/// no line for, or with no text chunk on either side, are left out (and counted).
+pub fn align(
+    client: &[ClientRequest],
+    server: &HashMap<String, ServerRequest>,
+) -> Result<Alignment, OffsetError> {
+    let matched: Vec<Matched> = client
+        .iter()
+        .filter_map(|c| {
+            let s = server.get(&c.request_id)?;
+            let usable = !c.chunk_times_s.is_empty() && !s.delta_writes_unix_s.is_empty();
+            usable.then_some(Matched {
+                client: c,
+                server: s,
+            })
+        })
+        .collect();
+    let pairs: Vec<CausalPairs> = matched.iter().map(causal_pairs).collect();
+    let offset = estimate_offset(&pairs)?;
+    let theta = offset.offset_s;
+    let metric = |name: &str,
+                  client_s: &dyn Fn(&Matched) -> Vec<f64>,
+                  server_s: &dyn Fn(&Matched) -> Vec<f64>| {
+        AlignedMetric::of(
+            name,
+            matched.iter().flat_map(client_s).collect(),
+            matched.iter().flat_map(server_s).collect(),
+        )
+    };
+    let metrics = vec![
+        metric(
+            "ttft",
+            &|m| vec![m.client.chunk_times_s[0] - m.client.send_s],
+            &|m| vec![m.server.delta_writes_unix_s[0] - m.server.received_unix_s],
+        ),
+        metric(
+            "tpot",
+            &|m| {
+                tpot(
+                    m.client.chunk_times_s[0],
+                    m.client.end_s,
+                    m.client.output_tokens,
+                )
+            },
+            &|m| {
+                let done = m.server.done_unix_s.unwrap_or(m.server.received_unix_s);
+                tpot(
+                    m.server.delta_writes_unix_s[0],
+                    done,
+                    m.client.output_tokens,
+                )
+            },
+        ),
+        metric("itl", &|m| gaps(&m.client.chunk_times_s), &|m| {
+            gaps(&m.server.delta_writes_unix_s)
+        }),
+        metric("e2el", &|m| vec![m.client.end_s - m.client.send_s], &|m| {
+            vec![
+                m.server.done_unix_s.unwrap_or(m.server.received_unix_s) - m.server.received_unix_s,
+            ]
+        }),
+    ];
+    let request_transit_s = matched
+        .iter()
+        .map(|m| m.server.received_unix_s - (m.client.send_s + theta))
+        .collect();
+    let first_token_delivery_s = matched
+        .iter()
+        .map(|m| m.client.chunk_times_s[0] + theta - m.server.delta_writes_unix_s[0])
+        .collect();
+    Ok(Alignment {
+        offset,
+        num_client_requests: client.len(),
+        num_matched: matched.len(),
+        metrics,
+        request_transit: Quantiles::of(request_transit_s),
+        first_token_delivery: Quantiles::of(first_token_delivery_s),
+        client_dispatch_gap: Quantiles::of(dispatch_gaps(client)),
+    })
+}
+
+fn causal_pairs(m: &Matched) -> CausalPairs {
+    let mut write_arrivals = vec![(m.server.delta_writes_unix_s[0], m.client.chunk_times_s[0])];
+    if let Some(done) = m.server.done_unix_s {
+        write_arrivals.push((done, m.client.end_s));
+    }
+    CausalPairs {
+        send_received: (m.client.send_s, m.server.received_unix_s),
+        write_arrivals,
+    }
+}
+
+/// `(last − first) / (tokens − 1)`, as TPOT is defined; nothing for a single token.
+fn tpot(first_s: f64, last_s: f64, num_tokens: usize) -> Vec<f64> {
+    if num_tokens < 2 {
+        return Vec::new();
+    }
+    vec![(last_s - first_s) / (num_tokens - 1) as f64]
+}
+
+fn gaps(times_s: &[f64]) -> Vec<f64> {
+    times_s.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+/// For each request sent after another one ended: its send − the latest end before it. In a
+/// closed loop this is how long a freed slot waited for its next request.
+fn dispatch_gaps(client: &[ClientRequest]) -> Vec<f64> {
+    let mut ends: Vec<f64> = client.iter().map(|c| c.end_s).collect();
+    ends.sort_by(f64::total_cmp);
+    client
+        .iter()
+        .filter_map(|c| {
+            let before = ends.partition_point(|&end| end <= c.send_s);
+            (before > 0).then(|| c.send_s - ends[before - 1])
+        })
+        .collect()
+}
+
+/// p50, p99 and the number of samples, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Quantiles {
+    pub num_samples: usize,
+    pub p50_s: Option<f64>,
+    pub p99_s: Option<f64>,
+}
+
+impl Quantiles {
+    pub fn of(mut samples_s: Vec<f64>) -> Self {
+        samples_s.sort_by(f64::total_cmp);
+        Self {
+            num_samples: samples_s.len(),
+            p50_s: percentile(&samples_s, 50.0),
+            p99_s: percentile(&samples_s, 99.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
