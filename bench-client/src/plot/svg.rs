@@ -83,14 +83,28 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// Series of at most this many points get a marker on every point (a sweep's loads); longer
+/// ones (distributions, time series) are drawn as lines only.
+pub const MAX_MARKED_POINTS: usize = 60;
+
 /// The chart as an SVG document of `WIDTH_PX × HEIGHT_PX`.
 pub fn render_svg(chart: &Chart) -> String {
+    let element = svg_element(chart, r#" xmlns="http://www.w3.org/2000/svg""#);
+    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{element}")
+}
+
+/// The chart as an `<svg>` element to inline in an HTML page: no XML prolog and no namespace
+/// (HTML5 parses inline SVG without one), so the page holds no URL at all.
+pub fn render_inline_svg(chart: &Chart) -> String {
+    svg_element(chart, "")
+}
+
+fn svg_element(chart: &Chart, namespace: &str) -> String {
     let frame = Frame::of(chart);
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r##"<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="{FONT_FAMILY}">
+        r##"<svg{namespace} width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="{FONT_FAMILY}">
 <rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>
 <text x="{cx:.1}" y="30" font-size="18" font-weight="bold" text-anchor="middle" fill="#222222">{title}</text>
 "##,
@@ -182,6 +196,9 @@ fn write_series(svg: &mut String, frame: &Frame, chart: &Chart) {
                 r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.5" stroke-linejoin="round"/>"#,
                 coordinates.join(" ")
             );
+        }
+        if pixels.len() > MAX_MARKED_POINTS {
+            continue;
         }
         for (x, y) in pixels {
             let _ = writeln!(
