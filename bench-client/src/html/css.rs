@@ -11,7 +11,8 @@ p.meta, p.note { color: #555; margin: 4px 0 10px; }
 p.note { font-style: italic; }
 nav { margin: 8px 0 16px; font-size: 14px; }
 nav a { margin-right: 14px; color: #0072B2; }
-table { border-collapse: collapse; margin: 6px 0 14px; font-size: 13px; background: #fff; }
+table { border-collapse: collapse; margin: 6px 0 14px; font-size: 13px; background: #fff;
+  display: block; max-width: 100%; overflow-x: auto; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; white-space: nowrap; }
 th { background: #eef3f8; }
 td.text, th.text { text-align: left; white-space: normal; }
@@ -20,7 +21,7 @@ td.better { color: #00704a; }
 td.worse { color: #b03a00; font-weight: bold; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; }
 figure.chart { margin: 0; background: #fff; border: 1px solid #ddd; padding: 4px;
-  flex: 0 1 800px; min-width: 0; }
+  flex: 0 1 660px; min-width: 0; }
 figure.chart svg { display: block; max-width: 100%; height: auto; }
 figure.chart figcaption { font-size: 12px; color: #555; padding: 2px 6px 4px; }
 .knee { font-weight: bold; }

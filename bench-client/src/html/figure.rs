@@ -4,10 +4,15 @@ use crate::plot::render_inline_svg;
 pub use crate::plot::svg::escape;
 use crate::plot::Chart;
 
-/// A line chart as an inline SVG figure with `id` (the browser test looks charts up by id) and
-/// an optional caption (plain text; escaped here).
+/// A line chart (lines only) as an inline SVG figure with `id` (the browser test looks charts
+/// up by id) and an optional caption (plain text; escaped here).
 pub fn line_figure(id: &str, chart: &Chart, caption: &str) -> String {
-    svg_figure(id, &render_inline_svg(chart), caption)
+    svg_figure(id, &render_inline_svg(chart, false), caption)
+}
+
+/// As [`line_figure`], with a dot on every point (few points: a sweep's loads).
+pub fn dotted_figure(id: &str, chart: &Chart, caption: &str) -> String {
+    svg_figure(id, &render_inline_svg(chart, true), caption)
 }
 
 /// Any inline SVG element as a figure.

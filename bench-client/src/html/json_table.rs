@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::figure::{line_figure, number, table};
+use super::figure::{dotted_figure, number, table};
 use super::input::ReportResult;
 use crate::plot::{Chart, Series};
 
@@ -79,7 +79,7 @@ pub fn slices_html(result: &ReportResult, index: usize) -> String {
         "<h3>{}: time slices of {} s</h3>\n{}{}",
         super::figure::escape(&result.label),
         number(duration),
-        line_figure(&format!("chart-slices-{index}"), &chart, ""),
+        dotted_figure(&format!("chart-slices-{index}"), &chart, ""),
         objects_table(slices)
     )
 }
@@ -110,7 +110,7 @@ pub fn turns_html(result: &ReportResult, index: usize) -> String {
     format!(
         "<h3>{}: by conversation turn</h3>\n{}{}",
         super::figure::escape(&result.label),
-        line_figure(&format!("chart-turns-{index}"), &chart, ""),
+        dotted_figure(&format!("chart-turns-{index}"), &chart, ""),
         objects_table(turns)
     )
 }

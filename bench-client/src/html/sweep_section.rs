@@ -3,7 +3,7 @@
 //! results' `request_rate` (when they differ) else `max_concurrency`, or from a sweep's own
 //! `summary.json`.
 
-use super::figure::{charts_row, escape, line_figure, note, number, table};
+use super::figure::{charts_row, dotted_figure, escape, note, number, table};
 use super::input::{ReportResult, SweepFile};
 use crate::compare::metric;
 use crate::plot::{sweep_charts, Series};
@@ -89,7 +89,7 @@ pub fn sweep_html(summary: &SweepSummary, title: &str, index: usize) -> String {
             {
                 named.chart.series.push(marker);
             }
-            line_figure(
+            dotted_figure(
                 &format!("chart-sweep-{index}-{}", named.name),
                 &named.chart,
                 "",
