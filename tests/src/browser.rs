@@ -6,6 +6,7 @@
 //! of the page — uncaught exceptions (`"Uncaught Error: …"`) and `console.error` alike — to
 //! stderr as a line containing `:CONSOLE`; [`PageLoad::console`] holds those lines.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -54,10 +55,14 @@ fn run_chromium(page: &Path, args: &[&str]) -> (String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("chromium does not run ({e}): `{INSTALL_CHROMIUM}`"));
+    // Read both pipes while it runs: a DOM larger than a pipe's buffer would block it.
+    let stdout = read_in_background(child.stdout.take());
+    let stderr = read_in_background(child.stderr.take());
     let deadline = Instant::now() + BROWSER_TIMEOUT;
     while child.try_wait().expect("chromium status").is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
+            let _ = child.wait();
             panic!(
                 "chromium took over {BROWSER_TIMEOUT:?} on {}",
                 page.display()
@@ -65,11 +70,19 @@ fn run_chromium(page: &Path, args: &[&str]) -> (String, String) {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let output = child.wait_with_output().expect("chromium output");
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let text = |reader: std::thread::JoinHandle<String>| reader.join().unwrap_or_default();
+    (text(stdout), text(stderr))
+}
+
+/// Reads a child's pipe to the end on a thread of its own.
+fn read_in_background(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
 }
 
 fn console_lines(stderr: &str) -> Vec<String> {

@@ -15,6 +15,9 @@ const MIN_BIN_S: f64 = 0.1;
 /// each throughput bin.
 pub const MAX_CONCURRENCY_STEPS: usize = 2000;
 
+/// A line over time computed from a run's records, in bins of the given width.
+type PointsOverTime = fn(&[RequestRecord], f64) -> Vec<(f64, f64)>;
+
 /// The bin width for a run of `duration_s`: about a hundredth of it, rounded up to 1, 2 or
 /// 5 × 10^k seconds, at least 0.1 s.
 pub fn bin_width_s(duration_s: f64) -> f64 {
@@ -102,7 +105,7 @@ pub fn over_time_section(results: &[&ReportResult]) -> String {
         .map(|(_, records)| run_end_s(records))
         .fold(0.0, f64::max);
     let bin_s = bin_width_s(longest_s);
-    let series = |points: fn(&[RequestRecord], f64) -> Vec<(f64, f64)>| -> Vec<Series> {
+    let series = |points: PointsOverTime| -> Vec<Series> {
         with_records
             .iter()
             .map(|(label, records)| Series {

@@ -172,7 +172,9 @@ fn same_loads_make_no_sweep_and_a_sweep_file_does() {
 fn bad_inputs_are_errors() {
     assert!(parse_input("x", json!([1, 2])).is_err());
     let bad_records = json!({"pagoda": {"records": [{"index": "one"}]}});
-    let error = parse_input("x", bad_records).unwrap_err().to_string();
+    let error = parse_input("x", bad_records)
+        .expect_err("malformed records")
+        .to_string();
     assert!(error.starts_with("x: pagoda.records"), "{error}");
     assert!(parse_input("s", json!({"axis": "tokens", "rows": []})).is_err());
     assert!(render_report(&[], &ReportOptions::default()).is_err());
