@@ -45,6 +45,28 @@ pub fn preemption_points(timeline: &[GaugeSample], origin_unix_s: f64) -> Vec<(f
         .collect()
 }
 
+/// The server's running and waiting requests, and the client's requests in flight when the
+/// result has its records: the two views of the same load on one chart.
+fn requests_series(result: &ReportResult, timeline: &[GaugeSample], origin: f64) -> Vec<Series> {
+    let mut series = vec![
+        Series {
+            label: "server: running".into(),
+            points: gauge_points(timeline, origin, |g| g.num_requests_running),
+        },
+        Series {
+            label: "server: waiting".into(),
+            points: gauge_points(timeline, origin, |g| g.num_requests_waiting),
+        },
+    ];
+    if let Some(records) = &result.records {
+        series.push(Series {
+            label: "client: in flight".into(),
+            points: concurrency_points(records, bin_width_s(run_end_s(records))),
+        });
+    }
+    series
+}
+
 /// The three charts of one result's scraped series; `index` makes the ids unique.
 pub fn server_charts(result: &ReportResult, index: usize) -> String {
     let Some(server) = &result.server_side else {
@@ -59,22 +81,7 @@ pub fn server_charts(result: &ReportResult, index: usize) -> String {
         (None, None) => (0.0, false),
     };
     let timeline = &server.timeline;
-    let mut requests = vec![
-        Series {
-            label: "server: running".into(),
-            points: gauge_points(timeline, origin, |g| g.num_requests_running),
-        },
-        Series {
-            label: "server: waiting".into(),
-            points: gauge_points(timeline, origin, |g| g.num_requests_waiting),
-        },
-    ];
-    if let Some(records) = &result.records {
-        requests.push(Series {
-            label: "client: in flight".into(),
-            points: concurrency_points(records, bin_width_s(run_end_s(records))),
-        });
-    }
+    let requests = requests_series(result, timeline, origin);
     let chart = |title: &str, y_label: &str, series: Vec<Series>| Chart {
         title: title.into(),
         x_label: TIME_LABEL.into(),
