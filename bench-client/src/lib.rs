@@ -7,6 +7,7 @@ pub mod cli;
 pub mod client;
 pub mod compare;
 pub mod dataset;
+pub mod html;
 pub mod lora;
 pub mod offline;
 pub mod plan;

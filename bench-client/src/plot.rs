@@ -12,7 +12,7 @@ mod writer;
 pub use chart::{Chart, NamedChart, Series, HEIGHT_PX, WIDTH_PX};
 pub use error::PlotError;
 pub use raster::{PngRenderer, RenderedPng, NO_FONT_WARNING};
-pub use svg::render_svg;
+pub use svg::{render_inline_svg, render_svg};
 pub use sweep_charts::sweep_charts;
 pub use writer::{write_charts, WrittenPlots};
 

@@ -49,6 +49,11 @@ pub struct GaugeSample {
     pub num_requests_waiting: Option<f64>,
     /// Fraction 0–1.
     pub kv_cache_usage: Option<f64>,
+    /// The preemptions counter's value at this scrape (cumulative since the server started;
+    /// the increase between two samples is the preemptions in between). `None` in results
+    /// saved before it was sampled.
+    #[serde(default)]
+    pub num_preemptions: Option<f64>,
 }
 
 /// What the server measured over the run. `None` where it exports no such series.
@@ -349,6 +354,7 @@ impl Names {
             num_requests_waiting: self.gauge(exposition, &["num_requests_waiting"]),
             kv_cache_usage: self
                 .gauge(exposition, &["kv_cache_usage_perc", "gpu_cache_usage_perc"]),
+            num_preemptions: self.gauge(exposition, &["num_preemptions_total"]),
         }
     }
 }

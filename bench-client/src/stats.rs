@@ -39,7 +39,7 @@ pub use error::StatsError;
 pub use goodput::{meets_slos, parse_goodput, GoodputSummary, Slo};
 pub use integrity::{LagStats, SendIntegrity};
 pub use integrity_thresholds::IntegrityThresholds;
-pub use itl::{chunk_gaps_s, per_token_itls_s, tokens_per_chunk};
+pub use itl::{chunk_gaps_s, per_token_itls_s, token_arrivals, tokens_per_chunk};
 pub use merge::{merge, MergedRecords};
 pub use metadata::{
     parse_metadata, LoraMeta, MachineInfo, RampUp, RunMetadata, StructuredOutputMeta,
@@ -53,7 +53,9 @@ pub use slices::{time_slices, TimeSlices, MAX_NUM_SLICES};
 pub use slices_json::slices_json;
 pub use steady_state::{steady_state_window, WindowSummary, MIN_WINDOW_FRACTION};
 pub use summary::{error_label, summarize, BenchSummary, ErrorCount, TokenCountSources};
-pub use timeline::{max_output_tokens_per_s, output_tokens_per_second, peak_concurrency};
+pub use timeline::{
+    concurrency_steps, max_output_tokens_per_s, output_tokens_per_second, peak_concurrency,
+};
 pub use vllm_json::{
     percentile_key, vllm_result_json, PAGODA_KEY, PAGODA_SCHEMA_VERSION, VLLM_DETAILED_KEYS,
     VLLM_RAMP_UP_KEYS, VLLM_RESULT_KEYS, VLLM_SETUP_KEYS, VLLM_UNFILLED_KEYS,

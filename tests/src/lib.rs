@@ -3,6 +3,8 @@
 
 pub mod bench;
 pub mod binaries;
+pub mod browser;
+pub mod html;
 pub mod prometheus;
 pub mod server;
 pub mod tools;

@@ -9,6 +9,7 @@ pub mod latency_cmd;
 pub mod lora_args;
 pub mod merge_cmd;
 pub mod plan_cmd;
+pub mod report_cmd;
 pub mod run_meta;
 pub mod serve;
 pub mod serve_args;
@@ -44,6 +45,8 @@ pub enum Command {
     Sweep(Box<sweep_args::SweepArgs>),
     /// Compare saved results against the first (exit status 1 when a regression is flagged).
     Compare(compare_cmd::CompareArgs),
+    /// Write saved results as one self-contained HTML report (charts inline, nothing fetched).
+    Report(report_cmd::ReportArgs),
     /// Time batches end to end with the engine in this process (like `vllm bench latency`).
     Latency(latency_cmd::LatencyCmdArgs),
     /// Tokens per second of many requests at once with the engine in this process (like
@@ -64,6 +67,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Merge(args) => merge_cmd::execute(args),
         Command::Sweep(args) => runtime()?.block_on(sweep_cmd::execute(*args)),
         Command::Compare(args) => compare_cmd::execute(args),
+        Command::Report(args) => report_cmd::execute(args),
         Command::Latency(args) => runtime()?.block_on(latency_cmd::execute(args)).map(drop),
         Command::Throughput(args) => runtime()?.block_on(throughput_cmd::execute(args)).map(drop),
         Command::Plan(args) => plan_cmd::execute(args).map(drop),
@@ -94,6 +98,7 @@ mod tests {
         for line in [
             "pagoda-bench sweep --request-rates 1,2",
             "pagoda-bench compare a.json b.json",
+            "pagoda-bench report a.json -o r.html",
             "pagoda-bench latency --batch-size 1",
             "pagoda-bench throughput --num-prompts 3",
             "pagoda-bench plan roofline --params 8B --bandwidth-gbps 3350",

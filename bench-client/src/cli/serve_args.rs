@@ -189,6 +189,11 @@ pub struct ServeArgs {
     /// Put every request's record in the result file (needed by `merge`).
     #[arg(long)]
     pub save_detailed: bool,
+    /// Also write an HTML report here at the end (see `pagoda-bench report`): of the run(s) for
+    /// serve, of every load for sweep. It draws every request's record from memory, with or
+    /// without --save-detailed.
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
     /// Server facts recorded in the result, `KEY=VALUE` (repeatable), e.g. --metadata tp=1.
     #[arg(long, num_args = 1.., value_name = "KEY=VALUE")]
     pub metadata: Vec<String>,

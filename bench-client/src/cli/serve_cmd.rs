@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use crate::cli::backend::{backend_name, resolve_endpoint};
 use crate::cli::exit_status::check_result_failures;
+use crate::cli::report_cmd::write_run_report;
 use crate::cli::run_meta::{format_date, machine_info, unix_now_s};
 use crate::cli::serve::{load_tokenizer, prepare, run_once_with_server_view, Prepared};
 use crate::cli::serve_args::{DatasetName, ServeArgs};
@@ -70,7 +71,8 @@ fn metadata(
     })
 }
 
-/// The result JSON of one run; raw records under `pagoda.records` with `--save-detailed`.
+/// The result JSON of one run; raw records under `pagoda.records` with `--save-detailed` (and
+/// with `--html`, which draws them; [`drop_unsaved_records`] takes them out before saving).
 fn result_json(
     args: &ServeArgs,
     summary: &BenchSummary,
@@ -80,7 +82,7 @@ fn result_json(
     let mut result = vllm_result_json(summary, &outcome.records, meta, args.save_detailed)?;
     if let Some(pagoda) = result.get_mut("pagoda").and_then(Value::as_object_mut) {
         pagoda.insert("client".into(), serde_json::to_value(&outcome.client)?);
-        if args.save_detailed {
+        if args.save_detailed || args.html.is_some() {
             pagoda.insert(RECORDS_KEY.into(), serde_json::to_value(&outcome.records)?);
         }
     }
@@ -198,7 +200,11 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
     let prepared = prepare(&args, tokenizer).await?;
     let tokenizer_id = tokenizer_path.display().to_string();
     let results = run_repeated(&args, &prepared, &tokenizer_id).await?;
-    let result = combine_runs(&results);
+    if let Some(path) = &args.html {
+        write_run_report(path, &results, args.label.as_deref())?;
+    }
+    let mut result = combine_runs(&results);
+    drop_unsaved_records(&args, &mut result);
     if let Some(aggregate) = runs_aggregate(&result) {
         println!("{}", render_spread(aggregate));
     }
@@ -209,6 +215,16 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
         eprintln!("result saved to {}", path.display());
     }
     check_result_failures(&results, args.max_failure_rate)
+}
+
+/// Takes out the records that only `--html` asked for, so that without `--save-detailed` the
+/// saved result stays small.
+pub fn drop_unsaved_records(args: &ServeArgs, result: &mut Value) {
+    if !args.save_detailed {
+        if let Some(pagoda) = result.get_mut("pagoda").and_then(Value::as_object_mut) {
+            pagoda.remove(RECORDS_KEY);
+        }
+    }
 }
 
 /// The raw records and start time of a result saved with `--save-detailed`.

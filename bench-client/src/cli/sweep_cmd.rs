@@ -18,17 +18,21 @@ use anyhow::Context;
 use pagoda_text::tokenizer::TextTokenizer;
 use serde_json::Value;
 
-use crate::cli::exit_status::check_result_failures;
+use crate::cli::exit_status::{check_failures, FailureCounts};
+use crate::cli::report_cmd::write_report;
 use crate::cli::run_meta::unix_now_s;
 use crate::cli::serve::{load_tokenizer, prepare};
 use crate::cli::serve_args::ServeArgs;
-use crate::cli::serve_cmd::{combine_runs, render_spread, run_repeated, runs_aggregate};
+use crate::cli::serve_cmd::{
+    combine_runs, drop_unsaved_records, render_spread, run_repeated, runs_aggregate,
+};
 use crate::cli::sweep_args::SweepArgs;
 use crate::cli::sweep_bisect::find_max_rate;
 use crate::cli::sweep_loads::load_args;
 use crate::cli::sweep_output::{
     knee_json, knee_text, save_point, summary_source, summary_table, write_summary,
 };
+use crate::html::{parse_input, ReportOptions};
 use crate::sweep::{find_knee, summarize, KneeCriteria, SweepAxis, SweepPoint};
 
 /// `sweep`: loads the tokenizer once, then measures each load against the server.
@@ -68,7 +72,14 @@ where
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     match args.axis() {
         Some(axis) => run_sweep(&args, &axis, &dir, measure).await,
-        None => find_max_rate(&args, &dir, measure).await,
+        None => {
+            anyhow::ensure!(
+                args.serve.html.is_none(),
+                "--html is for list sweeps; with --find-max-rate run `pagoda-bench report` on \
+                 the results it saves"
+            );
+            find_max_rate(&args, &dir, measure).await
+        }
     }
 }
 
@@ -83,17 +94,23 @@ where
     Fut: Future<Output = anyhow::Result<Vec<Value>>>,
 {
     let mut points = Vec::new();
-    let mut all_runs = Vec::new();
+    let mut failures = Vec::new();
+    let mut report_inputs = Vec::new();
     for (load, serve) in load_args(&args.serve, axis) {
         eprintln!("sweep: {} = {load}", axis.key());
         let runs = measure(serve)
             .await
             .with_context(|| format!("the run at {} = {load} failed", axis.key()))?;
         warn_if_fell_behind(&runs, axis.key(), load);
-        let result = combine_runs(&runs);
-        all_runs.extend(runs);
+        let mut result = combine_runs(&runs);
+        failures.extend(runs.iter().filter_map(FailureCounts::of_result));
         if let Some(aggregate) = runs_aggregate(&result) {
             println!("{}", render_spread(aggregate));
+        }
+        if args.serve.html.is_some() {
+            let label = format!("{} = {load}", axis.key());
+            report_inputs.push(parse_input(&label, result.clone())?);
+            drop_unsaved_records(&args.serve, &mut result);
         }
         save_point(dir, axis.key(), load, &result)?;
         points.push(SweepPoint {
@@ -107,9 +124,14 @@ where
     println!("{}", summary_table(&summary));
     println!("{}", knee_text(knee.as_ref(), summary.load_key, &criteria));
     write_summary(dir, &summary, knee_json(knee.as_ref(), &criteria))?;
+    if let Some(path) = &args.serve.html {
+        write_report(path, &report_inputs, &ReportOptions::default())?;
+    }
     // After everything is written: a point where every request (or too many) failed fails the
     // sweep's exit status.
-    check_result_failures(&all_runs, args.serve.max_failure_rate)
+    failures
+        .iter()
+        .try_for_each(|counts| check_failures(counts, args.serve.max_failure_rate))
 }
 
 /// A list sweep keeps going when the client fell behind (the point is still data), but says so.

@@ -85,12 +85,23 @@ pub fn escape(text: &str) -> String {
 
 /// The chart as an SVG document of `WIDTH_PX × HEIGHT_PX`.
 pub fn render_svg(chart: &Chart) -> String {
+    let element = svg_element(chart, r#" xmlns="http://www.w3.org/2000/svg""#, true);
+    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{element}")
+}
+
+/// The chart as an `<svg>` element to inline in an HTML page: no XML prolog and no namespace
+/// (HTML5 parses inline SVG without one), so the page holds no URL at all. `markers`: a dot
+/// on every point (a sweep's few loads), or lines only (distributions, time series).
+pub fn render_inline_svg(chart: &Chart, markers: bool) -> String {
+    svg_element(chart, "", markers)
+}
+
+fn svg_element(chart: &Chart, namespace: &str, markers: bool) -> String {
     let frame = Frame::of(chart);
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r##"<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="{FONT_FAMILY}">
+        r##"<svg{namespace} width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="{FONT_FAMILY}">
 <rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>
 <text x="{cx:.1}" y="30" font-size="18" font-weight="bold" text-anchor="middle" fill="#222222">{title}</text>
 "##,
@@ -101,8 +112,8 @@ pub fn render_svg(chart: &Chart) -> String {
     );
     write_grid_and_ticks(&mut svg, &frame);
     write_axis_labels(&mut svg, &frame, chart);
-    write_series(&mut svg, &frame, chart);
-    write_legend(&mut svg, &frame, chart);
+    write_series(&mut svg, &frame, chart, markers);
+    write_legend(&mut svg, &frame, chart, markers);
     if chart.finite_points().next().is_none() {
         let (cx, cy) = (
             frame.left_px + frame.width_px / 2.0,
@@ -165,7 +176,7 @@ fn write_axis_labels(svg: &mut String, frame: &Frame, chart: &Chart) {
     );
 }
 
-fn write_series(svg: &mut String, frame: &Frame, chart: &Chart) {
+fn write_series(svg: &mut String, frame: &Frame, chart: &Chart, markers: bool) {
     for (index, series) in chart.series.iter().enumerate() {
         let color = SERIES_COLORS[index % SERIES_COLORS.len()];
         let pixels: Vec<(f64, f64)> = series
@@ -183,6 +194,9 @@ fn write_series(svg: &mut String, frame: &Frame, chart: &Chart) {
                 coordinates.join(" ")
             );
         }
+        if !markers {
+            continue;
+        }
         for (x, y) in pixels {
             let _ = writeln!(
                 svg,
@@ -192,7 +206,7 @@ fn write_series(svg: &mut String, frame: &Frame, chart: &Chart) {
     }
 }
 
-fn write_legend(svg: &mut String, frame: &Frame, chart: &Chart) {
+fn write_legend(svg: &mut String, frame: &Frame, chart: &Chart, markers: bool) {
     if chart.series.is_empty() {
         return;
     }
@@ -213,12 +227,19 @@ fn write_legend(svg: &mut String, frame: &Frame, chart: &Chart) {
     for (index, series) in chart.series.iter().enumerate() {
         let color = SERIES_COLORS[index % SERIES_COLORS.len()];
         let y = y0 + 15.0 + ROW_PX * index as f64;
+        let marker = if markers {
+            format!(
+                r#"<circle cx="{:.2}" cy="{y:.2}" r="4" fill="{color}"/>"#,
+                x0 + 20.0
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             svg,
-            r##"<line x1="{:.2}" y1="{y:.2}" x2="{:.2}" y2="{y:.2}" stroke="{color}" stroke-width="2.5"/><circle cx="{:.2}" cy="{y:.2}" r="4" fill="{color}"/><text x="{:.2}" y="{:.2}" font-size="12" fill="#222222">{}</text>"##,
+            r##"<line x1="{:.2}" y1="{y:.2}" x2="{:.2}" y2="{y:.2}" stroke="{color}" stroke-width="2.5"/>{marker}<text x="{:.2}" y="{:.2}" font-size="12" fill="#222222">{}</text>"##,
             x0 + 8.0,
             x0 + 32.0,
-            x0 + 20.0,
             x0 + 40.0,
             y + 4.0,
             escape(&series.label),

@@ -158,6 +158,9 @@ vllm:gpu_prefix_cache_hits_total 1100
     assert_eq!(stats.prefix_cache_hit_rate, Some(0.5));
     assert_eq!(stats.num_finished, None, "not exported here");
     assert_eq!(stats.timeline.len(), 3);
+    // The counter's value at each scrape; the middle scrape does not export it.
+    let sampled: Vec<Option<f64>> = stats.timeline.iter().map(|g| g.num_preemptions).collect();
+    assert_eq!(sampled, vec![Some(2.0), None, Some(5.0)]);
 }
 
 #[test]

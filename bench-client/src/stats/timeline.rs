@@ -20,7 +20,7 @@ pub(super) fn run_end_s(records: &[RequestRecord]) -> Option<f64> {
 /// How many requests are in flight from each time on: `(t, level)` at every time the level
 /// changes, in time order. A request is in flight over `[actual_send_s, end_s)`; all requests
 /// count, failed ones included (they occupied the server too).
-pub(super) fn concurrency_steps(records: &[RequestRecord]) -> Vec<(f64, usize)> {
+pub fn concurrency_steps(records: &[RequestRecord]) -> Vec<(f64, usize)> {
     let mut events: Vec<(f64, i64)> = records
         .iter()
         .flat_map(|r| [(r.actual_send_s, 1), (r.end_s, -1)])

@@ -252,3 +252,56 @@ async fn find_max_rate_stops_with_an_error_when_the_client_falls_behind() {
     // The failed measurement is kept for inspection.
     assert!(dir.path().join("results/request_rate-16.json").is_file());
 }
+
+#[tokio::test]
+async fn a_sweep_with_html_writes_one_report_of_every_load_and_saves_no_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("sweep.html");
+    let args = in_dir(
+        dir.path(),
+        &[
+            "--request-rates",
+            "4,8,16",
+            "--html",
+            html.to_str().unwrap(),
+        ],
+    );
+    let measure = |serve: ServeArgs| {
+        let rate: f64 = serve.request_rate.parse().unwrap();
+        async move {
+            let mut result = fake_result(rate, 10.0, false);
+            // What run_repeated hands over with --html: the load, the records in memory.
+            result["request_rate"] = json!(rate);
+            result["pagoda"]["records"] = json!([]);
+            Ok(vec![result])
+        }
+    };
+    execute_with(args, measure).await.unwrap();
+    let page = std::fs::read_to_string(&html).unwrap();
+    for load in ["request_rate = 4", "request_rate = 8", "request_rate = 16"] {
+        assert!(page.contains(load), "{load} missing");
+    }
+    assert!(page.contains("id=\"chart-sweep-0-ttft_vs_load\""));
+    assert!(page.contains("Knee: request_rate = 8"));
+    let point = read(&dir.path().join("results/request_rate-8.json"));
+    assert!(point.pointer("/pagoda/records").is_none(), "records saved");
+    let error = execute_with(
+        in_dir(
+            dir.path(),
+            &[
+                "--find-max-rate",
+                "--goodput",
+                "ttft:100",
+                "--html",
+                "x.html",
+            ],
+        ),
+        measure,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("--html is for list sweeps"),
+        "{error}"
+    );
+}
