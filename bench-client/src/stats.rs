@@ -4,13 +4,14 @@
 //!
 //! - [`summarize`] reduces records to a [`BenchSummary`] (latency metrics, throughputs, peaks,
 //!   goodput, errors by kind, send integrity, the steady-state window, the breakdown per model
-//!   name, i.e. per LoRA adapter);
+//!   name, i.e. per LoRA adapter, and per turn index of a conversation run);
 //! - [`vllm_result_json`] writes it with `vllm bench serve`'s keys plus ours under `"pagoda"`;
 //! - [`merge`] combines the records of several client processes into one run;
 //! - [`DEFINITIONS`] says how each number is computed (also docs/bench-metrics.md).
 //!
 //! [`RequestRecord`]: crate::record::RequestRecord
 
+mod conversation_lag;
 mod definitions;
 mod error;
 mod goodput;
@@ -23,7 +24,9 @@ mod metric;
 mod metric_summary;
 mod options;
 mod per_model;
+mod per_turn;
 mod percentile;
+mod slot_lag;
 mod steady_state;
 mod summary;
 mod timeline;
@@ -46,6 +49,7 @@ pub use metric::Metric;
 pub use metric_summary::MetricSummary;
 pub use options::{parse_percentile_metrics, parse_percentiles, SteadyStateWindow, SummaryOptions};
 pub use per_model::{ModelSummary, PER_MODEL_METRICS, PER_MODEL_PERCENTILE};
+pub use per_turn::{TurnSummary, PER_TURN_PERCENTILE};
 pub use percentile::{median, percentile, MetricStats, PercentileValue};
 pub use steady_state::{steady_state_window, WindowSummary, MIN_WINDOW_FRACTION};
 pub use summary::{error_label, summarize, BenchSummary, ErrorCount, TokenCountSources};

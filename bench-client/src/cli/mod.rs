@@ -2,6 +2,7 @@
 
 pub mod backend;
 pub mod compare_cmd;
+pub mod conversation_args;
 pub mod engine_args;
 pub mod latency_cmd;
 pub mod lora_args;

@@ -10,6 +10,7 @@ use super::metric::Metric;
 use super::metric_summary::{metric_summaries, MetricSummary};
 use super::options::{SteadyStateWindow, SummaryOptions};
 use super::per_model::{per_model, ModelSummary};
+use super::per_turn::{per_turn, TurnSummary};
 use super::percentile::MetricStats;
 use super::steady_state::{steady_state_window, summarize_window, WindowSummary};
 use super::timeline::{
@@ -73,6 +74,10 @@ pub struct BenchSummary {
     /// in results saved before the model was recorded.
     #[serde(default)]
     pub per_model: BTreeMap<String, ModelSummary>,
+    /// Per turn index of a conversation run, in order; empty otherwise. Written to the result
+    /// as `pagoda.turns`, not here.
+    #[serde(skip)]
+    pub per_turn: Vec<TurnSummary>,
 }
 
 impl BenchSummary {
@@ -119,6 +124,7 @@ pub fn summarize(records: &[RequestRecord], options: &SummaryOptions) -> BenchSu
         integrity: check_send_integrity(records, options),
         steady_state: steady_state(records, options),
         per_model: per_model(records, duration_s, &options.percentiles),
+        per_turn: per_turn(records),
     }
 }
 
