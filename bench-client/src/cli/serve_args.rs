@@ -150,8 +150,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub top_p: Option<f64>,
     /// Ask the server to ignore EOS so outputs have the workload's length (on by default for
-    /// random, prefix-repetition and conversation; off for sharegpt and custom, and with --json-schema,
-    /// --json-object or --tools).
+    /// random, prefix-repetition and conversation; off for sharegpt and custom, and with
+    /// --json-schema, --json-object or --tools).
     #[arg(long, overrides_with = "no_ignore_eos")]
     pub ignore_eos: bool,
     /// Let the model stop at EOS.
