@@ -5,6 +5,8 @@
 //! - `prefix-repetition`: a few shared prefixes, each request one of them plus a unique suffix.
 //! - `sharegpt`: every human turn of a ShareGPT file, replayed with its conversation's history.
 //! - custom JSONL: one prompt or message list per line.
+//! - `conversation` (and ShareGPT with `--multi-turn`): conversations for the closed-loop
+//!   runner, `num_prompts` of them (see `conversation`).
 //!
 //! Selection: synthetic datasets generate exactly `num_prompts` requests. A file with fewer
 //! requests than `num_prompts` is cycled: after its last request the workload starts again from
@@ -12,6 +14,7 @@
 //! under new conversation ids).
 
 mod build;
+mod conversation;
 mod error;
 mod exact_len;
 mod jsonl;
@@ -25,6 +28,7 @@ mod sharegpt_turns;
 pub(crate) mod test_support;
 
 pub use build::{build_workload, DatasetConfig};
+pub use conversation::{ConversationSource, SyntheticConversationConfig};
 pub use error::DatasetError;
 pub use exact_len::{ExactTextGenerator, TokenizedText};
 pub use prefix_repetition::PrefixRepetitionConfig;

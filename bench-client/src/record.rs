@@ -42,6 +42,10 @@ pub struct RequestRecord {
     /// `--lora-modules`. `None` in records saved before the model was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// `(conversation_id, turn_index)` for a turn of a closed-loop conversation (`--multi-turn`,
+    /// `--dataset-name conversation`); `None` for an independent request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<(usize, usize)>,
     /// When the schedule said to send it.
     pub target_send_s: f64,
     /// When it was actually sent (the HTTP request started).

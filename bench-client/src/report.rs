@@ -4,6 +4,7 @@
 //! server's own view.
 
 mod per_model;
+mod per_turn;
 mod rule;
 mod slices;
 
@@ -11,6 +12,7 @@ use std::fmt::Write;
 
 use crate::stats::{BenchSummary, Metric, MetricStats, WindowSummary};
 use per_model::render_per_model;
+use per_turn::render_per_turn;
 use rule::rule;
 use slices::render_slices;
 
@@ -117,6 +119,7 @@ pub fn render(summary: &BenchSummary, title: &str) -> String {
         }
     }
     render_per_model(&mut out, summary);
+    render_per_turn(&mut out, summary);
     render_extras(&mut out, summary);
     let _ = writeln!(out, "{}", rule("", '='));
     out

@@ -18,6 +18,7 @@
 //! The run ends when the record channel closes: when the dispatcher is done and every request
 //! task has sent its record. Run it on a multi-threaded tokio runtime.
 
+mod conversation;
 mod cpu;
 mod dispatch;
 mod health;
@@ -35,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::{mpsc, watch, Semaphore};
 
+pub use conversation::{run_conversations, ConversationConfig, ConversationSummary};
 pub use cpu::{CpuMonitor, CpuUsage};
 pub use health::ClientHealth;
 pub use lag::LagSummary;
@@ -110,6 +112,8 @@ pub enum RunError {
     Client(#[from] ClientError),
     #[error("cannot start the dispatcher thread: {0}")]
     Thread(std::io::Error),
+    #[error("not a conversation workload: {0}")]
+    BadConversation(String),
 }
 
 /// What a run left.
@@ -127,6 +131,9 @@ pub struct RunOutcome {
     pub num_warmups: usize,
     pub num_warmup_errors: usize,
     pub client: ClientHealth,
+    /// How the conversations went, for a conversation run ([`run_conversations`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<ConversationSummary>,
 }
 
 /// Sends `specs[i]` at `arrival_times_s[i]` (seconds after `t = 0`, non-decreasing) and returns
@@ -199,6 +206,7 @@ pub async fn run(
             cpu,
         },
         records,
+        conversations: None,
     })
 }
 

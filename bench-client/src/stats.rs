@@ -4,13 +4,15 @@
 //!
 //! - [`summarize`] reduces records to a [`BenchSummary`] (latency metrics, throughputs, peaks,
 //!   goodput, errors by kind, send integrity, the steady-state window, the breakdown per model
-//!   name, i.e. per LoRA adapter, and the run in time slices with `--slice-duration`);
+//!   name, i.e. per LoRA adapter, per turn index of a conversation run, and the run in time
+//!   slices with `--slice-duration`);
 //! - [`vllm_result_json`] writes it with `vllm bench serve`'s keys plus ours under `"pagoda"`;
 //! - [`merge`] combines the records of several client processes into one run;
 //! - [`DEFINITIONS`] says how each number is computed (also docs/bench-metrics.md).
 //!
 //! [`RequestRecord`]: crate::record::RequestRecord
 
+mod conversation_lag;
 mod definitions;
 mod error;
 mod goodput;
@@ -23,9 +25,11 @@ mod metric;
 mod metric_summary;
 mod options;
 mod per_model;
+mod per_turn;
 mod percentile;
 mod slices;
 mod slices_json;
+mod slot_lag;
 mod steady_state;
 mod summary;
 mod timeline;
@@ -48,6 +52,7 @@ pub use metric::Metric;
 pub use metric_summary::MetricSummary;
 pub use options::{parse_percentile_metrics, parse_percentiles, SteadyStateWindow, SummaryOptions};
 pub use per_model::{ModelSummary, PER_MODEL_METRICS, PER_MODEL_PERCENTILE};
+pub use per_turn::{TurnSummary, PER_TURN_PERCENTILE};
 pub use percentile::{median, percentile, MetricStats, PercentileValue};
 pub use slices::{time_slices, TimeSlices, MAX_NUM_SLICES};
 pub use slices_json::slices_json;

@@ -17,7 +17,7 @@ use crate::client::{
 use crate::dataset::{build_workload, DatasetConfig, PrefixRepetitionConfig, RandomConfig};
 use crate::lora::LoraPlan;
 use crate::record::RequestRecord;
-use crate::runner::{run, RunConfig, RunOutcome};
+use crate::runner::{run, run_conversations, ConversationConfig, RunConfig, RunOutcome};
 use crate::schedule::{
     arrival_times, arrival_times_for_duration, RampUp, RampUpStrategy, RequestRate, ScheduleConfig,
 };
@@ -48,6 +48,8 @@ pub struct Prepared {
     pub options: SummaryOptions,
     /// `--scrape-metrics` URL and interval.
     pub scrape: Option<(String, Duration)>,
+    /// A run of closed-loop conversations: `specs` are their turns, `arrivals_s` their starts.
+    pub conversation: Option<ConversationConfig>,
 }
 
 fn endpoint(arg: EndpointArg) -> Endpoint {
@@ -76,6 +78,9 @@ fn dataset_config(args: &ServeArgs) -> anyhow::Result<DatasetConfig> {
             suffix_tokens: args.prefix_repetition_suffix_len,
             output_tokens: args.prefix_repetition_output_len,
         }),
+        DatasetName::Sharegpt if args.conversation.multi_turn => {
+            DatasetConfig::Conversations(args.conversation.sharegpt(path()?, args.output_len))
+        }
         DatasetName::Sharegpt => DatasetConfig::ShareGpt {
             path: path()?,
             output_tokens: args.output_len,
@@ -84,6 +89,7 @@ fn dataset_config(args: &ServeArgs) -> anyhow::Result<DatasetConfig> {
             path: path()?,
             output_tokens: args.output_len,
         },
+        DatasetName::Conversation => DatasetConfig::Conversations(args.conversation.synthetic()),
     })
 }
 
@@ -189,6 +195,13 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
     let endpoint_arg = resolve_endpoint(args.backend.as_deref(), args.endpoint)?;
     let structured_output = args.structured_output.load(endpoint(endpoint_arg))?;
     let lora = args.lora.plan()?;
+    let conversation = args
+        .conversation
+        .is_conversation_run(args.dataset_name)?
+        .then(|| args.conversation.runner_config(args.seed));
+    if conversation.is_some() && lora.is_some() {
+        bail!("--lora-modules is not supported with conversations");
+    }
     let base_url = args.base_url();
     readiness_check(
         &base_url,
@@ -228,6 +241,7 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
         run_config,
         options,
         scrape,
+        conversation,
     })
 }
 
@@ -242,16 +256,26 @@ async fn workload(
     let dataset = dataset_config(args)?;
     let (num_prompts, seed) = (args.num_prompts, args.seed);
     let specs = {
-        let tokenizer = Arc::clone(tokenizer);
+        let (tokenizer, dataset) = (Arc::clone(tokenizer), dataset.clone());
         tokio::task::spawn_blocking(move || build_workload(&dataset, num_prompts, &tokenizer, seed))
             .await??
+    };
+    // A conversation run schedules conversation starts; the runner cycles the conversations.
+    let is_conversation_run = matches!(dataset, DatasetConfig::Conversations(_));
+    let num_arrivals = if is_conversation_run {
+        num_prompts
+    } else {
+        specs.len()
     };
     let arrivals_s = match args.duration {
         Some(duration_s) if matches!(schedule.rate(), RequestRate::PerSecond(_)) => {
             arrival_times_for_duration(duration_s, schedule)?
         }
-        _ => arrival_times(specs.len(), schedule),
+        _ => arrival_times(num_arrivals, schedule),
     };
+    if is_conversation_run {
+        return Ok((specs, arrivals_s));
+    }
     let mut specs = cycle_to(specs, arrivals_s.len());
     if let Some(lora) = lora {
         lora.apply(&mut specs, seed);
@@ -269,7 +293,11 @@ fn cycle_to(specs: Vec<RequestSpec>, len: usize) -> Vec<RequestSpec> {
 
 /// Runs the prepared workload once and computes its statistics.
 pub async fn run_once(prepared: &Prepared) -> anyhow::Result<(RunOutcome, BenchSummary)> {
-    let outcome = run(&prepared.specs, &prepared.arrivals_s, &prepared.run_config).await?;
+    let (specs, arrivals_s, config) = (&prepared.specs, &prepared.arrivals_s, &prepared.run_config);
+    let outcome = match &prepared.conversation {
+        Some(conversation) => run_conversations(specs, arrivals_s, config, conversation).await?,
+        None => run(specs, arrivals_s, config).await?,
+    };
     let mut summary = summarize(&outcome.records, &prepared.options);
     // The statistics judge send lag and rate from the records; the runner adds what only it
     // saw: the client's own CPU use.

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use crate::cli::conversation_args::ConversationArgs;
 use crate::cli::exit_status::parse_failure_rate;
 use crate::cli::lora_args::LoraArgs;
 use crate::cli::structured_output_args::StructuredOutputArgs;
@@ -16,6 +17,8 @@ pub enum DatasetName {
     PrefixRepetition,
     Sharegpt,
     Custom,
+    /// Synthetic closed-loop conversations (--num-turns, --turn-input-len, ...).
+    Conversation,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -77,7 +80,8 @@ pub struct ServeArgs {
     /// Dataset file (ShareGPT JSON or custom JSONL).
     #[arg(long, value_name = "PATH")]
     pub dataset_path: Option<PathBuf>,
-    /// Number of requests (cycled over the dataset when it has fewer).
+    /// Number of requests (cycled over the dataset when it has fewer); of conversations with
+    /// --dataset-name conversation or --multi-turn.
     #[arg(long, default_value_t = 1000)]
     pub num_prompts: usize,
     /// Run for this many seconds. Open loop (a finite --request-rate): the schedule fills the
@@ -113,7 +117,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub output_len: Option<usize>,
 
-    /// Requests per second, or `inf` to send them all at once.
+    /// Requests per second, or `inf` to send them all at once (conversations: conversation
+    /// starts per second).
     #[arg(long, default_value = "inf")]
     pub request_rate: String,
     /// Gamma shape of inter-arrival times: 1 = Poisson, < 1 burstier, > 1 more regular.
@@ -128,7 +133,8 @@ pub struct ServeArgs {
     /// Ramp-up end rate (requests/s).
     #[arg(long)]
     pub ramp_up_end_rps: Option<f64>,
-    /// At most this many requests in flight (closed loop; with a rate: both).
+    /// At most this many requests in flight (closed loop; with a rate: both); conversations in
+    /// flight for a conversation run.
     #[arg(long)]
     pub max_concurrency: Option<usize>,
     /// Requests sent before the run (not measured).
@@ -145,8 +151,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub top_p: Option<f64>,
     /// Ask the server to ignore EOS so outputs have the workload's length (on by default for
-    /// random and prefix-repetition; off for sharegpt and custom, and with --json-schema,
-    /// --json-object or --tools).
+    /// random, prefix-repetition and conversation; off for sharegpt and custom, and with
+    /// --json-schema, --json-object or --tools).
     #[arg(long, overrides_with = "no_ignore_eos")]
     pub ignore_eos: bool,
     /// Let the model stop at EOS.
@@ -159,6 +165,8 @@ pub struct ServeArgs {
     pub structured_output: StructuredOutputArgs,
     #[command(flatten)]
     pub lora: LoraArgs,
+    #[command(flatten)]
+    pub conversation: ConversationArgs,
 
     /// Metrics to report percentiles for: ttft,tpot,itl,itl_per_token,e2el,ttst.
     #[arg(long, default_value = "ttft,tpot,itl")]
@@ -252,7 +260,7 @@ impl ServeArgs {
         }
         matches!(
             self.dataset_name,
-            DatasetName::Random | DatasetName::PrefixRepetition
+            DatasetName::Random | DatasetName::PrefixRepetition | DatasetName::Conversation
         )
     }
 }

@@ -6,6 +6,7 @@ use anyhow::Context;
 use serde_json::{json, Value};
 
 use crate::cli::backend::{backend_name, resolve_endpoint};
+use crate::cli::conversation_args::render_conversations;
 use crate::cli::exit_status::check_result_failures;
 use crate::cli::report_cmd::write_run_report;
 use crate::cli::run_meta::{format_date, machine_info, unix_now_s};
@@ -37,6 +38,7 @@ fn metadata(
         DatasetName::PrefixRepetition => "prefix_repetition",
         DatasetName::Sharegpt => "sharegpt",
         DatasetName::Custom => "custom",
+        DatasetName::Conversation => "conversation",
     };
     Ok(RunMetadata {
         date: format_date(start_unix_s),
@@ -82,6 +84,9 @@ fn result_json(
     let mut result = vllm_result_json(summary, &outcome.records, meta, args.save_detailed)?;
     if let Some(pagoda) = result.get_mut("pagoda").and_then(Value::as_object_mut) {
         pagoda.insert("client".into(), serde_json::to_value(&outcome.client)?);
+        if let Some(conversations) = &outcome.conversations {
+            pagoda.insert("conversations".into(), serde_json::to_value(conversations)?);
+        }
         if args.save_detailed || args.html.is_some() {
             pagoda.insert(RECORDS_KEY.into(), serde_json::to_value(&outcome.records)?);
         }
@@ -146,6 +151,9 @@ pub async fn run_repeated(
             "Serving Benchmark Result".to_string()
         };
         println!("{}", render(&summary, &title));
+        if let Some(conversations) = &outcome.conversations {
+            println!("{}", render_conversations(conversations));
+        }
         let mut result = run_result(
             args,
             prepared,

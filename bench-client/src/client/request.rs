@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use reqwest::header::CONTENT_TYPE;
+use reqwest::header::{HeaderMap, CONTENT_TYPE};
 use tokio::time::timeout_at;
 
 use super::clock::RunClock;
@@ -31,6 +31,19 @@ const MAX_DRAIN: std::time::Duration = std::time::Duration::from_millis(50);
 /// A failure: its kind and text.
 type Failure = (ErrorKind, String);
 
+/// One request to send: what [`Client::send`] and [`Client::send_turn`] share.
+struct Exchange<'a> {
+    index: usize,
+    spec: &'a RequestSpec,
+    target_send_s: f64,
+    clock: RunClock,
+    tokenizer: Option<&'a TokenCounter>,
+    /// Added to the client's default headers.
+    headers: HeaderMap,
+    /// Return the reply's text (for a conversation's history).
+    keep_reply: bool,
+}
+
 impl Client {
     /// Sends request `index` (`spec`), due at `target_send_s` on `clock`, and records it. Never
     /// fails: a failure is the record's `error`. `tokenizer` counts the generated text when the
@@ -43,12 +56,60 @@ impl Client {
         clock: RunClock,
         tokenizer: Option<&TokenCounter>,
     ) -> RequestRecord {
+        let exchange = Exchange {
+            index,
+            spec,
+            target_send_s,
+            clock,
+            tokenizer,
+            headers: HeaderMap::new(),
+            keep_reply: false,
+        };
+        self.exchange(exchange).await.0
+    }
+
+    /// [`Client::send`] for one turn of a conversation: `headers` added to the request (the
+    /// session header), and the reply's text returned with the record (`""` when none came),
+    /// whether or not the run keeps generated texts.
+    pub async fn send_turn(
+        &self,
+        index: usize,
+        spec: &RequestSpec,
+        target_send_s: f64,
+        clock: RunClock,
+        tokenizer: Option<&TokenCounter>,
+        headers: HeaderMap,
+    ) -> (RequestRecord, String) {
+        let exchange = Exchange {
+            index,
+            spec,
+            target_send_s,
+            clock,
+            tokenizer,
+            headers,
+            keep_reply: true,
+        };
+        let (record, reply) = self.exchange(exchange).await;
+        (record, reply.unwrap_or_default())
+    }
+
+    /// Sends one request and records it; the reply's text too when `keep_reply`.
+    async fn exchange(&self, exchange: Exchange<'_>) -> (RequestRecord, Option<String>) {
+        let Exchange {
+            index,
+            spec,
+            target_send_s,
+            clock,
+            tokenizer,
+            headers,
+            keep_reply,
+        } = exchange;
         let body = self.body(spec);
         let sent = Instant::now();
         let deadline = tokio::time::Instant::from_std(sent + self.config.timeout);
         let keep_text = self.config.keep_generated_text;
-        let mut parser = StreamParser::new(keep_text || tokenizer.is_some());
-        let (response, num_retries) = self.send_retrying(index, body, deadline).await;
+        let mut parser = StreamParser::new(keep_text || keep_reply || tokenizer.is_some());
+        let (response, num_retries) = self.send_retrying(index, body, headers, deadline).await;
         let outcome = match response {
             Ok(response) => read_response(response, deadline, clock, &mut parser).await,
             Err(failure) => Err(failure),
@@ -59,15 +120,21 @@ impl Client {
         };
         let result = parser.into_result();
         let (output_tokens, token_count_source) = result.output_tokens(tokenizer);
+        let reply = if keep_reply {
+            result.text.clone()
+        } else {
+            None
+        };
         let generated_text = if keep_text { result.text } else { None };
         let (error, error_message) = match outcome {
             Ok(_) => (None, None),
             Err((kind, message)) => (Some(kind), Some(message)),
         };
-        RequestRecord {
+        let record = RequestRecord {
             index,
             client_id: self.config.client_id,
             model: Some(self.model_of(spec).to_string()),
+            conversation: None,
             target_send_s,
             actual_send_s: clock.secs(sent),
             first_token_s: result.chunk_times_s.first().copied(),
@@ -81,7 +148,8 @@ impl Client {
             error_message,
             num_retries,
             generated_text,
-        }
+        };
+        (record, reply)
     }
 
     /// Sends `body`; once more, on a fresh connection, when the pooled connection turned out
@@ -91,9 +159,10 @@ impl Client {
         &self,
         index: usize,
         body: Vec<u8>,
+        headers: HeaderMap,
         deadline: tokio::time::Instant,
     ) -> (Result<reqwest::Response, Failure>, u32) {
-        let mut request = self.http.post(&self.url).body(body);
+        let mut request = self.http.post(&self.url).headers(headers).body(body);
         if let Some(prefix) = &self.config.request_id_prefix {
             request = request.header("x-request-id", format!("{prefix}{index}"));
         }

@@ -6,6 +6,7 @@ use pagoda_text::tokenizer::TextTokenizer;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::conversation::{self, ConversationSource};
 use super::error::DatasetError;
 use super::exact_len::ExactTextGenerator;
 use super::prefix_repetition::{self, PrefixRepetitionConfig};
@@ -28,9 +29,12 @@ pub enum DatasetConfig {
         path: PathBuf,
         output_tokens: Option<usize>,
     },
+    /// Closed-loop conversations: `num_prompts` counts conversations, not requests.
+    Conversations(ConversationSource),
 }
 
-/// The workload: `num_prompts` requests from `config`, the same for the same `seed`.
+/// The workload: `num_prompts` requests (conversations, for [`DatasetConfig::Conversations`])
+/// from `config`, the same for the same `seed`.
 pub fn build_workload(
     config: &DatasetConfig,
     num_prompts: usize,
@@ -55,6 +59,7 @@ pub fn build_workload(
             let turns = sharegpt_turns::TurnSelection {
                 num_prompts,
                 output_tokens: *output_tokens,
+                counting: sharegpt_turns::Counting::Turns,
             };
             turns.build(path, &conversations, tokenizer, &mut rng)
         }
@@ -62,6 +67,9 @@ pub fn build_workload(
             path,
             output_tokens,
         } => jsonl::build(path, *output_tokens, num_prompts, tokenizer),
+        DatasetConfig::Conversations(source) => {
+            conversation::build(source, num_prompts, tokenizer, &mut rng)
+        }
     }
 }
 

@@ -29,9 +29,20 @@ use crate::workload::{Message, Prompt, RequestSpec};
 /// How many turns to take and how long their answers are.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct TurnSelection {
+    /// Turns, or whole conversations (see `counting`).
     pub num_prompts: usize,
     /// Overrides every answer's length (`--output-len`).
     pub output_tokens: Option<usize>,
+    pub counting: Counting,
+}
+
+/// What `num_prompts` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Counting {
+    /// Turns: the last conversation may stop early (open-loop replay).
+    Turns,
+    /// Whole conversations (closed-loop conversations, `--multi-turn`).
+    Conversations,
 }
 
 /// A human turn to replay: its position in the conversation's turns, and its answer's.
@@ -74,7 +85,7 @@ impl TurnSelection {
             });
         }
         let num_turns: Vec<usize> = playable.iter().map(|(_, turns)| turns.len()).collect();
-        let slots = select_slots(&num_turns, self.num_prompts, rng);
+        let slots = select_slots(&num_turns, self.num_prompts, self.counting, rng);
         let mut cache = TokenCache::new();
         interleave(&slots, rng)
             .into_iter()
@@ -147,10 +158,12 @@ impl TurnSelection {
 }
 
 /// Conversations (given by their number of turns) in a shuffled order, whole, cycled until
-/// `num_prompts` turns: `(conversation, turns taken)` per slot, the slot being the conversation id.
+/// `num_prompts` turns (or conversations): `(conversation, turns taken)` per slot, the slot being
+/// the conversation id.
 fn select_slots(
     num_turns: &[usize],
     num_prompts: usize,
+    counting: Counting,
     rng: &mut impl Rng,
 ) -> Vec<(usize, usize)> {
     let mut order: Vec<usize> = (0..num_turns.len()).collect();
@@ -161,9 +174,15 @@ fn select_slots(
         if num_left == 0 {
             break;
         }
-        let num_taken = num_turns[conversation].min(num_left);
+        let num_taken = match counting {
+            Counting::Turns => num_turns[conversation].min(num_left),
+            Counting::Conversations => num_turns[conversation],
+        };
         slots.push((conversation, num_taken));
-        num_left -= num_taken;
+        num_left -= match counting {
+            Counting::Turns => num_taken,
+            Counting::Conversations => 1,
+        };
     }
     slots
 }
@@ -206,6 +225,7 @@ mod tests {
         let selection = TurnSelection {
             num_prompts,
             output_tokens,
+            counting: Counting::Turns,
         };
         selection
             .build(

@@ -91,6 +91,7 @@ mod tests {
             index: 0,
             client_id: 0,
             model: None,
+            conversation: None,
             target_send_s,
             actual_send_s,
             first_token_s: None,

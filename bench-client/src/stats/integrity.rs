@@ -17,9 +17,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::conversation_lag::conversation_client_lags_s;
 use super::integrity_thresholds::IntegrityThresholds;
 use super::options::SummaryOptions;
 use super::percentile::percentile;
+use super::slot_lag::{slot_client_lags_s, SlotSpan};
 use crate::record::RequestRecord;
 
 /// p50, p99 and max of a lag, in milliseconds.
@@ -147,35 +149,11 @@ fn client_lags_s(records: &[RequestRecord], max_concurrency: Option<usize>) -> V
     let Some(limit) = max_concurrency else {
         return records.iter().map(RequestRecord::send_lag_s).collect();
     };
-    // Ends before sends at the same instant: a freed slot is free for a send at that instant.
-    let mut events: Vec<(f64, i8, usize)> = records
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| [(r.actual_send_s, 1, i), (r.end_s, -1, i)])
-        .collect();
-    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let (mut level, mut free_since_s) = (0usize, f64::NEG_INFINITY);
-    let mut lags_s = Vec::with_capacity(records.len());
-    for (t, delta, i) in events {
-        if delta < 0 {
-            if level == limit {
-                free_since_s = t;
-            }
-            level = level.saturating_sub(1);
-            continue;
-        }
-        let record = &records[i];
-        // At or over the limit (clients of a merged run with uneven limits): nothing waited
-        // on the client's account.
-        let lag_s = if level < limit {
-            record.actual_send_s - record.target_send_s.max(free_since_s)
-        } else {
-            0.0
-        };
-        lags_s.push(lag_s.max(0.0));
-        level += 1;
+    if records.iter().any(|r| r.conversation.is_some()) {
+        return conversation_client_lags_s(records, limit);
     }
-    lags_s
+    let spans: Vec<SlotSpan> = records.iter().map(SlotSpan::of).collect();
+    slot_client_lags_s(&spans, limit)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use super::metric::Metric;
 use super::metric_summary::{metric_summaries, MetricSummary};
 use super::options::{SteadyStateWindow, SummaryOptions};
 use super::per_model::{per_model, ModelSummary};
+use super::per_turn::{per_turn, TurnSummary};
 use super::percentile::MetricStats;
 use super::slices::{time_slices, TimeSlices};
 use super::steady_state::{steady_state_window, summarize_window, WindowSummary};
@@ -78,6 +79,10 @@ pub struct BenchSummary {
     /// `pagoda.slices` ([`super::slices_json`]), not inside the summary.
     #[serde(skip)]
     pub slices: Option<TimeSlices>,
+    /// Per turn index of a conversation run, in order; empty otherwise. Written to the result
+    /// as `pagoda.turns`, not here.
+    #[serde(skip)]
+    pub per_turn: Vec<TurnSummary>,
 }
 
 impl BenchSummary {
@@ -127,6 +132,7 @@ pub fn summarize(records: &[RequestRecord], options: &SummaryOptions) -> BenchSu
         slices: options
             .slice_duration_s
             .and_then(|slice_s| time_slices(records, slice_s, options)),
+        per_turn: per_turn(records),
     }
 }
 

@@ -17,6 +17,7 @@ pub fn streamed(
         index,
         client_id: 0,
         model: Some("base".into()),
+        conversation: None,
         target_send_s: target_s,
         actual_send_s: send_s,
         first_token_s: chunks_s.first().copied(),

@@ -102,7 +102,7 @@ pub const VLLM_UNFILLED_KEYS: &[&str] = &[
 
 /// Our additions: `{"schema_version", "run": RunMetadata, "summary": BenchSummary,
 /// "definitions": {name: how computed}}`, plus `"slices"` with `--slice-duration`
-/// ([`super::slices_json`]).
+/// ([`super::slices_json`]) and `"turns"` (per turn index) for a conversation run.
 pub const PAGODA_KEY: &str = "pagoda";
 
 /// Version of the `"pagoda"` object's layout.
@@ -150,6 +150,11 @@ pub fn vllm_result_json(
         pagoda.insert("slices".into(), slices_json(slices));
     }
     out.insert(PAGODA_KEY.into(), pagoda);
+    if !summary.per_turn.is_empty() {
+        if let Some(pagoda) = out.get_mut(PAGODA_KEY).and_then(Value::as_object_mut) {
+            pagoda.insert("turns".into(), serde_json::to_value(&summary.per_turn)?);
+        }
+    }
     Ok(Value::Object(out))
 }
 

@@ -1,0 +1,245 @@
+//! Closed-loop conversations (`--multi-turn`, `--dataset-name conversation`): the context of a
+//! chat grows turn by turn, and each turn carries the model's actual replies.
+//!
+//! - **Starts on the schedule.** Conversation `i` starts at `start_times_s[i]` (the dispatcher
+//!   of [`super::run`]: `--request-rate` counts conversations per second; `inf` starts them all
+//!   at `t = 0`, as many at once as `--max-concurrency` allows). A concurrency slot is held for
+//!   the whole conversation, so `--max-concurrency` counts conversations in flight.
+//! - **Turns in a closed loop.** One task per conversation sends turn `t + 1` only after turn `t`
+//!   has ended (its `[DONE]`) and the think time has passed since, with the history: every
+//!   earlier message and the model's reply to it (the text it streamed), then the new user
+//!   message.
+//! - **Records.** One per turn, carrying `conversation: (conversation id, turn index)`; ids are
+//!   the conversations' start order, turn indices count from 0, record indices number the turns
+//!   conversation after conversation. A turn's `target_send_s` is when it became due: the
+//!   schedule's start time for the first turn, the previous turn's end plus the think time for
+//!   the others; so its send lag is the client's own lateness (the wait for a slot, for a first
+//!   turn), never the think time.
+//! - **Ends.** A failed turn ends its conversation: its later turns are not sent (they count in
+//!   `num_not_sent`). With `--duration`, no conversation starts and no turn is sent at or after
+//!   the end; turns in flight finish.
+//!
+//! When the workload has fewer conversations than start times (a `--duration` at a finite
+//! rate), the conversations are cycled, each start a conversation of its own.
+
+mod plan;
+#[cfg(test)]
+mod recording_server;
+mod session;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::header::{HeaderName, HeaderValue};
+use serde::{Deserialize, Serialize};
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, watch, Semaphore};
+
+use super::dispatch::{self, Dispatch, StopFlag};
+use super::health::send_rates;
+use super::{
+    collect, unix_now_s, validate, warm_up, ClientHealth, CpuMonitor, LagSummary, RunConfig,
+    RunError, RunOutcome, StopOnDrop, START_DELAY,
+};
+use crate::client::{Client, ClientError, RunClock};
+use crate::progress::{LiveCounters, Progress};
+use crate::workload::RequestSpec;
+use plan::{plans_of, ConversationPlan};
+use session::{Conversations, SessionHeader, Tally};
+
+/// What only a conversation run has.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConversationConfig {
+    /// From a turn's end to the next turn of its conversation (`--think-time`).
+    pub think_time: Duration,
+    /// `--session-header NAME`: sends `NAME: <session_prefix>-<conversation id>` with every turn.
+    pub session_header: Option<String>,
+    /// Stable for a seed, e.g. `conv-<seed>`.
+    pub session_prefix: String,
+}
+
+/// How a run's conversations went (`pagoda.conversations` in the result).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationSummary {
+    /// Scheduled to start.
+    pub num_conversations: usize,
+    pub num_started: usize,
+    /// Every turn sent and successful.
+    pub num_completed: usize,
+    /// Ended by a failed turn.
+    pub num_failed: usize,
+    /// Stopped by the end of `--duration`.
+    pub num_cut_short: usize,
+    pub num_turns_sent: usize,
+    /// Turns sent per conversation started.
+    pub mean_turns: f64,
+    pub think_time_ms: f64,
+    pub session_header: Option<String>,
+}
+
+/// Runs conversation `i` of `turn_specs` (grouped by their `conversation`, cycled) from
+/// `start_times_s[i]` (seconds after `t = 0`, non-decreasing); returns every turn's record.
+pub async fn run_conversations(
+    turn_specs: &[RequestSpec],
+    start_times_s: &[f64],
+    config: &RunConfig,
+    conversation: &ConversationConfig,
+) -> Result<RunOutcome, RunError> {
+    let plans = plans_of(turn_specs)?;
+    if plans.is_empty() && !start_times_s.is_empty() {
+        return Err(RunError::BadConversation(
+            "the workload has no conversation".into(),
+        ));
+    }
+    let first_turns: Vec<RequestSpec> = plans
+        .iter()
+        .map(|plan| plan::History::default().request(&plan.turns[0], (0, 0)))
+        .collect();
+    let cycled = |i: usize| &first_turns[i % first_turns.len().max(1)];
+    let starts: Vec<RequestSpec> = (0..start_times_s.len())
+        .map(|i| cycled(i).clone())
+        .collect();
+    validate(&starts, start_times_s, config)?;
+    let session = session_header(conversation)?;
+    let client = Client::new(config.request.clone())?;
+    let num_warmup_errors = warm_up(&client, &first_turns, config).await;
+
+    let first_index = first_indices(&plans, start_times_s.len());
+    let num_scheduled = *first_index.last().unwrap_or(&0);
+    let counters = Arc::new(LiveCounters::default());
+    let (records_tx, mut records_rx) = mpsc::unbounded_channel();
+    let (_cancel_tx, cancel_rx) = watch::channel(());
+    let stop = StopFlag::default();
+    let _stop_on_drop = StopOnDrop(stop.clone());
+    let clock = RunClock {
+        start: Instant::now() + START_DELAY,
+    };
+    let start_unix_s = unix_now_s() + START_DELAY.as_secs_f64();
+    let end = config.max_duration.map(|d| clock.start + d);
+    let dispatch = Dispatch {
+        clock,
+        arrival_times_s: start_times_s.to_vec(),
+        end,
+        slots: config.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
+        stop,
+    };
+    let tally = Arc::new(Tally::default());
+    let conversations = Arc::new(Conversations {
+        client,
+        plans,
+        first_index,
+        clock,
+        end,
+        think_time: conversation.think_time,
+        session,
+        records_tx,
+        counters: Arc::clone(&counters),
+        tokenizer: config.tokenizer.clone(),
+        tally: Arc::clone(&tally),
+    });
+    let cpu = CpuMonitor::start();
+    let progress = Progress::start(config.progress, num_scheduled, Arc::clone(&counters));
+    let launcher = Arc::clone(&conversations);
+    let handle = Handle::current();
+    let report = dispatch::spawn(dispatch, move |ticket| {
+        let conversations = Arc::clone(&launcher);
+        let mut cancel = cancel_rx.clone();
+        handle.spawn(async move {
+            tokio::select! {
+                () = conversations.converse(ticket) => {}
+                _ = cancel.changed() => {}
+            }
+        });
+    })
+    .map_err(RunError::Thread)?;
+    // The dispatcher and the tasks hold the only other senders: the channel closes when the
+    // last of them ends.
+    drop(conversations);
+
+    let (records, client_lags_s) = collect(&mut records_rx, num_scheduled).await;
+    let duration_s = clock.now_s();
+    let cpu = cpu.and_then(CpuMonitor::stop);
+    progress.finish();
+    let report = report.await.unwrap_or_default();
+    let (target_send_rate, achieved_send_rate) = send_rates(&records);
+    let summary = summarize(&tally, start_times_s.len(), conversation);
+    Ok(RunOutcome {
+        start_unix_s,
+        duration_s,
+        num_scheduled,
+        num_not_sent: num_scheduled - records.len(),
+        num_warmups: config.num_warmups,
+        num_warmup_errors,
+        client: ClientHealth {
+            slot_wait_s: LagSummary::of(&report.slot_waits_s),
+            dispatcher_lag_s: LagSummary::of(&report.lags_s),
+            client_lag_s: LagSummary::of(&client_lags_s),
+            peak_in_flight: counters.peak_in_flight(),
+            max_concurrency: config.max_concurrency,
+            target_send_rate,
+            achieved_send_rate,
+            cpu,
+        },
+        records,
+        conversations: Some(summary),
+    })
+}
+
+/// Record index of each started conversation's first turn, then the total number of turns.
+fn first_indices(plans: &[ConversationPlan], num_conversations: usize) -> Vec<usize> {
+    let mut first = Vec::with_capacity(num_conversations + 1);
+    let mut next = 0;
+    for i in 0..num_conversations {
+        first.push(next);
+        next += plans[i % plans.len()].turns.len();
+    }
+    first.push(next);
+    first
+}
+
+/// The session header's name, checked once.
+fn session_header(config: &ConversationConfig) -> Result<Option<SessionHeader>, RunError> {
+    let Some(name) = &config.session_header else {
+        return Ok(None);
+    };
+    let invalid = |reason: String| ClientError::InvalidHeader {
+        name: name.clone(),
+        reason,
+    };
+    let header_name =
+        HeaderName::from_bytes(name.as_bytes()).map_err(|e| invalid(e.to_string()))?;
+    HeaderValue::from_str(&config.session_prefix).map_err(|e| invalid(e.to_string()))?;
+    Ok(Some(SessionHeader {
+        name: header_name,
+        prefix: config.session_prefix.clone(),
+    }))
+}
+
+fn summarize(
+    tally: &Tally,
+    num_conversations: usize,
+    config: &ConversationConfig,
+) -> ConversationSummary {
+    let get = |counter: &std::sync::atomic::AtomicUsize| counter.load(Ordering::Relaxed);
+    let num_started = get(&tally.num_started);
+    let num_turns_sent = get(&tally.num_turns_sent);
+    ConversationSummary {
+        num_conversations,
+        num_started,
+        num_completed: get(&tally.num_completed),
+        num_failed: get(&tally.num_failed),
+        num_cut_short: get(&tally.num_cut_short),
+        num_turns_sent,
+        mean_turns: if num_started == 0 {
+            0.0
+        } else {
+            num_turns_sent as f64 / num_started as f64
+        },
+        think_time_ms: config.think_time.as_secs_f64() * 1e3,
+        session_header: config.session_header.clone(),
+    }
+}
