@@ -5,6 +5,8 @@
 //! - `prefix-repetition`: a few shared prefixes, each request one of them plus a unique suffix.
 //! - `sharegpt`: every human turn of a ShareGPT file, replayed with its conversation's history.
 //! - custom JSONL: one prompt or message list per line.
+//! - `trace`: a production trace replayed at its own times ([`trace`]; not through
+//!   [`build_workload`], since it brings its arrival times).
 //!
 //! Selection: synthetic datasets generate exactly `num_prompts` requests. A file with fewer
 //! requests than `num_prompts` is cycled: after its last request the workload starts again from
@@ -23,6 +25,7 @@ mod sharegpt;
 mod sharegpt_turns;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod trace;
 
 pub use build::{build_workload, DatasetConfig};
 pub use error::DatasetError;
