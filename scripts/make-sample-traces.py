@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Write small sample traces in the formats `pagoda-bench serve --dataset-name trace` replays.
 
-Real traces are large (Mooncake's FAST'25 conversation trace: 12,031 requests over an hour;
-BurstGPT: millions of rows); tests and first tries need a few KB in the same format and with the
-same shape. Every file comes from --seed alone (Python's standard library only; the draws use
-`random.Random.random()` and `math.log`, whose results do not change between Python versions), so
-the same arguments always write the same bytes.
+Real traces are large (thousands of requests for Mooncake's, millions of rows for BurstGPT);
+tests and first tries need a few KB in the same format and with the same shape. Every file comes
+from --seed alone (Python's standard library only; the draws use `random.Random.random()` and
+`math.log`, whose results do not change between Python versions), so the same arguments always
+write the same bytes.
 
 Files written to --out-dir:
 
@@ -137,7 +137,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out-dir", default="bench-client/tests/data/traces")
     parser.add_argument("--seed", type=int, default=20)
-    parser.add_argument("--num-requests", type=int, default=150, help="requests per trace (the small-block one: a quarter)")
+    parser.add_argument("--num-requests", type=int, default=150, help="requests per trace")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     # One generator per file, so that changing one file's shape leaves the others as they were.
@@ -146,7 +146,7 @@ def main():
             rng, args.num_requests, MOONCAKE_BLOCK_SIZE, 6, 800, 0.3
         ),
         "mooncake_small_blocks.jsonl": lambda rng: mooncake_requests(
-            rng, max(1, args.num_requests // 4), 32, 3, 8, 0.5
+            rng, args.num_requests, 32, 3, 8, 0.5
         ),
         "burstgpt_sample.csv": lambda rng: burstgpt_rows(rng, args.num_requests),
         "azure_sample.csv": lambda rng: azure_rows(rng, args.num_requests),

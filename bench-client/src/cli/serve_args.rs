@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 
 use crate::cli::lora_args::LoraArgs;
 use crate::cli::structured_output_args::StructuredOutputArgs;
+use crate::cli::trace_args::TraceArgs;
 use crate::client::DEFAULT_POOL_IDLE_TIMEOUT;
 
 /// Which dataset builds the workload.
@@ -15,6 +16,8 @@ pub enum DatasetName {
     PrefixRepetition,
     Sharegpt,
     Custom,
+    /// A production trace replayed at its own times (--trace-format, --dataset-path).
+    Trace,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -73,7 +76,7 @@ pub struct ServeArgs {
     /// Workload source.
     #[arg(long, value_enum, default_value = "random")]
     pub dataset_name: DatasetName,
-    /// Dataset file (ShareGPT JSON or custom JSONL).
+    /// Dataset file (ShareGPT JSON, custom JSONL or a trace).
     #[arg(long, value_name = "PATH")]
     pub dataset_path: Option<PathBuf>,
     /// Number of requests (cycled over the dataset when it has fewer).
@@ -111,6 +114,8 @@ pub struct ServeArgs {
     /// sharegpt/custom: tokens to generate for every request. [default: the dataset's]
     #[arg(long)]
     pub output_len: Option<usize>,
+    #[command(flatten)]
+    pub trace: TraceArgs,
 
     /// Requests per second, or `inf` to send them all at once.
     #[arg(long, default_value = "inf")]
@@ -144,7 +149,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub top_p: Option<f64>,
     /// Ask the server to ignore EOS so outputs have the workload's length (on by default for
-    /// random and prefix-repetition; off for sharegpt and custom, and with --json-schema,
+    /// random, prefix-repetition and trace; off for sharegpt and custom, and with --json-schema,
     /// --json-object or --tools).
     #[arg(long, overrides_with = "no_ignore_eos")]
     pub ignore_eos: bool,
@@ -226,7 +231,7 @@ impl ServeArgs {
         }
         matches!(
             self.dataset_name,
-            DatasetName::Random | DatasetName::PrefixRepetition
+            DatasetName::Random | DatasetName::PrefixRepetition | DatasetName::Trace
         )
     }
 }

@@ -133,7 +133,7 @@ fn duration_and_cap_cut_the_replay() {
 fn the_sample_traces_replay() {
     for (name, format, expected_records) in [
         ("mooncake_sample.jsonl", TraceFormat::Mooncake, 150),
-        ("mooncake_small_blocks.jsonl", TraceFormat::Mooncake, 37),
+        ("mooncake_small_blocks.jsonl", TraceFormat::Mooncake, 150),
         ("burstgpt_sample.csv", TraceFormat::BurstGpt, 150),
         ("azure_sample.csv", TraceFormat::Azure, 150),
     ] {
