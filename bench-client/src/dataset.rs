@@ -7,6 +7,8 @@
 //! - custom JSONL: one prompt or message list per line.
 //! - `conversation` (and ShareGPT with `--multi-turn`): conversations for the closed-loop
 //!   runner, `num_prompts` of them (see `conversation`).
+//! - `trace`: a production trace replayed at its own times ([`trace`]; not through
+//!   [`build_workload`], since it brings its arrival times).
 //!
 //! Selection: synthetic datasets generate exactly `num_prompts` requests. A file with fewer
 //! requests than `num_prompts` is cycled: after its last request the workload starts again from
@@ -26,6 +28,7 @@ mod sharegpt;
 mod sharegpt_turns;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod trace;
 
 pub use build::{build_workload, DatasetConfig};
 pub use conversation::{ConversationSource, SyntheticConversationConfig};

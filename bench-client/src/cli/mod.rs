@@ -22,6 +22,8 @@ pub mod sweep_cmd;
 pub mod sweep_loads;
 pub mod sweep_output;
 pub mod throughput_cmd;
+pub mod trace_args;
+pub mod trace_replay;
 
 use clap::{Parser, Subcommand};
 

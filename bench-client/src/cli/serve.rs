@@ -11,9 +11,11 @@ use serde_json::Value;
 
 use crate::cli::backend::resolve_endpoint;
 use crate::cli::serve_args::{DatasetName, EndpointArg, ServeArgs};
+use crate::cli::trace_replay::trace_workload;
 use crate::client::{
     discover_model, readiness_check, Endpoint, RequestConfig, Sampling, StructuredOutput,
 };
+use crate::dataset::trace::TraceSummary;
 use crate::dataset::{build_workload, DatasetConfig, PrefixRepetitionConfig, RandomConfig};
 use crate::lora::LoraPlan;
 use crate::record::RequestRecord;
@@ -50,6 +52,8 @@ pub struct Prepared {
     pub scrape: Option<(String, Duration)>,
     /// A run of closed-loop conversations: `specs` are their turns, `arrivals_s` their starts.
     pub conversation: Option<ConversationConfig>,
+    /// The replayed trace (`--dataset-name trace`).
+    pub trace: Option<TraceSummary>,
 }
 
 fn endpoint(arg: EndpointArg) -> Endpoint {
@@ -90,6 +94,7 @@ fn dataset_config(args: &ServeArgs) -> anyhow::Result<DatasetConfig> {
             output_tokens: args.output_len,
         },
         DatasetName::Conversation => DatasetConfig::Conversations(args.conversation.synthetic()),
+        DatasetName::Trace => bail!("a trace is replayed with its own arrival times"),
     })
 }
 
@@ -216,7 +221,15 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
     };
     let schedule = schedule_config(args)?;
     let options = summary_options(args, &schedule)?;
-    let (specs, arrivals_s) = workload(args, &tokenizer, &schedule, lora.as_ref()).await?;
+    let (specs, arrivals_s, trace) =
+        match trace_workload(args, &tokenizer, &schedule, lora.as_ref()).await? {
+            Some(replay) => (replay.specs, replay.arrivals_s, Some(replay.summary)),
+            None => {
+                let (specs, arrivals_s) =
+                    workload(args, &tokenizer, &schedule, lora.as_ref()).await?;
+                (specs, arrivals_s, None)
+            }
+        };
     let mut run_config = RunConfig::new(request_config(args, &model, structured_output)?);
     run_config.max_concurrency = args.max_concurrency;
     run_config.num_warmups = args.num_warmups;
@@ -242,6 +255,7 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
         options,
         scrape,
         conversation,
+        trace,
     })
 }
 

@@ -8,6 +8,7 @@ use crate::cli::conversation_args::ConversationArgs;
 use crate::cli::exit_status::parse_failure_rate;
 use crate::cli::lora_args::LoraArgs;
 use crate::cli::structured_output_args::StructuredOutputArgs;
+use crate::cli::trace_args::TraceArgs;
 use crate::client::DEFAULT_POOL_IDLE_TIMEOUT;
 
 /// Which dataset builds the workload.
@@ -19,6 +20,8 @@ pub enum DatasetName {
     Custom,
     /// Synthetic closed-loop conversations (--num-turns, --turn-input-len, ...).
     Conversation,
+    /// A production trace replayed at its own times (--trace-format, --dataset-path).
+    Trace,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -77,7 +80,7 @@ pub struct ServeArgs {
     /// Workload source.
     #[arg(long, value_enum, default_value = "random")]
     pub dataset_name: DatasetName,
-    /// Dataset file (ShareGPT JSON or custom JSONL).
+    /// Dataset file (ShareGPT JSON, custom JSONL or a trace).
     #[arg(long, value_name = "PATH")]
     pub dataset_path: Option<PathBuf>,
     /// Number of requests (cycled over the dataset when it has fewer); of conversations with
@@ -116,6 +119,8 @@ pub struct ServeArgs {
     /// sharegpt/custom: tokens to generate for every request. [default: the dataset's]
     #[arg(long)]
     pub output_len: Option<usize>,
+    #[command(flatten)]
+    pub trace: TraceArgs,
 
     /// Requests per second, or `inf` to send them all at once (conversations: conversation
     /// starts per second).
@@ -151,7 +156,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub top_p: Option<f64>,
     /// Ask the server to ignore EOS so outputs have the workload's length (on by default for
-    /// random, prefix-repetition and conversation; off for sharegpt and custom, and with
+    /// random, prefix-repetition, conversation and trace; off for sharegpt and custom, and with
     /// --json-schema, --json-object or --tools).
     #[arg(long, overrides_with = "no_ignore_eos")]
     pub ignore_eos: bool,
@@ -260,7 +265,10 @@ impl ServeArgs {
         }
         matches!(
             self.dataset_name,
-            DatasetName::Random | DatasetName::PrefixRepetition | DatasetName::Conversation
+            DatasetName::Random
+                | DatasetName::PrefixRepetition
+                | DatasetName::Conversation
+                | DatasetName::Trace
         )
     }
 }

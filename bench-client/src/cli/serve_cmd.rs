@@ -12,6 +12,7 @@ use crate::cli::report_cmd::write_run_report;
 use crate::cli::run_meta::{format_date, machine_info, unix_now_s};
 use crate::cli::serve::{load_tokenizer, prepare, run_once_with_server_view, Prepared};
 use crate::cli::serve_args::{DatasetName, ServeArgs};
+use crate::cli::trace_replay;
 use crate::compare::aggregate_runs;
 use crate::record::RequestRecord;
 use crate::report::{render, render_server_side};
@@ -39,6 +40,7 @@ fn metadata(
         DatasetName::Sharegpt => "sharegpt",
         DatasetName::Custom => "custom",
         DatasetName::Conversation => "conversation",
+        DatasetName::Trace => "trace",
     };
     Ok(RunMetadata {
         date: format_date(start_unix_s),
@@ -119,7 +121,14 @@ pub fn run_result(
     summary: &BenchSummary,
 ) -> anyhow::Result<Value> {
     let meta = metadata(args, prepared, tokenizer_id, start_unix_s)?;
-    result_json(args, summary, outcome, &meta)
+    let mut result = result_json(args, summary, outcome, &meta)?;
+    if let (Some(trace), Some(pagoda)) = (
+        &prepared.trace,
+        result.get_mut("pagoda").and_then(Value::as_object_mut),
+    ) {
+        pagoda.insert("trace".into(), serde_json::to_value(trace)?);
+    }
+    Ok(result)
 }
 
 /// Runs `prepared` `--num-runs` times (at least once), printing each run's report; returns
@@ -138,6 +147,9 @@ pub async fn run_repeated(
     if let Some(lora) = args.lora.meta() {
         let modules = lora.modules.join(", ");
         println!("{:<40} {modules} ({})", "LoRA adapters:", lora.assignment);
+    }
+    if let Some(trace) = &prepared.trace {
+        println!("{:<40} {}", "Trace replay:", trace_replay::describe(trace));
     }
     for run_index in 0..num_runs {
         let start_unix_s = unix_now_s();

@@ -19,6 +19,13 @@ pub enum DatasetError {
         line: usize,
         message: String,
     },
+    /// A trace file's line (1-based, the header included) that cannot be replayed.
+    #[error("{path}:{line}: {message}")]
+    TraceLine {
+        path: String,
+        line: usize,
+        message: String,
+    },
     #[error("{path}: {message}")]
     Empty { path: String, message: String },
     #[error("invalid dataset option: {0}")]

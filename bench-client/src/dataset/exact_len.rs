@@ -82,6 +82,12 @@ impl<'t> ExactTextGenerator<'t> {
         self.tokenizer
     }
 
+    /// The words: vocabulary tokens that decode to `" "` + lowercase letters and add exactly one
+    /// token wherever they go (trace prompts are built from them alone).
+    pub(super) fn word_ids(&self) -> &[u32] {
+        &self.word_ids
+    }
+
     /// A standalone random text of exactly `num_tokens` tokens, with its ids.
     pub fn text(
         &self,
