@@ -18,6 +18,9 @@ pub struct ClientRequest {
     pub chunk_times_s: Vec<f64>,
     pub end_s: f64,
     pub output_tokens: usize,
+    /// Whether `end_s` is after the stream's end (`[DONE]`, pagoda-bench) or at its last text
+    /// chunk (vLLM: "only token chunks advance the request end").
+    pub ends_at_done: bool,
 }
 
 /// Which client wrote a result.
@@ -52,6 +55,7 @@ pub fn client_requests(
                 chunk_times_s: r.chunk_times_s.clone(),
                 end_s: r.end_s,
                 output_tokens: r.output_tokens,
+                ends_at_done: true,
             })
             .collect();
         return Ok((ClientKind::PagodaBench, requests));
@@ -66,7 +70,8 @@ pub fn client_requests(
 }
 
 /// vLLM's arrays, in request order: request `i` was `{prefix}{i}`; chunk times are the start
-/// plus the TTFT, then each ITL in turn; failed requests (empty error text expected) skipped.
+/// plus the TTFT, then each ITL in turn; the end is the last text chunk (vLLM's latency stops
+/// there, before `[DONE]`); failed requests (non-empty error text) skipped.
 fn vllm_requests(result: &Value, prefix: &str) -> anyhow::Result<Vec<ClientRequest>> {
     let array = |key: &str| {
         result
@@ -103,6 +108,7 @@ fn vllm_requests(result: &Value, prefix: &str) -> anyhow::Result<Vec<ClientReque
             chunk_times_s,
             end_s: send_s + latency_s,
             output_tokens: output_lens.get(i).and_then(Value::as_u64).unwrap_or(0) as usize,
+            ends_at_done: false,
         });
     }
     Ok(requests)

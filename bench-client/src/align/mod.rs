@@ -71,21 +71,15 @@ pub fn align(
                 )
             },
             &|m| {
-                let done = m.server.done_unix_s.unwrap_or(m.server.received_unix_s);
-                tpot(
-                    m.server.delta_writes_unix_s[0],
-                    done,
-                    m.client.output_tokens,
-                )
+                let first_write = m.server.delta_writes_unix_s[0];
+                tpot(first_write, server_end(m), m.client.output_tokens)
             },
         ),
         metric("itl", &|m| gaps(&m.client.chunk_times_s), &|m| {
             gaps(&m.server.delta_writes_unix_s)
         }),
         metric("e2el", &|m| vec![m.client.end_s - m.client.send_s], &|m| {
-            vec![
-                m.server.done_unix_s.unwrap_or(m.server.received_unix_s) - m.server.received_unix_s,
-            ]
+            vec![server_end(m) - m.server.received_unix_s]
         }),
     ];
     let request_transit_s = matched
@@ -107,11 +101,30 @@ pub fn align(
     })
 }
 
-fn causal_pairs(m: &Matched) -> CausalPairs {
-    let mut write_arrivals = vec![(m.server.delta_writes_unix_s[0], m.client.chunk_times_s[0])];
-    if let Some(done) = m.server.done_unix_s {
-        write_arrivals.push((done, m.client.end_s));
+/// The server's end of the span the client's `end_s` closes: `[DONE]` when the client's end
+/// is after it, else the last text chunk.
+fn server_end(m: &Matched) -> f64 {
+    let last_write = m.server.delta_writes_unix_s[m.server.delta_writes_unix_s.len() - 1];
+    match (m.client.ends_at_done, m.server.done_unix_s) {
+        (true, Some(done)) => done,
+        _ => last_write,
     }
+}
+
+/// Chunk `k` is read after it was written: every text chunk when both sides counted the same
+/// chunks (else the first), and the end.
+fn causal_pairs(m: &Matched) -> CausalPairs {
+    let (writes, arrivals) = (&m.server.delta_writes_unix_s, &m.client.chunk_times_s);
+    let mut write_arrivals: Vec<(f64, f64)> = if writes.len() == arrivals.len() {
+        writes
+            .iter()
+            .copied()
+            .zip(arrivals.iter().copied())
+            .collect()
+    } else {
+        vec![(writes[0], arrivals[0])]
+    };
+    write_arrivals.push((server_end(m), m.client.end_s));
     CausalPairs {
         send_received: (m.client.send_s, m.server.received_unix_s),
         write_arrivals,

@@ -3,8 +3,8 @@
 //! server wrote it. With `server = client + θ`:
 //!
 //! - every request gives an upper bound: `θ ≤ received − send`;
-//! - every written chunk gives a lower bound: `θ ≥ write − arrival` (its first text chunk, and
-//!   `[DONE]` against the client's end).
+//! - every written chunk gives a lower bound: `θ ≥ write − arrival` (each text chunk, and the
+//!   client's end against the server's end of the same span; see `super::causal_pairs`).
 //!
 //! The estimate is the middle of `[max lower, min upper]`; half its width is the uncertainty
 //! (on one machine, well under a millisecond). Bounds that cross mean the requests were matched

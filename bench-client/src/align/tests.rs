@@ -20,6 +20,7 @@ fn both_views(num: usize) -> (Vec<ClientRequest>, HashMap<String, ServerRequest>
             chunk_times_s: writes.iter().map(|w| w - THETA + 0.002).collect(),
             end_s: done - THETA + 0.002,
             output_tokens: 5,
+            ends_at_done: true,
         });
         let request = ServerRequest {
             received_unix_s: received,
@@ -77,6 +78,7 @@ fn unmatched_requests_are_left_out_and_a_closed_loop_gap_is_measured() {
         chunk_times_s: vec![100.1],
         end_s: 100.2,
         output_tokens: 1,
+        ends_at_done: true,
     });
     let alignment = align(&client, &server).expect("aligned");
     assert_eq!(
@@ -87,4 +89,31 @@ fn unmatched_requests_are_left_out_and_a_closed_loop_gap_is_measured() {
     let gap = alignment.client_dispatch_gap.p50_s.expect("gap");
     assert!((gap - (1.0 - 0.0935)).abs() < 1e-3, "{gap}");
     assert!(align(&client[5..], &server).is_err(), "nothing matched");
+}
+
+#[test]
+fn a_client_whose_end_is_its_last_chunk_is_paired_with_the_last_write() {
+    // vLLM's latency stops at the last text chunk, before [DONE]: pairing its end with [DONE]
+    // would put the lower bound past the upper one.
+    let (mut client, mut server) = both_views(4);
+    for c in &mut client {
+        c.end_s = c.chunk_times_s[c.chunk_times_s.len() - 1];
+        c.ends_at_done = false;
+    }
+    for s in server.values_mut() {
+        s.done_unix_s = s.done_unix_s.map(|done| done + 0.005);
+    }
+    let alignment = align(&client, &server).expect("consistent bounds");
+    let e2el = &alignment.metrics[3];
+    assert!(
+        e2el.p50_difference_pct.expect("diff").abs() < 10.0,
+        "{e2el:?}"
+    );
+    for c in &mut client {
+        c.ends_at_done = true;
+    }
+    assert!(matches!(
+        align(&client, &server),
+        Err(OffsetError::Crossed { .. })
+    ));
 }
