@@ -18,123 +18,41 @@
 //! The run ends when the record channel closes: when the dispatcher is done and every request
 //! task has sent its record. Run it on a multi-threaded tokio runtime.
 
+mod config;
 mod conversation;
+mod conversation_summary;
 mod cpu;
 mod dispatch;
 mod health;
 mod lag;
+mod outcome;
+mod steps;
 #[cfg(test)]
 pub(crate) mod test_server;
 #[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
-use futures_util::StreamExt;
-use serde::{Deserialize, Serialize};
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::{mpsc, watch, Semaphore};
 
-pub use conversation::{run_conversations, ConversationConfig, ConversationSummary};
+pub use config::RunConfig;
+pub use conversation::{run_conversations, ConversationConfig};
+pub use conversation_summary::ConversationSummary;
 pub use cpu::{CpuMonitor, CpuUsage};
 pub use health::ClientHealth;
 pub use lag::LagSummary;
+pub use outcome::{RunError, RunOutcome};
 
-use crate::client::{Client, ClientError, RequestConfig, RunClock, TokenCounter};
+use crate::client::{Client, RunClock, TokenCounter};
 use crate::progress::{LiveCounters, Progress};
-use crate::record::RequestRecord;
 use crate::workload::RequestSpec;
+use config::{validate, START_DELAY};
 use dispatch::{Dispatch, StopFlag, Ticket};
 use health::send_rates;
-
-/// `t = 0` is this long after `run` has warmed up, so the dispatcher thread is ready for the
-/// first request.
-const START_DELAY: Duration = Duration::from_millis(20);
-
-/// How a run is sent.
-#[derive(Clone)]
-pub struct RunConfig {
-    /// Endpoint, URL, model, key, headers, sampling, per-request timeout, client id.
-    pub request: RequestConfig,
-    /// At most this many requests in flight; `None`: no limit (pure open loop).
-    pub max_concurrency: Option<usize>,
-    /// Requests sent before `t = 0` (the workload's first ones, cycled) and left out of the
-    /// records; they also open connections.
-    pub num_warmups: usize,
-    /// No request is sent this long after `t = 0` or later; those in flight still finish (each
-    /// within the request timeout).
-    pub max_duration: Option<Duration>,
-    /// The live progress line on stderr (only when it is a terminal).
-    pub progress: bool,
-    /// Counts the generated text when a server sends no usage.
-    pub tokenizer: Option<Arc<TokenCounter>>,
-}
-
-impl RunConfig {
-    pub fn new(request: RequestConfig) -> Self {
-        Self {
-            request,
-            max_concurrency: None,
-            num_warmups: 0,
-            max_duration: None,
-            progress: false,
-            tokenizer: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for RunConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunConfig")
-            .field("request", &self.request)
-            .field("max_concurrency", &self.max_concurrency)
-            .field("num_warmups", &self.num_warmups)
-            .field("max_duration", &self.max_duration)
-            .field("progress", &self.progress)
-            .field("tokenizer", &self.tokenizer.is_some())
-            .finish()
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("{num_specs} requests but {num_arrivals} arrival times")]
-    LengthMismatch {
-        num_specs: usize,
-        num_arrivals: usize,
-    },
-    #[error("arrival time {index} is {value}: times must be finite, >= 0 and non-decreasing")]
-    BadSchedule { index: usize, value: f64 },
-    #[error("max_concurrency must be at least 1")]
-    ZeroConcurrency,
-    #[error(transparent)]
-    Client(#[from] ClientError),
-    #[error("cannot start the dispatcher thread: {0}")]
-    Thread(std::io::Error),
-    #[error("not a conversation workload: {0}")]
-    BadConversation(String),
-}
-
-/// What a run left.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunOutcome {
-    /// One per request sent, by index (warm-ups excluded).
-    pub records: Vec<RequestRecord>,
-    /// Wall-clock time of `t = 0`, seconds since the Unix epoch.
-    pub start_unix_s: f64,
-    /// From `t = 0` to the end of the last request.
-    pub duration_s: f64,
-    pub num_scheduled: usize,
-    /// Scheduled but not sent: past `max_duration`.
-    pub num_not_sent: usize,
-    pub num_warmups: usize,
-    pub num_warmup_errors: usize,
-    pub client: ClientHealth,
-    /// How the conversations went, for a conversation run ([`run_conversations`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conversations: Option<ConversationSummary>,
-}
+use steps::{collect, unix_now_s, warm_up, Finished, StopOnDrop};
 
 /// Sends `specs[i]` at `arrival_times_s[i]` (seconds after `t = 0`, non-decreasing) and returns
 /// every request's record.
@@ -210,80 +128,6 @@ pub async fn run(
     })
 }
 
-/// Receives records until every sender is gone; returns them by index, with the client lags.
-async fn collect(
-    records_rx: &mut mpsc::UnboundedReceiver<Finished>,
-    capacity: usize,
-) -> (Vec<RequestRecord>, Vec<f64>) {
-    let mut records = Vec::with_capacity(capacity);
-    let mut client_lags_s = Vec::with_capacity(capacity);
-    while let Some(finished) = records_rx.recv().await {
-        records.push(finished.record);
-        client_lags_s.push(finished.client_lag_s);
-    }
-    records.sort_by_key(|r| r.index);
-    (records, client_lags_s)
-}
-
-fn validate(specs: &[RequestSpec], arrivals: &[f64], config: &RunConfig) -> Result<(), RunError> {
-    if specs.len() != arrivals.len() {
-        return Err(RunError::LengthMismatch {
-            num_specs: specs.len(),
-            num_arrivals: arrivals.len(),
-        });
-    }
-    let mut previous = 0.0;
-    for (index, &value) in arrivals.iter().enumerate() {
-        if !value.is_finite() || value < previous {
-            return Err(RunError::BadSchedule { index, value });
-        }
-        previous = value;
-    }
-    if config.max_concurrency == Some(0) {
-        return Err(RunError::ZeroConcurrency);
-    }
-    Ok(())
-}
-
-/// Sends the warm-up requests (as many at once as the concurrency limit allows) and waits for
-/// them; returns how many failed.
-async fn warm_up(client: &Client, specs: &[RequestSpec], config: &RunConfig) -> usize {
-    let num_warmups = config.num_warmups;
-    if num_warmups == 0 || specs.is_empty() {
-        return 0;
-    }
-    let clock = RunClock {
-        start: Instant::now(),
-    };
-    let concurrency = config
-        .max_concurrency
-        .unwrap_or(num_warmups)
-        .min(num_warmups);
-    let tokenizer = config.tokenizer.as_deref();
-    let records: Vec<RequestRecord> = futures_util::stream::iter(0..num_warmups)
-        .map(|k| client.send(k, &specs[k % specs.len()], 0.0, clock, tokenizer))
-        .buffer_unordered(concurrency)
-        .collect()
-        .await;
-    let failed: Vec<&RequestRecord> = records.iter().filter(|r| !r.is_success()).collect();
-    if let Some(first) = failed.first() {
-        tracing::warn!(
-            "{} of {num_warmups} warm-up requests failed; first: {:?} {}",
-            failed.len(),
-            first.error,
-            first.error_message.as_deref().unwrap_or("")
-        );
-    }
-    failed.len()
-}
-
-/// A request's record and the client's own lateness sending it.
-#[derive(Debug)]
-struct Finished {
-    record: RequestRecord,
-    client_lag_s: f64,
-}
-
 /// Spawns one task per request; owned by the dispatcher thread.
 struct Launcher {
     client: Client,
@@ -333,19 +177,4 @@ impl Launcher {
             });
         });
     }
-}
-
-/// Stops the dispatcher when `run` ends or is dropped.
-struct StopOnDrop(StopFlag);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.stop();
-    }
-}
-
-fn unix_now_s() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }

@@ -27,6 +27,7 @@ mod options;
 mod per_model;
 mod per_turn;
 mod percentile;
+mod percentile_key;
 mod slices;
 mod slices_json;
 mod slot_lag;
@@ -54,6 +55,7 @@ pub use options::{parse_percentile_metrics, parse_percentiles, SteadyStateWindow
 pub use per_model::{ModelSummary, PER_MODEL_METRICS, PER_MODEL_PERCENTILE};
 pub use per_turn::{TurnSummary, PER_TURN_PERCENTILE};
 pub use percentile::{median, percentile, MetricStats, PercentileValue};
+pub use percentile_key::percentile_key;
 pub use slices::{time_slices, TimeSlices, MAX_NUM_SLICES};
 pub use slices_json::slices_json;
 pub use steady_state::{steady_state_window, WindowSummary, MIN_WINDOW_FRACTION};
@@ -62,6 +64,6 @@ pub use timeline::{
     concurrency_steps, max_output_tokens_per_s, output_tokens_per_second, peak_concurrency,
 };
 pub use vllm_json::{
-    percentile_key, vllm_result_json, PAGODA_KEY, PAGODA_SCHEMA_VERSION, VLLM_DETAILED_KEYS,
-    VLLM_RAMP_UP_KEYS, VLLM_RESULT_KEYS, VLLM_SETUP_KEYS, VLLM_UNFILLED_KEYS,
+    vllm_result_json, PAGODA_KEY, PAGODA_SCHEMA_VERSION, VLLM_DETAILED_KEYS, VLLM_RAMP_UP_KEYS,
+    VLLM_RESULT_KEYS, VLLM_SETUP_KEYS, VLLM_UNFILLED_KEYS,
 };

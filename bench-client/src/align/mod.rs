@@ -7,6 +7,7 @@
 
 pub mod client_view;
 pub mod offset;
+mod quantiles;
 mod report;
 pub mod server_timeline;
 
@@ -14,10 +15,9 @@ use std::collections::HashMap;
 
 pub use client_view::{client_requests, ClientKind, ClientRequest};
 pub use offset::{estimate_offset, CausalPairs, ClockOffset, OffsetError};
+pub use quantiles::Quantiles;
 pub use report::{render_alignment, AlignedMetric, Alignment};
 pub use server_timeline::{parse_timeline, ServerRequest};
-
-use crate::stats::percentile;
 
 /// One request seen from both ends, the client's times moved onto the server's clock.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,25 +155,6 @@ fn dispatch_gaps(client: &[ClientRequest]) -> Vec<f64> {
             (before > 0).then(|| c.send_s - ends[before - 1])
         })
         .collect()
-}
-
-/// p50, p99 and the number of samples, seconds.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct Quantiles {
-    pub num_samples: usize,
-    pub p50_s: Option<f64>,
-    pub p99_s: Option<f64>,
-}
-
-impl Quantiles {
-    pub fn of(mut samples_s: Vec<f64>) -> Self {
-        samples_s.sort_by(f64::total_cmp);
-        Self {
-            num_samples: samples_s.len(),
-            p50_s: percentile(&samples_s, 50.0),
-            p99_s: percentile(&samples_s, 99.0),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::offset::ClockOffset;
-use super::Quantiles;
+use super::quantiles::Quantiles;
 
 /// One metric from both ends.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::bail;
 use clap::Args;
 
-use crate::cli::serve_args::DatasetName;
+use crate::cli::dataset_name::DatasetName;
 use crate::dataset::{ConversationSource, SyntheticConversationConfig};
 use crate::runner::{ConversationConfig, ConversationSummary};
 

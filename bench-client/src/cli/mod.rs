@@ -4,6 +4,7 @@ pub mod align_cmd;
 pub mod backend;
 pub mod compare_cmd;
 pub mod conversation_args;
+pub mod dataset_name;
 pub mod engine_args;
 pub mod exit_status;
 pub mod latency_cmd;

@@ -5,24 +5,12 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use crate::cli::conversation_args::ConversationArgs;
+pub use crate::cli::dataset_name::DatasetName;
 use crate::cli::exit_status::parse_failure_rate;
 use crate::cli::lora_args::LoraArgs;
 use crate::cli::structured_output_args::StructuredOutputArgs;
 use crate::cli::trace_args::TraceArgs;
 use crate::client::DEFAULT_POOL_IDLE_TIMEOUT;
-
-/// Which dataset builds the workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DatasetName {
-    Random,
-    PrefixRepetition,
-    Sharegpt,
-    Custom,
-    /// Synthetic closed-loop conversations (--num-turns, --turn-input-len, ...).
-    Conversation,
-    /// A production trace replayed at its own times (--trace-format, --dataset-path).
-    Trace,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EndpointArg {

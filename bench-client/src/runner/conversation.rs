@@ -35,16 +35,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderName, HeaderValue};
-use serde::{Deserialize, Serialize};
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch, Semaphore};
 
+use super::config::{validate, RunConfig, START_DELAY};
+use super::conversation_summary::ConversationSummary;
+use super::cpu::CpuMonitor;
 use super::dispatch::{self, Dispatch, StopFlag};
 use super::health::send_rates;
-use super::{
-    collect, unix_now_s, validate, warm_up, ClientHealth, CpuMonitor, LagSummary, RunConfig,
-    RunError, RunOutcome, StopOnDrop, START_DELAY,
-};
+use super::health::ClientHealth;
+use super::lag::LagSummary;
+use super::outcome::{RunError, RunOutcome};
+use super::steps::{collect, unix_now_s, warm_up, StopOnDrop};
 use crate::client::{Client, ClientError, RunClock};
 use crate::progress::{LiveCounters, Progress};
 use crate::workload::RequestSpec;
@@ -60,25 +62,6 @@ pub struct ConversationConfig {
     pub session_header: Option<String>,
     /// Stable for a seed, e.g. `conv-<seed>`.
     pub session_prefix: String,
-}
-
-/// How a run's conversations went (`pagoda.conversations` in the result).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConversationSummary {
-    /// Scheduled to start.
-    pub num_conversations: usize,
-    pub num_started: usize,
-    /// Every turn sent and successful.
-    pub num_completed: usize,
-    /// Ended by a failed turn.
-    pub num_failed: usize,
-    /// Stopped by the end of `--duration`.
-    pub num_cut_short: usize,
-    pub num_turns_sent: usize,
-    /// Turns sent per conversation started.
-    pub mean_turns: f64,
-    pub think_time_ms: f64,
-    pub session_header: Option<String>,
 }
 
 /// Runs conversation `i` of `turn_specs` (grouped by their `conversation`, cycled) from

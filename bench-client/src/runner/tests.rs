@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::test_server::{TestServer, SERIAL};
 use super::*;
+use crate::client::RequestConfig;
 use crate::client::{discover_model, readiness_check, ClientError, Endpoint};
 use crate::record::{ErrorKind, TokenCountSource};
 use crate::workload::Prompt;

@@ -4,9 +4,9 @@
 use serde_json::{json, Map, Value};
 
 use super::percentile::MetricStats;
+use super::percentile_key::percentile_key;
 use super::slices::TimeSlices;
 use super::steady_state::WindowSummary;
-use super::vllm_json::percentile_key;
 
 /// `{"slice_duration_s", "slices": [...]}`: every slice's counts, throughputs and, for every
 /// metric, `mean_`, `median_`, `std_` and each percentile (`null` without samples).

@@ -27,6 +27,7 @@ use super::error::StatsError;
 use super::itl::chunk_gaps_s;
 use super::metadata::RunMetadata;
 use super::percentile::MetricStats;
+use super::percentile_key::percentile_key;
 use super::slices_json::slices_json;
 use super::summary::{error_label, BenchSummary};
 use crate::record::RequestRecord;
@@ -107,17 +108,6 @@ pub const PAGODA_KEY: &str = "pagoda";
 
 /// Version of the `"pagoda"` object's layout.
 pub const PAGODA_SCHEMA_VERSION: u32 = 1;
-
-/// vLLM's key for percentile `p` of `metric`: `p99_ttft_ms`, `p99.9_ttft_ms`. The number is
-/// written as Python's `str(int(p)) if int(p) == p else str(p)` (identical for any percentile
-/// given with at most a few decimals; Python would write 0.00001 as `1e-05`).
-pub fn percentile_key(p: f64, metric_name: &str) -> String {
-    if p.fract() == 0.0 {
-        format!("p{}_{metric_name}_ms", p as i64)
-    } else {
-        format!("p{p}_{metric_name}_ms")
-    }
-}
 
 /// The `--save-result` JSON of a run (see the module's doc for every key).
 pub fn vllm_result_json(

@@ -22,61 +22,10 @@
 //! at start, monotonic time after it, so a clock step during a run does not bend the timeline).
 //! Lines go through a channel to a writer thread: the request path never waits for the disk.
 
+mod clock;
 mod trace;
 mod writer;
 
+pub use clock::{ReceivedAt, UnixClock};
 pub use trace::{RequestTrace, WriteKind};
 pub use writer::TimelineWriter;
-
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
-
-/// Converts monotonic instants to Unix seconds from one reading of the wall clock.
-#[derive(Debug, Clone, Copy)]
-pub struct UnixClock {
-    anchor: Instant,
-    anchor_unix_s: f64,
-}
-
-impl UnixClock {
-    pub fn now() -> Self {
-        let anchor_unix_s = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        Self {
-            anchor: Instant::now(),
-            anchor_unix_s,
-        }
-    }
-
-    /// `at` in Unix seconds.
-    pub fn unix_s(&self, at: Instant) -> f64 {
-        match at.checked_duration_since(self.anchor) {
-            Some(after) => self.anchor_unix_s + after.as_secs_f64(),
-            None => self.anchor_unix_s - self.anchor.duration_since(at).as_secs_f64(),
-        }
-    }
-}
-
-/// When the request head was read: set by the request-id layer, read by the handlers.
-#[derive(Debug, Clone, Copy)]
-pub struct ReceivedAt(pub Instant);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn instants_map_to_unix_seconds_on_both_sides_of_the_anchor() {
-        let clock = UnixClock::now();
-        let later = clock.anchor + Duration::from_millis(1500);
-        let earlier = clock.anchor - Duration::from_millis(250);
-        assert!((clock.unix_s(later) - clock.anchor_unix_s - 1.5).abs() < 1e-9);
-        assert!((clock.anchor_unix_s - clock.unix_s(earlier) - 0.25).abs() < 1e-9);
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .expect("after 1970");
-        assert!((clock.unix_s(Instant::now()) - wall.as_secs_f64()).abs() < 1.0);
-    }
-}

@@ -7,7 +7,7 @@ use std::time::Instant;
 use pagoda_engine::{RequestTimings, Usage};
 use serde_json::{json, Value};
 
-use super::TimelineWriter;
+use super::writer::TimelineWriter;
 
 /// What a response write carried (see the module's doc of `timeline`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

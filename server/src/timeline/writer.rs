@@ -6,11 +6,13 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::mpsc;
 
+use super::clock::UnixClock;
+
 /// Sends finished requests' lines to the writer thread; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct TimelineWriter {
     lines: mpsc::Sender<String>,
-    clock: super::UnixClock,
+    clock: UnixClock,
 }
 
 impl TimelineWriter {
@@ -23,11 +25,11 @@ impl TimelineWriter {
             .spawn(move || write_lines(BufWriter::new(file), &received))?;
         Ok(Self {
             lines,
-            clock: super::UnixClock::now(),
+            clock: UnixClock::now(),
         })
     }
 
-    pub fn clock(&self) -> &super::UnixClock {
+    pub fn clock(&self) -> &UnixClock {
         &self.clock
     }
 

@@ -3,7 +3,7 @@
 //! `t = 0`. `duration_s` cuts the replay (no request at or after it) and `max_requests` keeps the
 //! first requests only; both keep a prefix of the time-ordered trace.
 
-use super::TraceRequest;
+use super::request::TraceRequest;
 use crate::dataset::error::DatasetError;
 
 /// How a trace's clock becomes the replay's.

@@ -5,7 +5,7 @@
 //! `±HH:MM` suffix are accepted too).
 
 use super::csv::{parse_count, CsvTable};
-use super::{LineError, ParsedTrace, TraceRequest};
+use super::request::{LineError, ParsedTrace, TraceRequest};
 
 pub(super) fn parse(text: &str) -> Result<ParsedTrace, LineError> {
     let table = CsvTable::parse(text)?;

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use super::csv::{parse_count, CsvTable};
-use super::{LineError, ParsedTrace, TraceRequest};
+use super::request::{LineError, ParsedTrace, TraceRequest};
 
 pub(super) fn parse(text: &str, model: Option<&str>) -> Result<ParsedTrace, LineError> {
     let table = CsvTable::parse(text)?;

@@ -2,7 +2,7 @@
 //! fields separated by commas, a field optionally in double quotes (`""` inside is a quote).
 //! Records never span lines in these traces. Blank lines are skipped.
 
-use super::LineError;
+use super::request::LineError;
 
 /// A CSV text's header and its data lines (with their 1-based line numbers).
 pub(super) struct CsvTable<'t> {

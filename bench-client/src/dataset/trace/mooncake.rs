@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use super::{LineError, ParsedTrace, TraceRequest};
+use super::request::{LineError, ParsedTrace, TraceRequest};
 
 #[derive(Deserialize)]
 struct Line {

@@ -20,7 +20,7 @@ use pagoda_text::tokenizer::TextTokenizer;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::TraceRequest;
+use super::request::TraceRequest;
 use crate::dataset::error::DatasetError;
 use crate::dataset::exact_len::ExactTextGenerator;
 

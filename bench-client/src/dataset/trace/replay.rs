@@ -4,16 +4,22 @@ use pagoda_text::tokenizer::TextTokenizer;
 
 use super::arrivals::ReplayClock;
 use super::prompts::PromptBuilder;
+use super::request::{LineError, ParsedTrace, TraceConfig, TraceFormat, TraceRequest};
 use super::summary::{ideal_prefix_hit_tokens, TraceSummary};
-use super::{
-    azure, burstgpt, mooncake, LineError, ParsedTrace, TraceConfig, TraceFormat, TraceRequest,
-    TraceWorkload,
-};
+use super::{azure, burstgpt, mooncake};
 use crate::dataset::error::DatasetError;
 use crate::dataset::exact_len::ExactTextGenerator;
 use crate::dataset::parallel;
 use crate::dataset::read::read_file;
 use crate::workload::{Prompt, RequestSpec};
+
+/// A trace ready to replay: the requests, when each is due, and what the result records.
+#[derive(Debug, Clone)]
+pub struct TraceWorkload {
+    pub specs: Vec<RequestSpec>,
+    pub arrivals_s: Vec<f64>,
+    pub summary: TraceSummary,
+}
 
 /// Prompts whose tokenization is checked before the replay (see [`PromptBuilder::check`]).
 const NUM_CHECKED_PROMPTS: usize = 4;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::TraceRequest;
+use super::request::TraceRequest;
 
 /// The replayed trace, as the result JSON's `pagoda.trace` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! A conversation workload's requests → one [`ConversationPlan`] per conversation, and the
 //! growing history each turn is sent with.
 
-use super::super::RunError;
+use super::super::outcome::RunError;
 use crate::workload::{Message, Prompt, RequestSpec};
 
 /// One turn as the dataset gave it.
