@@ -51,7 +51,7 @@ use crate::progress::{LiveCounters, Progress};
 use crate::workload::RequestSpec;
 use config::{validate, START_DELAY};
 use dispatch::{Dispatch, StopFlag, Ticket};
-use health::send_rates;
+use health::RunEvidence;
 use steps::{collect, unix_now_s, warm_up, Finished, StopOnDrop};
 
 /// Sends `specs[i]` at `arrival_times_s[i]` (seconds after `t = 0`, non-decreasing) and returns
@@ -105,7 +105,6 @@ pub async fn run(
     let cpu = cpu.and_then(CpuMonitor::stop);
     progress.finish();
     let report = report.await.unwrap_or_default();
-    let (target_send_rate, achieved_send_rate) = send_rates(&records);
     Ok(RunOutcome {
         start_unix_s,
         duration_s,
@@ -113,16 +112,16 @@ pub async fn run(
         num_not_sent: specs.len() - report.num_dispatched,
         num_warmups: config.num_warmups,
         num_warmup_errors,
-        client: ClientHealth {
-            slot_wait_s: LagSummary::of(&report.slot_waits_s),
-            dispatcher_lag_s: LagSummary::of(&report.lags_s),
-            client_lag_s: LagSummary::of(&client_lags_s),
-            peak_in_flight: counters.peak_in_flight(),
-            max_concurrency: config.max_concurrency,
-            target_send_rate,
-            achieved_send_rate,
-            cpu,
-        },
+        client: ClientHealth::of_run(
+            RunEvidence {
+                dispatch: &report,
+                client_lags_s: &client_lags_s,
+                peak_in_flight: counters.peak_in_flight(),
+                max_concurrency: config.max_concurrency,
+                cpu,
+            },
+            &records,
+        ),
         records,
         conversations: None,
     })

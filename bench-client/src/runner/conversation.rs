@@ -36,15 +36,13 @@ use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderName, HeaderValue};
 use tokio::runtime::Handle;
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 
 use super::config::{validate, RunConfig, START_DELAY};
 use super::conversation_summary::ConversationSummary;
 use super::cpu::CpuMonitor;
-use super::dispatch::{self, Dispatch, StopFlag};
-use super::health::send_rates;
-use super::health::ClientHealth;
-use super::lag::LagSummary;
+use super::dispatch::{self, Dispatch, DispatchReport, StopFlag};
+use super::health::{ClientHealth, RunEvidence};
 use super::outcome::{RunError, RunOutcome};
 use super::steps::{collect, unix_now_s, warm_up, StopOnDrop};
 use crate::client::{Client, ClientError, RunClock};
@@ -73,20 +71,7 @@ pub async fn run_conversations(
     conversation: &ConversationConfig,
 ) -> Result<RunOutcome, RunError> {
     let plans = plans_of(turn_specs)?;
-    if plans.is_empty() && !start_times_s.is_empty() {
-        return Err(RunError::BadConversation(
-            "the workload has no conversation".into(),
-        ));
-    }
-    let first_turns: Vec<RequestSpec> = plans
-        .iter()
-        .map(|plan| plan::History::default().request(&plan.turns[0], (0, 0)))
-        .collect();
-    let cycled = |i: usize| &first_turns[i % first_turns.len().max(1)];
-    let starts: Vec<RequestSpec> = (0..start_times_s.len())
-        .map(|i| cycled(i).clone())
-        .collect();
-    validate(&starts, start_times_s, config)?;
+    let first_turns = first_turns_checked(&plans, start_times_s, config)?;
     let session = session_header(conversation)?;
     let client = Client::new(config.request.clone())?;
     let num_warmup_errors = warm_up(&client, &first_turns, config).await;
@@ -126,29 +111,13 @@ pub async fn run_conversations(
     });
     let cpu = CpuMonitor::start();
     let progress = Progress::start(config.progress, num_scheduled, Arc::clone(&counters));
-    let launcher = Arc::clone(&conversations);
-    let handle = Handle::current();
-    let report = dispatch::spawn(dispatch, move |ticket| {
-        let conversations = Arc::clone(&launcher);
-        let mut cancel = cancel_rx.clone();
-        handle.spawn(async move {
-            tokio::select! {
-                () = conversations.converse(ticket) => {}
-                _ = cancel.changed() => {}
-            }
-        });
-    })
-    .map_err(RunError::Thread)?;
-    // The dispatcher and the tasks hold the only other senders: the channel closes when the
-    // last of them ends.
-    drop(conversations);
+    let report = start_conversations(dispatch, conversations, cancel_rx)?;
 
     let (records, client_lags_s) = collect(&mut records_rx, num_scheduled).await;
     let duration_s = clock.now_s();
     let cpu = cpu.and_then(CpuMonitor::stop);
     progress.finish();
     let report = report.await.unwrap_or_default();
-    let (target_send_rate, achieved_send_rate) = send_rates(&records);
     let summary = summarize(&tally, start_times_s.len(), conversation);
     Ok(RunOutcome {
         start_unix_s,
@@ -157,19 +126,65 @@ pub async fn run_conversations(
         num_not_sent: num_scheduled - records.len(),
         num_warmups: config.num_warmups,
         num_warmup_errors,
-        client: ClientHealth {
-            slot_wait_s: LagSummary::of(&report.slot_waits_s),
-            dispatcher_lag_s: LagSummary::of(&report.lags_s),
-            client_lag_s: LagSummary::of(&client_lags_s),
-            peak_in_flight: counters.peak_in_flight(),
-            max_concurrency: config.max_concurrency,
-            target_send_rate,
-            achieved_send_rate,
-            cpu,
-        },
+        client: ClientHealth::of_run(
+            RunEvidence {
+                dispatch: &report,
+                client_lags_s: &client_lags_s,
+                peak_in_flight: counters.peak_in_flight(),
+                max_concurrency: config.max_concurrency,
+                cpu,
+            },
+            &records,
+        ),
         records,
         conversations: Some(summary),
     })
+}
+
+/// Starts the dispatcher: at each start time, one task runs a conversation (until the run is
+/// cancelled). The dispatcher and the tasks hold the only record senders, so the records'
+/// channel closes when the last of them ends.
+fn start_conversations(
+    dispatch: Dispatch,
+    conversations: Arc<Conversations>,
+    cancel: watch::Receiver<()>,
+) -> Result<oneshot::Receiver<DispatchReport>, RunError> {
+    let handle = Handle::current();
+    dispatch::spawn(dispatch, move |ticket| {
+        let conversations = Arc::clone(&conversations);
+        let mut cancel = cancel.clone();
+        handle.spawn(async move {
+            tokio::select! {
+                () = conversations.converse(ticket) => {}
+                _ = cancel.changed() => {}
+            }
+        });
+    })
+    .map_err(RunError::Thread)
+}
+
+/// Each conversation's first turn, after checking that the conversations, cycled over the
+/// start times, make a schedule the runner can keep.
+fn first_turns_checked(
+    plans: &[ConversationPlan],
+    start_times_s: &[f64],
+    config: &RunConfig,
+) -> Result<Vec<RequestSpec>, RunError> {
+    if plans.is_empty() && !start_times_s.is_empty() {
+        return Err(RunError::BadConversation(
+            "the workload has no conversation".into(),
+        ));
+    }
+    let first_turns: Vec<RequestSpec> = plans
+        .iter()
+        .map(|plan| plan::History::default().request(&plan.turns[0], (0, 0)))
+        .collect();
+    let cycled = |i: usize| &first_turns[i % first_turns.len().max(1)];
+    let starts: Vec<RequestSpec> = (0..start_times_s.len())
+        .map(|i| cycled(i).clone())
+        .collect();
+    validate(&starts, start_times_s, config)?;
+    Ok(first_turns)
 }
 
 /// Record index of each started conversation's first turn, then the total number of turns.

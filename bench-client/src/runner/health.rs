@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cpu::CpuUsage;
+use super::dispatch::DispatchReport;
 use super::lag::LagSummary;
 use crate::record::RequestRecord;
 
@@ -31,7 +32,32 @@ pub struct ClientHealth {
     pub cpu: Option<CpuUsage>,
 }
 
+/// What a run's dispatcher and request tasks saw, for [`ClientHealth::of_run`].
+pub(super) struct RunEvidence<'a> {
+    pub dispatch: &'a DispatchReport,
+    /// Per request: the HTTP request started − free to go.
+    pub client_lags_s: &'a [f64],
+    pub peak_in_flight: usize,
+    pub max_concurrency: Option<usize>,
+    pub cpu: Option<CpuUsage>,
+}
+
 impl ClientHealth {
+    /// The health of a finished run, from what it saw and its records.
+    pub(super) fn of_run(evidence: RunEvidence<'_>, records: &[RequestRecord]) -> Self {
+        let (target_send_rate, achieved_send_rate) = send_rates(records);
+        Self {
+            slot_wait_s: LagSummary::of(&evidence.dispatch.slot_waits_s),
+            dispatcher_lag_s: LagSummary::of(&evidence.dispatch.lags_s),
+            client_lag_s: LagSummary::of(evidence.client_lags_s),
+            peak_in_flight: evidence.peak_in_flight,
+            max_concurrency: evidence.max_concurrency,
+            target_send_rate,
+            achieved_send_rate,
+            cpu: evidence.cpu,
+        }
+    }
+
     /// Why the client may have been the bottleneck; empty when nothing says so.
     pub fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
@@ -65,7 +91,7 @@ impl ClientHealth {
 
 /// Target and achieved requests per second over the sent requests: `(n − 1) / span` of the due
 /// times and of the actual send times.
-pub(super) fn send_rates(records: &[RequestRecord]) -> (Option<f64>, Option<f64>) {
+fn send_rates(records: &[RequestRecord]) -> (Option<f64>, Option<f64>) {
     if records.len() < 2 {
         return (None, None);
     }
