@@ -2,17 +2,25 @@
 //!
 //! Weights are read once per step whatever the batch size (decode on CPU is memory-bound), and
 //! activations stay f32, so results track an f32 model far more closely than kernels that also
-//! quantize the activations. The inner loops are plain Rust written for the autovectoriser; on
-//! x86-64 a copy compiled for AVX2+FMA is chosen at run time.
+//! quantize the activations. The kernel is chosen once at run time: a register-blocked AVX-512
+//! micro-kernel (`int8/avx512.rs`), the AVX2+FMA dot-product kernel (`int8/avx2.rs`), or plain
+//! Rust for the autovectoriser (`int8/portable.rs`).
 
 use rayon::prelude::*;
 
-/// Values per scale.
-pub const GROUP_SIZE: usize = 32;
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+mod block;
+mod portable;
+
+pub use block::GROUP_SIZE;
+use block::QuantBlock;
+use portable::dequantize_into;
+
 /// Weights per parallel task (enough work to hide the scheduling cost).
 const WEIGHTS_PER_TASK: usize = 1 << 16;
-/// Activation rows processed together (their accumulators stay in registers).
-const ACTIVATION_ROWS_PER_PASS: usize = 8;
 
 /// A `[rows, cols]` weight matrix, row-major, quantized per group of 32 columns.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +77,16 @@ impl Int8Matrix {
         values
     }
 
+    /// Rows `first_row..first_row + num_rows` as the kernels read them.
+    fn block(&self, first_row: usize, num_rows: usize) -> QuantBlock<'_> {
+        let groups = self.cols / GROUP_SIZE;
+        QuantBlock {
+            quants: &self.quants[first_row * self.cols..(first_row + num_rows) * self.cols],
+            scales: &self.scales[first_row * groups..(first_row + num_rows) * groups],
+            cols: self.cols,
+        }
+    }
+
     /// Stacks matrices with the same columns into one (fused projections).
     pub fn concat_rows(parts: &[&Int8Matrix]) -> Result<Self, String> {
         let cols = parts.first().map_or(0, |p| p.cols);
@@ -91,6 +109,13 @@ impl Int8Matrix {
 
     /// `x` is `[m, cols]` row-major; returns `x · selfᵀ` as `[m, rows]`.
     pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
+        self.matmul_with(KernelKind::detected(), x, m)
+    }
+
+    /// [`Int8Matrix::matmul`] with a given kernel, which the CPU must run
+    /// ([`KernelKind::available`]).
+    pub fn matmul_with(&self, kind: KernelKind, x: &[f32], m: usize) -> Vec<f32> {
+        assert!(kind.runs_here(), "{kind:?} does not run on this CPU");
         debug_assert_eq!(x.len(), m * self.cols);
         // At least the weights of WEIGHTS_PER_TASK per task, and no more than two tasks per thread.
         let min_rows = self.rows.div_ceil(2 * rayon::current_num_threads());
@@ -104,7 +129,7 @@ impl Int8Matrix {
             .for_each(|(task, out)| {
                 let first_row = task * rows_per_task;
                 let num_rows = out.len() / m.max(1);
-                kernel(self, x, m, first_row, num_rows, out);
+                run_kernel(kind, self.block(first_row, num_rows), x, m, out);
             });
         let mut out = vec![0.0f32; m * self.rows];
         for (row, column) in transposed.chunks_exact(m.max(1)).enumerate() {
@@ -116,156 +141,66 @@ impl Int8Matrix {
     }
 }
 
-/// Picks the widest vector code the CPU runs.
-fn kernel(w: &Int8Matrix, x: &[f32], m: usize, first_row: usize, num_rows: usize, out: &mut [f32]) {
+fn run_kernel(kind: KernelKind, block: QuantBlock<'_>, x: &[f32], m: usize, out: &mut [f32]) {
+    match kind {
+        #[cfg(target_arch = "x86_64")]
+        KernelKind::Avx512 => avx512::rows_avx512(block, x, m, out),
+        #[cfg(target_arch = "x86_64")]
+        KernelKind::Avx2 => avx2::rows_avx2(block, x, m, out),
+        KernelKind::Portable => portable::rows_portable(block, x, m, out),
+    }
+}
+
+/// The vector code a CPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelKind {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            simd::rows_avx2(w, x, m, first_row, num_rows, out);
-            return;
-        }
-    }
-    rows_portable(w, x, m, first_row, num_rows, out);
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    Portable,
 }
 
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-mod simd {
-    //! AVX2+FMA versions of the two inner loops (the autovectoriser leaves them scalar).
-    use std::arch::x86_64::*;
+impl KernelKind {
+    /// The widest kernel this CPU runs.
+    pub fn detected() -> KernelKind {
+        static KIND: std::sync::OnceLock<KernelKind> = std::sync::OnceLock::new();
+        *KIND.get_or_init(|| Self::available()[0])
+    }
 
-    use super::{Int8Matrix, GROUP_SIZE};
+    /// Every kernel this CPU runs, widest first.
+    pub fn available() -> Vec<KernelKind> {
+        let all = [
+            #[cfg(target_arch = "x86_64")]
+            KernelKind::Avx512,
+            #[cfg(target_arch = "x86_64")]
+            KernelKind::Avx2,
+            KernelKind::Portable,
+        ];
+        all.into_iter().filter(|kind| kind.runs_here()).collect()
+    }
 
-    /// Activation rows per pass: 3 rows × 4 accumulators leave registers for the weights.
-    const ROWS_PER_PASS: usize = 3;
-
-    pub(super) fn rows_avx2(
-        w: &Int8Matrix,
-        x: &[f32],
-        m: usize,
-        first_row: usize,
-        num_rows: usize,
-        out: &mut [f32],
-    ) {
-        let num_groups = w.cols / GROUP_SIZE;
-        for r in 0..num_rows {
-            let row = first_row + r;
-            let quants = &w.quants[row * w.cols..(row + 1) * w.cols];
-            let scales = &w.scales[row * num_groups..(row + 1) * num_groups];
-            let mut start = 0;
-            while start < m {
-                let count = (m - start).min(ROWS_PER_PASS);
-                let xs = &x[start * w.cols..(start + count) * w.cols];
-                // SAFETY: `kernel` checked at run time that the CPU has AVX2 and FMA; `quants`
-                // holds whole groups (cols is a multiple of 32, checked in `quantize`) and `xs`
-                // holds `count` rows of `cols` values.
-                let sums = unsafe { dot_rows(quants, scales, xs, count) };
-                out[r * m + start..r * m + start + count].copy_from_slice(&sums[..count]);
-                start += count;
-            }
+    /// From this many activation rows on, unpacking the weights to f32 and calling the blocked
+    /// dense matmul beats this kernel (measured on the default model's shapes, 2-core x86-64,
+    /// `examples/int8_kernel_bench.rs`; see docs/PERFORMANCE.md).
+    pub fn min_rows_for_dense_matmul(self) -> usize {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            KernelKind::Avx512 => 256,
+            _ => 32,
         }
     }
 
-    /// Dot products of one int8 weight row with `count` (≤ 3) f32 rows, dequantizing on the fly.
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn dot_rows(
-        quants: &[i8],
-        scales: &[f32],
-        xs: &[f32],
-        count: usize,
-    ) -> [f32; ROWS_PER_PASS] {
-        let cols = quants.len();
-        let mut acc = [[_mm256_setzero_ps(); 4]; ROWS_PER_PASS];
-        for (group, &scale) in scales.iter().enumerate() {
-            let scale = _mm256_set1_ps(scale);
-            for part in 0..4 {
-                let offset = group * GROUP_SIZE + part * 8;
-                let bytes = _mm_loadl_epi64(quants.as_ptr().add(offset) as *const __m128i);
-                let weights = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), scale);
-                for (i, acc) in acc.iter_mut().enumerate().take(count) {
-                    let x = _mm256_loadu_ps(xs.as_ptr().add(i * cols + offset));
-                    acc[part] = _mm256_fmadd_ps(weights, x, acc[part]);
-                }
-            }
-        }
-        let mut sums = [0.0f32; ROWS_PER_PASS];
-        for (sum, acc) in sums.iter_mut().zip(&acc).take(count) {
-            *sum = horizontal_sum(_mm256_add_ps(
-                _mm256_add_ps(acc[0], acc[1]),
-                _mm256_add_ps(acc[2], acc[3]),
-            ));
-        }
-        sums
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn horizontal_sum(v: __m256) -> f32 {
-        let halves = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        let pairs = _mm_add_ps(halves, _mm_movehl_ps(halves, halves));
-        _mm_cvtss_f32(_mm_add_ss(pairs, _mm_shuffle_ps(pairs, pairs, 1)))
-    }
-}
-
-/// Computes `out[r * m + i] = dot(w[first_row + r], x[i])` for `num_rows` weight rows.
-fn rows_portable(
-    w: &Int8Matrix,
-    x: &[f32],
-    m: usize,
-    first_row: usize,
-    num_rows: usize,
-    out: &mut [f32],
-) {
-    let num_groups = w.cols / GROUP_SIZE;
-    let mut dequantized = vec![0.0f32; w.cols];
-    for r in 0..num_rows {
-        let row = first_row + r;
-        let quants = &w.quants[row * w.cols..(row + 1) * w.cols];
-        let scales = &w.scales[row * num_groups..(row + 1) * num_groups];
-        dequantize_into(quants, scales, &mut dequantized);
-        let mut start = 0;
-        while start < m {
-            let count = (m - start).min(ACTIVATION_ROWS_PER_PASS);
-            let sums = dot_many(
-                &dequantized,
-                &x[start * w.cols..(start + count) * w.cols],
-                count,
-            );
-            out[r * m + start..r * m + start + count].copy_from_slice(&sums[..count]);
-            start += count;
+    /// Whether this CPU has the instructions the kernel uses.
+    pub fn runs_here(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            KernelKind::Avx512 => avx512::available(),
+            #[cfg(target_arch = "x86_64")]
+            KernelKind::Avx2 => avx2::available(),
+            KernelKind::Portable => true,
         }
     }
-}
-
-#[inline(always)]
-fn dequantize_into(quants: &[i8], scales: &[f32], out: &mut [f32]) {
-    let (out, _) = out.as_chunks_mut::<GROUP_SIZE>();
-    let (quants, _) = quants.as_chunks::<GROUP_SIZE>();
-    for ((out, quants), &scale) in out.iter_mut().zip(quants).zip(scales) {
-        for lane in 0..GROUP_SIZE {
-            out[lane] = quants[lane] as f32 * scale;
-        }
-    }
-}
-
-/// Dot products of one weight row with up to 8 activation rows. 32 lanes per row keep four
-/// independent vector accumulators busy.
-#[inline(always)]
-fn dot_many(weights: &[f32], xs: &[f32], count: usize) -> [f32; ACTIVATION_ROWS_PER_PASS] {
-    let cols = weights.len();
-    let mut sums = [0.0f32; ACTIVATION_ROWS_PER_PASS];
-    for (i, sum) in sums.iter_mut().enumerate().take(count) {
-        let (x, _) = xs[i * cols..(i + 1) * cols].as_chunks::<GROUP_SIZE>();
-        let (w, _) = weights.as_chunks::<GROUP_SIZE>();
-        let mut lanes = [0.0f32; GROUP_SIZE];
-        for (w, x) in w.iter().zip(x) {
-            for lane in 0..GROUP_SIZE {
-                lanes[lane] += w[lane] * x[lane];
-            }
-        }
-        *sum = lanes.iter().sum();
-    }
-    sums
 }
 
 #[cfg(test)]
@@ -289,17 +224,49 @@ mod tests {
             .map(|i| ((i * 7919 % 1000) as f32 / 500.0) - 1.0)
             .collect();
         let matrix = Int8Matrix::quantize(&w, rows, cols).expect("quantize");
-        for m in [1, 3, 8, 11, 40] {
-            let x: Vec<f32> = (0..m * cols)
-                .map(|i| ((i * 104_729 % 997) as f32 / 498.0) - 1.0)
-                .collect();
-            let got = matrix.matmul(&x, m);
-            let want = naive(&w, &x, rows, cols, m);
-            for (g, w) in got.iter().zip(&want) {
-                // Each weight is off by at most half a step (max/254); sum over 96 columns.
-                assert!((g - w).abs() < 0.2, "m={m}: {g} vs {w}");
+        for kind in KernelKind::available() {
+            for m in [1, 3, 5, 8, 11, 40] {
+                let x: Vec<f32> = (0..m * cols)
+                    .map(|i| ((i * 104_729 % 997) as f32 / 498.0) - 1.0)
+                    .collect();
+                let got = matrix.matmul_with(kind, &x, m);
+                let want = naive(&w, &x, rows, cols, m);
+                for (g, w) in got.iter().zip(&want) {
+                    // Each weight is off by at most half a step (max/254); sum over 96 columns.
+                    assert!((g - w).abs() < 0.2, "{kind:?} m={m}: {g} vs {w}");
+                }
             }
         }
+    }
+
+    /// Every tile shape and edge: each kernel gives the dequantized weights' exact products
+    /// (small integers multiply and add exactly in f32, whatever the order).
+    #[test]
+    fn every_kernel_exact_on_integer_data_at_every_edge() {
+        for (rows, cols) in [(1, 32), (3, 64), (4, 96), (7, 32), (9, 160), (130, 64)] {
+            let w: Vec<f32> = (0..rows * cols)
+                .map(|i| ((i * 31 % 7) as f32 - 3.0) * 127.0 / 3.0)
+                .collect();
+            let matrix = Int8Matrix::quantize(&w, rows, cols).expect("quantize");
+            let exact = matrix.dequantize();
+            for m in [1, 2, 3, 4, 5, 7, 8, 9, 17, 70] {
+                let x: Vec<f32> = (0..m * cols).map(|i| (i % 5) as f32 - 2.0).collect();
+                let want = naive(&exact, &x, rows, cols, m);
+                for kind in KernelKind::available() {
+                    let got = matrix.matmul_with(kind, &x, m);
+                    for (g, w) in got.iter().zip(&want) {
+                        assert!((g - w).abs() <= 1e-3 * w.abs().max(1.0), "{kind:?} {rows}x{cols} m={m}: {g} vs {w}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_portable_kernel_is_always_available_and_last() {
+        let kinds = KernelKind::available();
+        assert_eq!(kinds.last(), Some(&KernelKind::Portable));
+        assert_eq!(KernelKind::detected(), kinds[0]);
     }
 
     #[test]

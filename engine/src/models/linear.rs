@@ -3,12 +3,8 @@
 use candle_core::quantized::QMatMul;
 use candle_core::{Module, Tensor};
 
-use super::int8::Int8Matrix;
+use super::int8::{Int8Matrix, KernelKind};
 use crate::error::{EngineError, Result};
-
-/// From this many rows on, unpacking int8 weights to f32 and calling the dense matmul beats the
-/// int8 kernel (measured on the default model, 2-core x86-64; see docs/PERFORMANCE.md).
-const MIN_TOKENS_FOR_DENSE_MATMUL: usize = 32;
 
 #[derive(Debug, Clone)]
 pub enum Linear {
@@ -58,7 +54,7 @@ impl Linear {
             Linear::Candle(matmul) => Ok(matmul.forward(x)?),
             Linear::Int8(matrix) => {
                 let (num_tokens, _) = x.dims2()?;
-                if num_tokens >= MIN_TOKENS_FOR_DENSE_MATMUL {
+                if num_tokens >= KernelKind::detected().min_rows_for_dense_matmul() {
                     // Many rows (prefill): unpack to f32 once and use the blocked dense matmul.
                     let weights = Tensor::from_vec(
                         matrix.dequantize(),
