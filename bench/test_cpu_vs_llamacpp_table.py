@@ -73,6 +73,20 @@ class RatioAndGoals(unittest.TestCase):
         self.assertIsNone(table.at_offered_load(C8, stats(95.0, 1, 1, 1, 1), stats(95.0, 1, 1, 1, 1)))
 
 
+class OutputCount(unittest.TestCase):
+    def test_share_of_generated_tokens_and_its_note(self):
+        exact = table.combine([table.run_metrics(result(1.0, 1.0, 1.0, 1.0, completed=4), 1)])
+        exact["output_tokens"] = 4 * 128
+        short = dict(exact, output_tokens=4 * 128 - 8)
+        self.assertEqual(table.output_count_share(C8, exact), 1.0)
+        self.assertAlmostEqual(table.output_count_share(C8, short), 504 / 512)
+        self.assertEqual(table.scenario_notes(C8, exact, exact), [])
+        notes = table.scenario_notes(C8, exact, short)
+        self.assertEqual(len(notes), 1)
+        self.assertIn("98.4% of llama.cpp's output tokens (504 of 512", notes[0])
+        self.assertIsNone(table.output_count_share(C8, dict(exact, output_tokens=None)))
+
+
 class Repeats(unittest.TestCase):
     def test_medians_and_sums(self):
         runs = [table.run_metrics(result(t, 100.0, 10.0, 20.0, completed=4, failed=f), rss)
@@ -105,23 +119,25 @@ class WholeTable(unittest.TestCase):
                     ("c8-128-128", "llama.cpp", result(100.0, 500.0, 60.0, 110.0), 600_000),
                     ("prefill-2048-16", "pagoda", result(10.0, 1_000.0, 10.0, 20.0, input_tokens=2048), 500_000),
                     ("prefill-2048-16", "llama.cpp", None, 600_000)]
-            rows = ["scenario\tserver\trepeat\tresult\tpeak_rss_kb\tclient_exit"]
+            rows = ["scenario\tserver\trepeat\tresult\tpeak_rss_kb\tclient_exit\tother_cpu_pct"]
             for scenario, server, res, rss in runs:
                 path = f"results/{scenario}/{server}-r1.json"
                 if res is not None:
                     os.makedirs(os.path.join(out, "results", scenario), exist_ok=True)
                     with open(os.path.join(out, path), "w") as f:
                         json.dump(res, f)
-                rows.append(f"{scenario}\t{server}\t1\t{path}\t{rss}\t{0 if res else 1}")
+                rows.append(f"{scenario}\t{server}\t1\t{path}\t{rss}\t{0 if res else 1}\t{len(rows) * 1.5}")
             with open(os.path.join(out, "runs.tsv"), "w") as f:
                 f.write("\n".join(rows) + "\n")
-            text = table.render(meta, table.read_runs(out))
+            runs, loads = table.read_runs(out)
+            text = table.render(meta, runs, loads)
         self.assertIn("| 140.0 / 100.0 (1.40×) |", text)
         self.assertIn("| 879 / 586 (1.50×) |", text)  # peak RSS in MiB
         self.assertIn("| c8-128-128 | met | met | met | **not met** | n/a |", text)
         self.assertIn("| prefill-2048-16 | no data | no data | no data | met | no data |", text)
         self.assertIn("**Goals met: 4 of 9.**", text)
         self.assertIn("prefill-2048-16: llama.cpp has failed or missing runs", text)
+        self.assertIn("Other processes took 1.5–6.0% of the machine's CPU", text)
 
     def test_meta_from_env(self):
         env = {name: "x" for name in table.META_STRINGS.values()}
