@@ -53,24 +53,9 @@ fi
 "$PAGODA_BENCH" align --help >/dev/null 2>&1 ||
   { echo "$PAGODA_BENCH has no align subcommand: rebuild it" >&2; exit 2; }
 
-if [ -z "${VLLM:-}" ]; then
-  if [ -x /work/vllm-venv/bin/vllm ]; then VLLM=/work/vllm-venv/bin/vllm; else VLLM=$(command -v vllm || true); fi
-fi
-[ -n "$VLLM" ] && [ -x "$VLLM" ] || { echo "vLLM's CLI not found: set VLLM=/path/to/vllm" >&2; exit 2; }
-VLLM_PYTHON=$(dirname "$VLLM")/python
-VLLM_TOKENIZER=${VLLM_TOKENIZER:-$HOME/.cache/pagoda/hf-tokenizer-$(basename "$MODEL" .gguf)}
-if [ ! -s "$VLLM_TOKENIZER/tokenizer.json" ]; then
-  "$VLLM_PYTHON" -c "import gguf" 2>/dev/null || "$VLLM_PYTHON" -m pip install --quiet gguf
-  echo "making vLLM's tokenizer directory $VLLM_TOKENIZER from $MODEL" >&2
-  "$VLLM_PYTHON" - "$MODEL" "$VLLM_TOKENIZER" <<'PY'
-import os, sys
-from transformers import AutoConfig, AutoTokenizer
-model, out = sys.argv[1:]
-where, name = os.path.dirname(os.path.abspath(model)), os.path.basename(model)
-AutoTokenizer.from_pretrained(where, gguf_file=name).save_pretrained(out)
-AutoConfig.from_pretrained(where, gguf_file=name).save_pretrained(out)  # vLLM reads model_type
-PY
-fi
+. bench/common.sh
+find_vllm || { echo "vLLM's CLI not found: set VLLM=/path/to/vllm" >&2; exit 2; }
+ensure_vllm_tokenizer "$MODEL"
 
 mkdir -p "$OUT_DIR/results" "$OUT_DIR/alignments" "$OUT_DIR/logs"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
@@ -89,12 +74,7 @@ EXTRA_ARGS=(${SERVER_ARGS:-})
   "${EXTRA_ARGS[@]}" >"$OUT_DIR/logs/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 600); do
-  curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break
-  kill -0 "$SERVER" 2>/dev/null || { echo "pagoda-server exited: see $OUT_DIR/logs/server.log" >&2; exit 1; }
-  sleep 0.2
-done
-curl -sf "http://127.0.0.1:$PORT/health" >/dev/null || { echo "pagoda-server not ready" >&2; exit 1; }
+wait_healthy "http://127.0.0.1:$PORT/health" "$SERVER" "$OUT_DIR/logs/server.log"
 BASE_URL="http://127.0.0.1:$PORT"
 
 run_vllm() { # $1 run name (= the request-id prefix without its dash)

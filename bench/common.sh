@@ -1,0 +1,67 @@
+# Shell functions shared by the bench scripts that start servers and drive them with a client.
+# Source it (`. bench/common.sh`) from a script that has `set -euo pipefail`; nothing runs on load.
+#
+#   free_port                        a free TCP port on 127.0.0.1
+#   wait_healthy URL PID LOG [S]     wait until GET URL answers 2xx (S seconds, default 600); fails
+#                                    at once, with LOG's last lines, when process PID exits first
+#   stop_pid PID [S]                 SIGTERM, then SIGKILL after S seconds (default 30); reaps it
+#   find_vllm                        sets VLLM: $VLLM, else /work/vllm-venv/bin/vllm, else `vllm`
+#                                    on PATH; returns 1 (VLLM empty) when there is none
+#   ensure_vllm_tokenizer MODEL      sets VLLM_TOKENIZER [~/.cache/pagoda/hf-tokenizer-<model file
+#                                    name>] and makes it once from the GGUF with vLLM's python:
+#                                    vLLM's client needs a Hugging Face tokenizer directory and
+#                                    cannot read a GGUF tokenizer
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_healthy() {
+  local url=$1 pid=$2 log=$3 timeout_s=${4:-600} i
+  for ((i = 0; i < timeout_s * 5; i++)); do
+    curl -sf "$url" >/dev/null 2>&1 && return 0
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "the server (pid $pid) exited during start-up; the end of $log:" >&2
+      tail -n 20 "$log" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+  echo "$url not healthy after $timeout_s s; see $log" >&2
+  return 1
+}
+
+stop_pid() {
+  local pid=$1 wait_s=${2:-30} i
+  kill -TERM "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+  for ((i = 0; i < wait_s * 10; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+find_vllm() {
+  if [ -z "${VLLM:-}" ]; then
+    if [ -x /work/vllm-venv/bin/vllm ]; then VLLM=/work/vllm-venv/bin/vllm; else VLLM=$(command -v vllm || true); fi
+  fi
+  [ -n "$VLLM" ] && [ -x "$VLLM" ]
+}
+
+ensure_vllm_tokenizer() {
+  local model=$1 python
+  python=$(dirname "$VLLM")/python
+  VLLM_TOKENIZER=${VLLM_TOKENIZER:-$HOME/.cache/pagoda/hf-tokenizer-$(basename "$model" .gguf)}
+  [ -s "$VLLM_TOKENIZER/tokenizer.json" ] && return 0
+  "$python" -c "import gguf" 2>/dev/null || "$python" -m pip install --quiet gguf
+  echo "making vLLM's tokenizer directory $VLLM_TOKENIZER from $model" >&2
+  "$python" - "$model" "$VLLM_TOKENIZER" <<'PY'
+import os, sys
+from transformers import AutoConfig, AutoTokenizer
+model, out = sys.argv[1:]
+where, name = os.path.dirname(os.path.abspath(model)), os.path.basename(model)
+AutoTokenizer.from_pretrained(where, gguf_file=name).save_pretrained(out)
+AutoConfig.from_pretrained(where, gguf_file=name).save_pretrained(out)  # vLLM reads model_type
+PY
+}
