@@ -15,9 +15,9 @@ const MAX_WEIGHT_ROWS: usize = 4;
 /// activation vector fit in AVX-512's 32 registers.
 const MAX_ACTIVATION_ROWS: usize = 4;
 
-/// Whether this CPU runs [`rows_avx512`].
+/// Whether this CPU runs [`rows_avx512`] (and the AVX2 kernel it leaves single rows to).
 pub fn available() -> bool {
-    is_x86_feature_detected!("avx512f")
+    is_x86_feature_detected!("avx512f") && super::avx2::available()
 }
 
 /// From this many activation rows on, a tile's weight rows are dequantized once into a small
