@@ -65,9 +65,10 @@ impl EngineCore {
         );
         let scheduler = Scheduler::new(limits, kv, info.model.eos_token_ids.clone());
         // Without chunked prefill a prompt cannot be cut to fit a step time.
-        let itl_target = match config.enable_chunked_prefill {
-            true => config.itl_target,
-            false => ItlTarget::Off,
+        let itl_target = if config.enable_chunked_prefill {
+            config.itl_target
+        } else {
+            ItlTarget::Off
         };
         let request_limits = RequestLimits {
             vocab_size: info.model.vocab_size,

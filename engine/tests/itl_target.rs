@@ -24,6 +24,13 @@ const LONG_PROMPT_LEN: usize = 512;
 const DECODE_MAX_TOKENS: usize = 2000;
 
 fn start(itl_target: ItlTarget) -> EngineHandle {
+    start_with(EngineConfig {
+        itl_target,
+        ..EngineConfig::default()
+    })
+}
+
+fn start_with(config: EngineConfig) -> EngineHandle {
     let mock = MockConfig {
         ttft: Duration::ZERO,
         tpot: Duration::ZERO,
@@ -34,10 +41,6 @@ fn start(itl_target: ItlTarget) -> EngineHandle {
         fail_after_tokens: None,
         stall: None,
         step_time_per_token: STEP_TIME_PER_TOKEN,
-    };
-    let config = EngineConfig {
-        itl_target,
-        ..EngineConfig::default()
     };
     start_mock_engine(config, ModelConfig::mock(1000, vec![EOS], 4096), mock).unwrap()
 }
@@ -153,20 +156,44 @@ fn without_a_target_the_long_prompt_goes_in_one_step() {
     assert!(num_tokens <= 2, "{num_tokens} steps");
 }
 
-#[test]
-fn the_target_and_the_learned_cost_are_published() {
-    let handle = start(ItlTarget::Fixed(Duration::from_millis(3)));
-    let mut decoding = submit(&handle, 8, DECODE_MAX_TOKENS);
+/// One stream decoding, then short prompts beside it: enough steps of both kinds to learn from.
+fn warm_up(handle: &EngineHandle) -> RequestStream {
+    let mut decoding = submit(handle, 8, DECODE_MAX_TOKENS);
     for _ in 0..12 {
         next_token(&mut decoding);
     }
     for _ in 0..4 {
-        drain(submit(&handle, 32, 2), 2);
+        drain(submit(handle, 32, 2), 2);
     }
+    decoding
+}
+
+#[test]
+fn the_target_and_the_learned_cost_are_published() {
+    let handle = start(ItlTarget::Fixed(Duration::from_millis(3)));
+    let _decoding = warm_up(&handle);
     wait_for_learned_costs(&handle);
     let stats = handle.stats();
     assert_eq!(stats.itl_target_seconds, Some(0.003));
     let per_token = stats.prefill_token_cost_seconds.unwrap();
     assert!(per_token > 0.0, "{per_token}");
+    handle.shutdown();
+}
+
+#[test]
+fn without_chunked_prefill_there_is_no_target() {
+    let handle = start_with(EngineConfig {
+        itl_target: ItlTarget::Fixed(Duration::from_millis(3)),
+        enable_chunked_prefill: false,
+        max_model_len: Some(2048),
+        ..EngineConfig::default()
+    });
+    let _decoding = warm_up(&handle);
+    let stats = handle.stats();
+    assert_eq!(stats.num_running, 1, "the stream still decodes");
+    assert_eq!(
+        (stats.itl_target_seconds, stats.prefill_token_cost_seconds),
+        (None, None)
+    );
     handle.shutdown();
 }
