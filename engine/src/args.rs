@@ -9,12 +9,15 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::config::{EngineConfig, LoraLimits, ModelDType, DEFAULT_KV_CACHE_MEMORY_BYTES};
+use crate::config::{
+    EngineConfig, ItlTarget, LoraLimits, ModelDType, DEFAULT_KV_CACHE_MEMORY_BYTES,
+};
 use crate::device::DeviceSpec;
 use crate::error::EngineError;
 use crate::models::{LoadFormat, WeightFormat};
 use values::{
-    parse_bytes, parse_device, parse_dtype, parse_load_format, parse_weight_format, DeviceArg,
+    parse_bytes, parse_device, parse_dtype, parse_itl_target, parse_load_format,
+    parse_weight_format, DeviceArg,
 };
 
 /// The share of a GPU's memory the engine takes when neither `--gpu-memory-utilization` nor
@@ -79,6 +82,12 @@ pub struct EngineArgs {
         overrides_with = "enable_chunked_prefill"
     )]
     pub no_enable_chunked_prefill: bool,
+
+    /// While streams decode, the time a step may take: prefill chunks are cut so the predicted
+    /// step fits (step costs are learned from measured steps). auto: a quarter above a
+    /// decode-only step, at least 5 ms above; a number of milliseconds; 0 or off: no target.
+    #[arg(long, env = "PAGODA_ITL_TARGET_MS", default_value = "auto", value_name = "auto|MS|off", value_parser = parse_itl_target)]
+    pub itl_target_ms: ItlTarget,
 
     /// Where the model runs: cpu, cuda (= cuda:0), cuda:N, or auto (the first GPU when this
     /// build has CUDA and a GPU opens, else cpu).
@@ -153,6 +162,7 @@ impl EngineArgs {
                 .kv_cache_memory
                 .unwrap_or(DEFAULT_KV_CACHE_MEMORY_BYTES),
             enable_chunked_prefill: !self.no_enable_chunked_prefill,
+            itl_target: self.itl_target_ms,
             enable_prefix_caching: !self.no_enable_prefix_caching,
             seed: self.seed,
             weight_format: self.weight_format,
@@ -232,6 +242,23 @@ mod tests {
     }
 
     #[test]
+    fn the_itl_target_is_auto_a_number_of_milliseconds_or_off() {
+        let target = |flags: &[&str]| {
+            parse(flags)
+                .engine_config_on(DeviceSpec::Cpu)
+                .expect("valid")
+                .itl_target
+        };
+        assert_eq!(target(&[]), ItlTarget::Auto);
+        assert_eq!(
+            target(&["--itl-target-ms", "60"]),
+            ItlTarget::Fixed(std::time::Duration::from_millis(60))
+        );
+        assert_eq!(target(&["--itl-target-ms", "0"]), ItlTarget::Off);
+        assert_eq!(target(&["--itl-target-ms", "off"]), ItlTarget::Off);
+    }
+
+    #[test]
     fn the_gpu_sizes_its_cache_by_utilization_unless_given_bytes() {
         let gpu = parse(&[])
             .engine_config_on(DeviceSpec::Cuda(0))
@@ -271,6 +298,7 @@ mod tests {
         assert!(bad_block.engine_config_on(DeviceSpec::Cpu).is_err());
         assert!(Cli::try_parse_from(["engine", "--dtype", "int4"]).is_err());
         assert!(Cli::try_parse_from(["engine", "--kv-cache-memory", "lots"]).is_err());
+        assert!(Cli::try_parse_from(["engine", "--itl-target-ms", "-1"]).is_err());
     }
 
     #[test]

@@ -2,6 +2,10 @@
 //! device, and how the model is loaded and computed. `validate` checks what does not depend on
 //! the model; `resolve_max_model_len` checks the rest once the model is known.
 
+pub mod itl_target;
+
+pub use itl_target::ItlTarget;
+
 use crate::device::DeviceSpec;
 use crate::error::EngineError;
 pub use crate::models::dtype::ModelDType;
@@ -27,6 +31,9 @@ pub struct EngineConfig {
     pub kv_cache_memory_bytes: usize,
     /// Split long prompts across steps, mixed with other requests' decodes.
     pub enable_chunked_prefill: bool,
+    /// While sequences decode, how long a step may take: prefill chunks are cut to fit it (with
+    /// chunked prefill only).
+    pub itl_target: ItlTarget,
     /// Reuse the KV blocks of previously computed prefixes.
     pub enable_prefix_caching: bool,
     /// Seed for requests that bring none (their seeds are drawn from this).
@@ -77,6 +84,7 @@ impl Default for EngineConfig {
             max_model_len: None,
             kv_cache_memory_bytes: DEFAULT_KV_CACHE_MEMORY_BYTES,
             enable_chunked_prefill: true,
+            itl_target: ItlTarget::Auto,
             enable_prefix_caching: true,
             seed: 0,
             weight_format: WeightFormat::default(),
@@ -107,6 +115,13 @@ impl EngineConfig {
         }
         if self.max_model_len == Some(0) {
             return fail("max_model_len must be at least 1".into());
+        }
+        if let ItlTarget::Fixed(target) = self.itl_target {
+            if target.is_zero() || target > itl_target::MAX_ITL_TARGET {
+                return fail(format!(
+                    "itl_target must be in (0 s, 1 h] (Off for none), got {target:?}"
+                ));
+            }
         }
         if self.kv_cache_memory_bytes == 0 {
             return fail("kv_cache_memory must be more than 0 bytes".into());

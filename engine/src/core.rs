@@ -11,13 +11,15 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::batch::BatchPlan;
-use crate::config::EngineConfig;
+use crate::config::{EngineConfig, ItlTarget};
 use crate::error::{EngineError, Result};
 use crate::events::{FinishReason, TokenEvent};
 use crate::handle::{EngineCommand, EngineInfo, EngineStats};
 use crate::kv::KvCacheManager;
 use crate::request::RequestId;
 use crate::runner::{StepExecutor, StepOutput};
+use crate::scheduler::itl_budget::ItlBudget;
+use crate::scheduler::step_cost::StepShape;
 use crate::scheduler::{Scheduler, SchedulerLimits, StepUpdate};
 use crate::sequence::Sequence;
 use crate::validate::{RequestLimits, ValidRequest};
@@ -31,6 +33,8 @@ type Built = (
 
 pub(crate) struct EngineCore {
     scheduler: Scheduler,
+    /// Each step's prefill allowance while streams decode, learned from measured step times.
+    itl: ItlBudget,
     executor: Box<dyn StepExecutor>,
     commands: mpsc::Receiver<EngineCommand>,
     streams: HashMap<RequestId, UnboundedSender<TokenEvent>>,
@@ -60,6 +64,12 @@ impl EngineCore {
             config.enable_prefix_caching,
         );
         let scheduler = Scheduler::new(limits, kv, info.model.eos_token_ids.clone());
+        // Without chunked prefill a prompt cannot be cut to fit a step time.
+        let itl_target = if config.enable_chunked_prefill {
+            config.itl_target
+        } else {
+            ItlTarget::Off
+        };
         let request_limits = RequestLimits {
             vocab_size: info.model.vocab_size,
             max_model_len: info.max_model_len,
@@ -73,6 +83,7 @@ impl EngineCore {
         let (commands_tx, commands) = mpsc::channel();
         let core = EngineCore {
             scheduler,
+            itl: ItlBudget::new(itl_target, config.block_size),
             executor,
             commands,
             streams: HashMap::new(),
@@ -181,7 +192,9 @@ impl EngineCore {
     }
 
     fn step(&mut self) {
-        let plan = self.scheduler.schedule();
+        let started = Instant::now();
+        let max_prefill_tokens = self.itl.max_prefill_tokens(self.scheduler.num_decoding());
+        let plan = self.scheduler.schedule_within(max_prefill_tokens);
         if plan.is_empty() {
             // Nothing fits right now (cannot happen for validated requests); never spin.
             tracing::warn!(
@@ -200,6 +213,15 @@ impl EngineCore {
                 }
                 self.totals.num_computed_tokens_total += num_computed_tokens as u64;
                 self.emit(update);
+                let shape = StepShape::of(&plan);
+                let elapsed = started.elapsed();
+                tracing::trace!(
+                    num_decode_seqs = shape.num_decode_seqs,
+                    num_prefill_tokens = shape.num_prefill_tokens,
+                    step_ms = elapsed.as_secs_f64() * 1e3,
+                    "step"
+                );
+                self.itl.record(shape, elapsed);
             }
             Err(error) => {
                 tracing::error!(%error, "step failed; ending its requests");
@@ -317,6 +339,11 @@ impl EngineCore {
         let prefix = self.scheduler.prefix_cache_counters();
         self.totals.prefix_cache_queries_tokens_total = prefix.num_queried_tokens;
         self.totals.prefix_cache_hits_tokens_total = prefix.num_hit_tokens;
+        let num_decoding = self.scheduler.num_decoding();
+        self.totals.itl_target_seconds =
+            self.itl.step_target(num_decoding).map(|t| t.as_secs_f64());
+        self.totals.prefill_token_cost_seconds =
+            self.itl.prefill_token_cost().map(|t| t.as_secs_f64());
         if self.scheduler.limits().max_loras.is_some() {
             let (running, waiting) = self.scheduler.lora_adapter_names();
             self.totals.running_lora_adapters = running;

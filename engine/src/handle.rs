@@ -51,6 +51,11 @@ pub struct EngineStats {
     /// Tokens run through the model (prefill chunks, decodes, recomputation after preemption).
     pub num_computed_tokens_total: u64,
     pub num_steps_total: u64,
+    /// The step time aimed at while the running sequences decode (`--itl-target-ms`); `None`
+    /// when no target applies (off, nothing decoding, or `auto` still learning).
+    pub itl_target_seconds: Option<f64>,
+    /// The learned cost of one prefill token in a step with decodes; `None` until learned.
+    pub prefill_token_cost_seconds: Option<f64>,
     /// Names of the LoRA adapters of running sequences (sorted, distinct; empty without LoRA).
     pub running_lora_adapters: Vec<String>,
     /// Names of the LoRA adapters of waiting sequences (sorted, distinct).

@@ -44,7 +44,7 @@ internal_modules! {
 }
 
 pub use args::EngineArgs;
-pub use config::EngineConfig;
+pub use config::{EngineConfig, ItlTarget};
 pub use constraint::{ConstraintMatcher, TokenConstraint, TokenMask};
 pub use device::DeviceSpec;
 pub use error::{EngineError, Result};

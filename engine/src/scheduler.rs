@@ -3,9 +3,16 @@
 //! One counter model, as in vLLM v1: each sequence has `num_computed_tokens`, and the scheduler
 //! hands out tokens (capped by the step's token budget) until it catches up with the tokens the
 //! sequence holds. Prefill, chunked prefill and decode are the same arithmetic. When blocks run
-//! out, the running sequence that arrived last is preempted by recompute.
+//! out, the running sequence that arrived last is preempted by recompute. A step may also cap
+//! its prefill tokens (the ITL budget, `itl_budget.rs`, computed by the engine core and passed
+//! in as a number: the scheduler reads no clock).
 
+mod decayed_fit;
+pub mod itl_budget;
+pub mod step_cost;
 mod update;
+#[cfg(test)]
+mod prefill_cap_tests;
 #[cfg(test)]
 mod update_tests;
 #[cfg(test)]
@@ -143,11 +150,30 @@ impl Scheduler {
         ids.into_iter().filter_map(|id| self.abort(id)).collect()
     }
 
+    /// Running sequences that compute one token next step (decodes).
+    pub fn num_decoding(&self) -> usize {
+        self.running
+            .iter()
+            .filter(|s| s.num_uncomputed_tokens() == 1)
+            .count()
+    }
+
+    /// Plans the next step with no prefill cap beyond the token budget.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn schedule(&mut self) -> BatchPlan {
+        self.schedule_within(None)
+    }
+
     /// Plans the next step: running sequences first (preempting the latest arrival when blocks
     /// run out), then waiting ones in arrival order while budget, blocks and `max_num_seqs` allow.
-    pub fn schedule(&mut self) -> BatchPlan {
+    /// Sequences computing more than one token (prefill) share at most `max_prefill_tokens`
+    /// (`None`: no cap); decodes are never held back by it.
+    pub fn schedule_within(&mut self, max_prefill_tokens: Option<usize>) -> BatchPlan {
         let mut plan = BatchPlan::default();
-        let mut budget = self.limits.max_num_batched_tokens;
+        let mut budget = StepBudget {
+            num_tokens: self.limits.max_num_batched_tokens,
+            num_prefill_tokens: max_prefill_tokens.unwrap_or(usize::MAX),
+        };
         let preempted = self.schedule_running(&mut plan, &mut budget);
         if !preempted {
             self.schedule_waiting(&mut plan, &mut budget);
@@ -155,11 +181,17 @@ impl Scheduler {
         plan
     }
 
-    fn schedule_running(&mut self, plan: &mut BatchPlan, budget: &mut usize) -> bool {
+    fn schedule_running(&mut self, plan: &mut BatchPlan, budget: &mut StepBudget) -> bool {
         let mut preempted = false;
         let mut index = 0;
-        while index < self.running.len() && *budget > 0 {
-            let num_new = self.running[index].num_uncomputed_tokens().min(*budget);
+        while index < self.running.len() && budget.num_tokens > 0 {
+            let num_uncomputed = self.running[index].num_uncomputed_tokens();
+            let num_new = budget.grant(num_uncomputed);
+            if num_new == 0 {
+                // A prefill past the step's prefill cap: the decodes behind it still run.
+                index += 1;
+                continue;
+            }
             let seq = &mut self.running[index];
             if self
                 .kv
@@ -167,7 +199,7 @@ impl Scheduler {
                 .is_some()
             {
                 push_scheduled(plan, seq, num_new);
-                *budget -= num_new;
+                budget.spend(num_uncomputed, num_new);
                 index += 1;
                 continue;
             }
@@ -184,14 +216,14 @@ impl Scheduler {
     /// Admits waiting sequences in arrival order while the budget, the batch and the KV cache
     /// allow. A sequence whose adapter would exceed `max_loras` distinct adapters is passed over
     /// (it keeps its place) for later ones that fit.
-    fn schedule_waiting(&mut self, plan: &mut BatchPlan, budget: &mut usize) {
+    fn schedule_waiting(&mut self, plan: &mut BatchPlan, budget: &mut StepBudget) {
         // Only a LoRA engine tracks adapters; a base-only engine does no work for them.
         let mut adapters = match self.limits.max_loras {
             Some(_) => self.running_adapters(),
             None => Vec::new(),
         };
         let mut index = 0;
-        while *budget > 0 && self.running.len() < self.limits.max_num_seqs {
+        while budget.num_tokens > 0 && self.running.len() < self.limits.max_num_seqs {
             let Some(seq) = self.waiting.get_mut(index) else {
                 break;
             };
@@ -204,8 +236,8 @@ impl Scheduler {
             }
             let computed = self.kv.get_computed_blocks(seq);
             let num_uncomputed = seq.num_tokens() - computed.num_tokens;
-            let num_new = num_uncomputed.min(*budget);
-            if num_new < num_uncomputed && !self.limits.enable_chunked_prefill {
+            let num_new = budget.grant(num_uncomputed);
+            if num_new == 0 || (num_new < num_uncomputed && !self.limits.enable_chunked_prefill) {
                 break;
             }
             let table = &mut seq.block_table;
@@ -236,7 +268,7 @@ impl Scheduler {
             }
             seq.status = SequenceStatus::Running;
             push_scheduled(plan, &seq, num_new);
-            *budget -= num_new;
+            budget.spend(num_uncomputed, num_new);
             self.running.push(seq);
         }
     }
@@ -314,6 +346,33 @@ impl Scheduler {
             .chain(self.waiting.iter())
             .map(|s| s.block_table.as_slice());
         self.kv.check_invariants(tables)
+    }
+}
+
+/// What is left of a step's budgets while it is planned.
+struct StepBudget {
+    num_tokens: usize,
+    /// Tokens left for sequences computing more than one token.
+    num_prefill_tokens: usize,
+}
+
+impl StepBudget {
+    /// Tokens a sequence with `num_uncomputed` tokens gets: one (a decode) whenever any budget is
+    /// left, more (prefill) within both budgets.
+    fn grant(&self, num_uncomputed: usize) -> usize {
+        match num_uncomputed {
+            0 | 1 => num_uncomputed.min(self.num_tokens),
+            _ => num_uncomputed
+                .min(self.num_tokens)
+                .min(self.num_prefill_tokens),
+        }
+    }
+
+    fn spend(&mut self, num_uncomputed: usize, num_new: usize) {
+        self.num_tokens -= num_new;
+        if num_uncomputed > 1 {
+            self.num_prefill_tokens = self.num_prefill_tokens.saturating_sub(num_new);
+        }
     }
 }
 

@@ -30,6 +30,7 @@ fn mock(ttft_ms: u64, tpot_ms: u64, output_len: MockOutputLen) -> MockConfig {
         output_token_ids: TEXT.to_vec(),
         fail_after_tokens: None,
         stall: None,
+        step_time_per_token: Duration::ZERO,
     }
 }
 

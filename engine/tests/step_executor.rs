@@ -67,6 +67,7 @@ fn start() -> (EngineHandle, Arc<Mutex<HashSet<RequestId>>>) {
         output_token_ids: vec![40, 41],
         fail_after_tokens: None,
         stall: None,
+        step_time_per_token: Duration::ZERO,
     };
     let recorder = live.clone();
     let model = ModelConfig::mock(1000, vec![2], 4096);

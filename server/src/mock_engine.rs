@@ -81,6 +81,7 @@ pub fn start_mock(
                 duration: millis(args.mock_stall_ms, "--mock-stall-ms")?,
             }),
         },
+        step_time_per_token: Duration::ZERO,
     };
     let engine = start_mock_engine(config, model, mock)?;
     tracing::info!(

@@ -1,6 +1,6 @@
 //! Parsers of the engine flags' values: devices, byte sizes, dtypes, load and weight formats.
 
-use crate::config::ModelDType;
+use crate::config::{ItlTarget, ModelDType};
 use crate::device::DeviceSpec;
 use crate::models::{LoadFormat, WeightFormat};
 
@@ -28,6 +28,11 @@ pub fn parse_device(text: &str) -> Result<DeviceArg, String> {
     DeviceSpec::parse(text)
         .map(DeviceArg::Exact)
         .ok_or_else(|| format!("unknown device {text:?}; expected auto, cpu, cuda or cuda:N"))
+}
+
+/// `--itl-target-ms`: `auto`, a number of milliseconds, or `0`/`off`.
+pub fn parse_itl_target(text: &str) -> Result<ItlTarget, String> {
+    ItlTarget::parse(text)
 }
 
 pub fn parse_load_format(text: &str) -> Result<LoadFormat, String> {

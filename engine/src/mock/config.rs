@@ -33,6 +33,10 @@ pub struct MockConfig {
     /// Fault injection: the first step in which some sequence would produce its token number
     /// `N + 1` blocks the engine thread this long, as a hung model would (once per engine).
     pub stall: Option<MockStall>,
+    /// Emulated compute: each step blocks the engine thread this long per token it computes
+    /// (prefill chunks and decodes alike), so step times grow with the work as a model's do.
+    /// Zero: steps cost nothing.
+    pub step_time_per_token: Duration,
 }
 
 /// A one-off stall of the mock's engine thread.
@@ -103,10 +107,12 @@ impl MockConfig {
     pub fn validate(&self, model: &ModelConfig) -> Result<()> {
         let fail = |m: String| Err(EngineError::Config(m));
         let stall = self.stall.map_or(Duration::ZERO, |s| s.duration);
-        if self.ttft > MAX_MOCK_DELAY || self.tpot > MAX_MOCK_DELAY || stall > MAX_MOCK_DELAY {
+        let delays = [self.ttft, self.tpot, stall, self.step_time_per_token];
+        if delays.iter().any(|&delay| delay > MAX_MOCK_DELAY) {
             return fail(format!(
-                "mock ttft {:?}, tpot {:?} and stall {stall:?} must be at most {MAX_MOCK_DELAY:?}",
-                self.ttft, self.tpot
+                "mock ttft {:?}, tpot {:?}, stall {stall:?} and step time per token {:?} must be \
+                 at most {MAX_MOCK_DELAY:?}",
+                self.ttft, self.tpot, self.step_time_per_token
             ));
         }
         if !(0.0..=1.0).contains(&self.jitter) {
@@ -148,6 +154,7 @@ mod tests {
             output_token_ids: vec![10, 11, 12],
             fail_after_tokens: None,
             stall: None,
+            step_time_per_token: Duration::ZERO,
         }
     }
 
@@ -181,6 +188,7 @@ mod tests {
         assert!(with(|c| c.jitter = 1.5).is_err());
         assert!(with(|c| c.jitter = f64::NAN).is_err());
         assert!(with(|c| c.tpot = Duration::from_secs(1 << 20)).is_err());
+        assert!(with(|c| c.step_time_per_token = Duration::from_secs(1 << 20)).is_err());
         assert_eq!(with(|c| c.jitter = 1.0), Ok(()));
     }
 

@@ -21,6 +21,7 @@ pub struct MockExecutor {
     fail_after_tokens: Option<usize>,
     /// Taken (and slept) by the first step that reaches it.
     stall: Option<MockStall>,
+    step_time_per_token: Duration,
     ttft: Duration,
     tpot: Duration,
     jitter: f64,
@@ -63,6 +64,7 @@ impl MockExecutor {
             idle_until: None,
             fail_after_tokens: mock.fail_after_tokens,
             stall: mock.stall,
+            step_time_per_token: mock.step_time_per_token,
         })
     }
 
@@ -144,6 +146,10 @@ impl StepExecutor for MockExecutor {
             .filter(|s| s.sample)
             .map(|s| self.next_token(s.id, now))
             .collect();
+        if !self.step_time_per_token.is_zero() {
+            let num_tokens = u32::try_from(plan.num_batched_tokens).unwrap_or(u32::MAX);
+            std::thread::sleep(self.step_time_per_token.saturating_mul(num_tokens));
+        }
         if let Some(stall) = self.stall {
             if self.any_past(plan, stall.after_tokens) {
                 self.stall = None;

@@ -26,6 +26,7 @@ fn config(ttft_ms: u64, tpot_ms: u64, output_len: MockOutputLen, seed: u64) -> M
         output_token_ids: vec![10, 11, 12],
         fail_after_tokens: None,
         stall: None,
+        step_time_per_token: Duration::ZERO,
     }
 }
 

@@ -66,7 +66,7 @@ const COUNTERS: [CounterSpec; 5] = [
 ];
 
 /// Exported under `pagoda` only: vLLM has no such series.
-const PAGODA_GAUGES: [GaugeSpec; 3] = [
+const PAGODA_GAUGES: [GaugeSpec; 5] = [
     (
         NUM_KV_BLOCKS,
         "KV-cache blocks in the pool (its capacity).",
@@ -81,6 +81,16 @@ const PAGODA_GAUGES: [GaugeSpec; 3] = [
         NUM_CACHED_KV_BLOCKS,
         "Blocks registered in the prefix cache, in use or free (free ones are evictable).",
         |s| s.num_cached_kv_blocks as f64,
+    ),
+    (
+        ITL_TARGET,
+        "Step time aimed at while requests decode (--itl-target-ms); 0 when none applies.",
+        |s| s.itl_target_seconds.unwrap_or(0.0),
+    ),
+    (
+        PREFILL_TOKEN_COST,
+        "Learned cost of one prefill token in a step with decodes; 0 until learned.",
+        |s| s.prefill_token_cost_seconds.unwrap_or(0.0),
     ),
 ];
 

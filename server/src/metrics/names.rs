@@ -103,6 +103,8 @@ pub const NUM_CACHED_KV_BLOCKS: &str = "num_cached_kv_blocks";
 pub const PREFIX_CACHE_EVICTIONS: &str = "prefix_cache_evictions_total";
 pub const COMPUTED_TOKENS: &str = "computed_tokens_total";
 pub const ENGINE_STEPS: &str = "engine_steps_total";
+pub const ITL_TARGET: &str = "itl_target_seconds";
+pub const PREFILL_TOKEN_COST: &str = "prefill_token_cost_seconds";
 
 // LoRA adapters.
 /// vLLM's info gauge: the adapters of running and waiting requests, and `--max-loras`, as labels.

@@ -160,12 +160,14 @@ const HTTP_SERIES: [&str; 7] = [
     "pagoda_grammar_mask_seconds",
 ];
 
-const PAGODA_EXTRAS: [&str; 6] = [
+const PAGODA_EXTRAS: [&str; 8] = [
     "pagoda:computed_tokens_total",
     "pagoda:engine_steps_total",
+    "pagoda:itl_target_seconds",
     "pagoda:num_cached_kv_blocks",
     "pagoda:num_kv_blocks",
     "pagoda:num_kv_blocks_used",
+    "pagoda:prefill_token_cost_seconds",
     "pagoda:prefix_cache_evictions_total",
 ];
 
@@ -186,6 +188,8 @@ fn expected_kind(name: &str) -> &'static str {
         "num_requests_waiting",
         "kv_cache_usage_perc",
         "engine_stalled",
+        "itl_target_seconds",
+        "prefill_token_cost_seconds",
     ];
     if name.ends_with("_total") {
         "counter"

@@ -17,13 +17,15 @@ const SETTLE: Duration = Duration::from_secs(5);
 /// (prompt, max_tokens) of the known requests.
 pub const KNOWN: [(&str, u64); 3] = [("alpha", 4), ("beta gamma", 7), ("the third prompt", 9)];
 /// Series only `--metrics-namespace pagoda` exports (docs/metrics.md, "Pagoda-only series").
-pub const PAGODA_ONLY: [&str; 6] = [
+pub const PAGODA_ONLY: [&str; 8] = [
     "num_kv_blocks",
     "num_kv_blocks_used",
     "num_cached_kv_blocks",
     "prefix_cache_evictions_total",
     "computed_tokens_total",
     "engine_steps_total",
+    "itl_target_seconds",
+    "prefill_token_cost_seconds",
 ];
 
 /// What the known requests add up to.
