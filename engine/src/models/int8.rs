@@ -189,7 +189,7 @@ impl KernelKind {
     pub fn min_rows_for_dense_matmul(self) -> usize {
         match self {
             #[cfg(target_arch = "x86_64")]
-            KernelKind::Avx512 => 256,
+            KernelKind::Avx512 => 128,
             _ => 32,
         }
     }
