@@ -31,7 +31,9 @@ pub enum SizeReason {
 impl SizeReason {
     pub fn describe(self) -> &'static str {
         match self {
-            Self::Given => "the given budget (--kv-cache-memory)",
+            Self::Given => {
+                "the budget given: --kv-cache-memory, or on a GPU what --gpu-memory-utilization leaves"
+            }
             Self::Needed => "what max_num_seqs sequences of max_model_len tokens can use",
             Self::Capped => {
                 "capped at 1 GiB: max_num_seqs sequences of max_model_len tokens would need more"
