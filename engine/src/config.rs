@@ -10,7 +10,7 @@ use crate::models::load::{LoadFormat, LoadOptions};
 use crate::models::weight_format::WeightFormat;
 
 /// The most a KV cache takes when no budget is given (`kv_cache_memory_bytes: None` on the
-/// CPU): 1 GiB, unless one sequence of `max_model_len` tokens needs more (see `kv::cpu_budget`).
+/// CPU): 1 GiB, unless one sequence of `max_model_len` tokens needs more (see `kv::cache_size`).
 pub const DEFAULT_KV_CACHE_MEMORY_BYTES: usize = 1 << 30;
 
 /// How an engine runs: its limits, device and model loading. Build with `Default` and override,

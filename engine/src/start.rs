@@ -160,7 +160,6 @@ fn start_with_executor_sized(
     let executor = build_executor(&info)?;
     let (core, limits, stats, commands_tx) = EngineCore::build(&config, &info, executor);
     log_kv_cache(&info, size);
-
     let thread = std::thread::Builder::new()
         .name("pagoda-engine".into())
         .spawn(move || run_in_thread_pool(core))
