@@ -15,9 +15,9 @@
 # requests (255-token prompts, 1 output token, 8 at a time, another seed): the CPU KV cache is
 # zero-filled memory that the kernel only commits when a block is first written, and blocks are
 # handed out least-recently-freed first, so without it RSS climbs by the KV cache's size (~1 GiB
-# for the default model) over the first ~23k tokens of load (~3 minutes at 0.55 req/s) and the
-# 2-minute reference would sit below the plateau. The warm-up costs ~1.1 x the KV capacity in
-# prefilled tokens (~26k tokens for the default model).
+# for the default model: ~46k tokens in the default f16 cache) over the first minutes of load and
+# the 2-minute reference would sit below the plateau. The warm-up costs ~1.1 x the KV capacity in
+# prefilled tokens (~51k tokens for the default model).
 #
 # Default rate 0.55 req/s: ~70% of the ~0.8 req/s saturation of 128/128 measured on the 2-core
 # machine; set RATE to ~0.7 x the saturation rate on another machine.

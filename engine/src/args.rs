@@ -9,15 +9,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::config::{
-    EngineConfig, ItlTarget, LoraLimits, ModelDType, DEFAULT_KV_CACHE_MEMORY_BYTES,
-};
+use crate::config::{EngineConfig, ItlTarget, KvCacheDType, LoraLimits, ModelDType};
 use crate::device::DeviceSpec;
 use crate::error::EngineError;
 use crate::models::{LoadFormat, WeightFormat};
 use values::{
-    parse_bytes, parse_device, parse_dtype, parse_itl_target, parse_load_format,
-    parse_weight_format, DeviceArg,
+    parse_bytes, parse_device, parse_dtype, parse_itl_target, parse_kv_cache_dtype,
+    parse_load_format, parse_weight_format, DeviceArg,
 };
 
 /// The share of a GPU's memory the engine takes when neither `--gpu-memory-utilization` nor
@@ -48,10 +46,18 @@ pub struct EngineArgs {
     #[arg(long, env = "PAGODA_BLOCK_SIZE", default_value_t = 16)]
     pub block_size: usize,
 
-    /// KV-cache budget in bytes (KiB, MiB and GiB suffixes accepted). [default: 1GiB on CPU; on
-    /// a GPU the cache is sized by --gpu-memory-utilization unless this is given]
+    /// KV-cache budget in bytes (KiB, MiB and GiB suffixes accepted). [default: on CPU, what
+    /// --max-num-seqs sequences of --max-model-len tokens can use, at most 1GiB (but at least one
+    /// such sequence); on a GPU the cache is sized by --gpu-memory-utilization unless this is
+    /// given]
     #[arg(long, env = "PAGODA_KV_CACHE_MEMORY", value_name = "BYTES", value_parser = parse_bytes)]
     pub kv_cache_memory: Option<usize>,
+
+    /// What the KV cache stores keys and values in: auto, f32, f16 or bf16. auto is f16 on CPU
+    /// (half the memory of f32) and the model's compute dtype on a GPU, where no other is
+    /// accepted unless --dtype names it.
+    #[arg(long, env = "PAGODA_KV_CACHE_DTYPE", default_value = "auto", value_parser = parse_kv_cache_dtype)]
+    pub kv_cache_dtype: KvCacheDType,
 
     /// Fraction of the GPU's memory this engine may use for weights, activations and KV cache;
     /// the KV cache gets what a profiled worst-case step leaves (CUDA only; refused on CPU).
@@ -158,9 +164,8 @@ impl EngineArgs {
             max_num_seqs: self.max_num_seqs,
             max_num_batched_tokens: self.max_num_batched_tokens,
             max_model_len: self.max_model_len,
-            kv_cache_memory_bytes: self
-                .kv_cache_memory
-                .unwrap_or(DEFAULT_KV_CACHE_MEMORY_BYTES),
+            kv_cache_memory_bytes: self.kv_cache_memory,
+            kv_cache_dtype: self.kv_cache_dtype,
             enable_chunked_prefill: !self.no_enable_chunked_prefill,
             itl_target: self.itl_target_ms,
             enable_prefix_caching: !self.no_enable_prefix_caching,
@@ -272,8 +277,43 @@ mod tests {
             .expect("valid");
         assert_eq!(
             (bytes.gpu_memory_utilization, bytes.kv_cache_memory_bytes),
-            (None, 2 << 30)
+            (None, Some(2 << 30))
         );
+    }
+
+    #[test]
+    fn kv_cache_dtype_parses_its_names_and_refuses_others() {
+        let dtype = |flags: &[&str]| parse(flags).kv_cache_dtype;
+        assert_eq!(dtype(&[]), KvCacheDType::Auto);
+        assert_eq!(dtype(&["--kv-cache-dtype", "f16"]), KvCacheDType::F16);
+        assert_eq!(dtype(&["--kv-cache-dtype", "bfloat16"]), KvCacheDType::Bf16);
+        assert_eq!(dtype(&["--kv-cache-dtype", "f32"]), KvCacheDType::F32);
+        let error = Cli::try_parse_from(["engine", "--kv-cache-dtype", "fp8"])
+            .expect_err("fp8 is not stored");
+        assert!(
+            error.to_string().contains("auto, f32, f16, bf16"),
+            "{error}"
+        );
+        let config = parse(&["--kv-cache-dtype", "bf16"])
+            .engine_config_on(DeviceSpec::Cpu)
+            .expect("valid");
+        assert_eq!(config.kv_cache_dtype, KvCacheDType::Bf16);
+        let on_gpu = parse(&["--kv-cache-dtype", "f16", "--dtype", "bfloat16"])
+            .engine_config_on(DeviceSpec::Cuda(0))
+            .expect_err("the GPU cache stores the compute dtype");
+        assert!(
+            on_gpu.to_string().contains("--kv-cache-dtype f16"),
+            "{on_gpu}"
+        );
+    }
+
+    #[test]
+    fn kv_cache_dtype_reads_its_environment_variable() {
+        let arg = Cli::command()
+            .get_arguments()
+            .find(|arg| arg.get_id() == "kv_cache_dtype")
+            .map(|arg| arg.get_env().map(|env| env.to_os_string()));
+        assert_eq!(arg, Some(Some("PAGODA_KV_CACHE_DTYPE".into())));
     }
 
     #[test]

@@ -8,11 +8,13 @@ pub use itl_target::ItlTarget;
 
 use crate::device::DeviceSpec;
 use crate::error::EngineError;
+pub use crate::kv_cache_dtype::{KvCacheDType, KV_CACHE_DTYPES};
 pub use crate::models::dtype::ModelDType;
 use crate::models::load::{LoadFormat, LoadOptions};
 use crate::models::weight_format::WeightFormat;
 
-/// Default KV-cache budget on CPU: 1 GiB.
+/// The most a KV cache takes when no budget is given (`kv_cache_memory_bytes: None` on the
+/// CPU): 1 GiB, unless one sequence of `max_model_len` tokens needs more (see `kv::cache_size`).
 pub const DEFAULT_KV_CACHE_MEMORY_BYTES: usize = 1 << 30;
 
 /// How an engine runs: its limits, device and model loading. Build with `Default` and override,
@@ -27,8 +29,13 @@ pub struct EngineConfig {
     pub max_num_batched_tokens: usize,
     /// Longest sequence (prompt + output) served; `None` = the model's context length.
     pub max_model_len: Option<usize>,
-    /// Bytes the KV cache may use (on CPU: host memory).
-    pub kv_cache_memory_bytes: usize,
+    /// Bytes the KV cache may use (on CPU: host memory). `None`: on the CPU, what
+    /// `max_num_seqs` sequences of `max_model_len` tokens can use, at most
+    /// `DEFAULT_KV_CACHE_MEMORY_BYTES`; on a GPU, sized by `gpu_memory_utilization`.
+    pub kv_cache_memory_bytes: Option<usize>,
+    /// What the KV cache stores keys and values in (`auto`: f16 on the CPU, the compute dtype
+    /// on a GPU).
+    pub kv_cache_dtype: KvCacheDType,
     /// Split long prompts across steps, mixed with other requests' decodes.
     pub enable_chunked_prefill: bool,
     /// While sequences decode, how long a step may take: prefill chunks are cut to fit it (with
@@ -82,7 +89,8 @@ impl Default for EngineConfig {
             max_num_seqs: 256,
             max_num_batched_tokens: 2048,
             max_model_len: None,
-            kv_cache_memory_bytes: DEFAULT_KV_CACHE_MEMORY_BYTES,
+            kv_cache_memory_bytes: None,
+            kv_cache_dtype: KvCacheDType::Auto,
             enable_chunked_prefill: true,
             itl_target: ItlTarget::Auto,
             enable_prefix_caching: true,
@@ -123,8 +131,13 @@ impl EngineConfig {
                 ));
             }
         }
-        if self.kv_cache_memory_bytes == 0 {
+        if self.kv_cache_memory_bytes == Some(0) {
             return fail("kv_cache_memory must be more than 0 bytes".into());
+        }
+        if self.device.is_cuda() {
+            self.kv_cache_dtype
+                .check_for_gpu(self.dtype)
+                .or_else(fail)?;
         }
         if let Some(lora) = self.lora {
             if lora.max_loras == 0 {
@@ -198,6 +211,41 @@ mod tests {
         assert!(
             matches!(config.validate(), Err(EngineError::Config(m)) if m.contains("block_size"))
         );
+    }
+
+    #[test]
+    fn a_gpu_refuses_a_kv_cache_dtype_other_than_its_compute_dtype() {
+        let on_gpu = |kv_cache_dtype, dtype| EngineConfig {
+            device: DeviceSpec::Cuda(0),
+            kv_cache_dtype,
+            dtype,
+            ..EngineConfig::default()
+        };
+        assert_eq!(
+            on_gpu(KvCacheDType::Auto, ModelDType::Auto).validate(),
+            Ok(())
+        );
+        assert_eq!(
+            on_gpu(KvCacheDType::F16, ModelDType::F16).validate(),
+            Ok(())
+        );
+        for (kv, compute) in [
+            (KvCacheDType::F16, ModelDType::Bf16),
+            (KvCacheDType::F32, ModelDType::Auto),
+            (KvCacheDType::Bf16, ModelDType::F32),
+        ] {
+            let error = on_gpu(kv, compute).validate().expect_err("refused");
+            assert!(
+                matches!(&error, EngineError::Config(m) if m.contains("--kv-cache-dtype") && m.contains("CUDA")),
+                "{error}"
+            );
+        }
+        let cpu = EngineConfig {
+            kv_cache_dtype: KvCacheDType::Bf16,
+            dtype: ModelDType::F16,
+            ..EngineConfig::default()
+        };
+        assert_eq!(cpu.validate(), Ok(()));
     }
 
     #[test]

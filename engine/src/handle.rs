@@ -11,6 +11,7 @@ use tokio::sync::mpsc::{
 
 use crate::error::EngineError;
 use crate::events::TokenEvent;
+use crate::kv_cache_dtype::KvCacheDType;
 use crate::lora::adapter::LoraAdapter;
 use crate::lora::load::{load_lora_adapter, LoraLoadOptions};
 use crate::models::ModelConfig;
@@ -82,6 +83,8 @@ pub struct EngineInfo {
     pub kv_capacity_tokens: usize,
     /// How many sequences of `max_model_len` tokens the cache holds at once.
     pub max_concurrency_at_max_model_len: f64,
+    /// What the KV cache stores keys and values in (never `Auto`).
+    pub kv_cache_dtype: KvCacheDType,
 }
 
 /// Talks to the engine thread. Cheap to clone; every clone drives the same engine.

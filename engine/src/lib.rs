@@ -22,6 +22,7 @@ pub mod device;
 pub mod error;
 pub mod events;
 pub mod handle;
+mod kv_cache_dtype;
 pub mod lora;
 pub mod models;
 pub mod request;

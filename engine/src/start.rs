@@ -6,10 +6,11 @@ use std::path::Path;
 use candle_core::{DType, Device};
 
 use crate::attention::{CpuKvCache, PagedKvCache};
-use crate::config::EngineConfig;
+use crate::config::{EngineConfig, KvCacheDType};
 use crate::core::EngineCore;
 use crate::error::{EngineError, Result};
 use crate::handle::{EngineHandle, EngineInfo};
+use crate::kv::cache_size::{kv_cache_size, CacheSize, SizingLimits};
 use crate::lora::load::LoraLoadOptions;
 use crate::models::{load_model_with, CausalLm, ModelConfig};
 use crate::runner::{ModelRunner, StepExecutor};
@@ -38,24 +39,25 @@ fn start_on_gpu(_: EngineConfig, _: &Path, device: Device) -> Result<EngineHandl
     )))
 }
 
-/// Starts an engine thread on an already loaded model, with a KV cache on the model's device in
-/// its compute dtype, sized by `config.kv_cache_memory_bytes`.
+/// Starts an engine thread on an already loaded model, with a KV cache on the model's device
+/// (in `config.kv_cache_dtype` on the CPU, the compute dtype on a GPU), sized by
+/// `config.kv_cache_memory_bytes`.
 pub fn start_engine_with_model(
     config: EngineConfig,
     model: Box<dyn CausalLm>,
 ) -> Result<EngineHandle> {
     let model_config = model.config().clone();
-    let bytes_per_token = model_config.kv_bytes_per_token(model.dtype());
+    let kv_dtype = kv_cache_dtype_on(&config, model.device(), model.dtype())?;
     let lora = config.lora.map(|limits| LoraLoadOptions {
         max_rank: limits.max_lora_rank,
         device: model.device().clone(),
         dtype: model.dtype(),
     });
-    let handle = start_with_executor_sized(config, model_config, bytes_per_token, |info| {
+    let handle = start_with_executor_sized(config, model_config, kv_dtype, |info| {
         let cfg = &info.model;
         let kv_cache = new_kv_cache(
             model.device(),
-            model.dtype(),
+            kv_dtype,
             cfg,
             info.block_size,
             info.num_kv_blocks,
@@ -69,7 +71,24 @@ pub fn start_engine_with_model(
     })
 }
 
-/// The paged KV cache of a model's device.
+/// What the KV cache stores on `device`: on the CPU, `config.kv_cache_dtype` (`auto`: f16); on
+/// a GPU, the model's compute dtype, which an explicit choice must equal (`validate` has
+/// checked it against an explicit `--dtype`).
+fn kv_cache_dtype_on(config: &EngineConfig, device: &Device, compute: DType) -> Result<DType> {
+    if device.is_cpu() {
+        return Ok(config.kv_cache_dtype.resolve_for_cpu());
+    }
+    match config.kv_cache_dtype.explicit_dtype() {
+        Some(wanted) if wanted != compute => Err(EngineError::Config(format!(
+            "--kv-cache-dtype {} is not supported on CUDA with a model computing in {compute:?}: \
+             the GPU cache stores the compute dtype; use --kv-cache-dtype auto",
+            config.kv_cache_dtype.as_str()
+        ))),
+        _ => Ok(compute),
+    }
+}
+
+/// The paged KV cache of a model's device, storing `dtype`.
 fn new_kv_cache(
     device: &Device,
     dtype: DType,
@@ -78,7 +97,9 @@ fn new_kv_cache(
     num_blocks: usize,
 ) -> Result<Box<dyn PagedKvCache>> {
     if device.is_cpu() {
-        let cache = CpuKvCache::new(model.num_layers, model.attn_shape(), block_size, num_blocks);
+        let shape = model.attn_shape();
+        let cache =
+            CpuKvCache::with_dtype(model.num_layers, shape, block_size, num_blocks, dtype)?;
         return Ok(Box::new(cache));
     }
     gpu_kv_cache(device, dtype, model, block_size, num_blocks)
@@ -117,35 +138,28 @@ fn gpu_kv_cache(
 }
 
 /// Starts an engine thread whose steps run on the executor that `build_executor` makes. The KV
-/// cache is sized for `model` as for a real model (`EngineInfo::num_kv_blocks`), and the
-/// scheduler, limits and admission checks are those of a real engine.
+/// cache is sized for `model` as for a real model on the CPU (`EngineInfo::num_kv_blocks`, in
+/// `config.kv_cache_dtype`), and the scheduler, limits and admission checks are those of a real
+/// engine.
 pub fn start_engine_with_executor(
     config: EngineConfig,
     model: ModelConfig,
     build_executor: impl FnOnce(&EngineInfo) -> Result<Box<dyn StepExecutor>>,
 ) -> Result<EngineHandle> {
-    let bytes_per_token = model.kv_bytes_per_token(DType::F32);
-    start_with_executor_sized(config, model, bytes_per_token, build_executor)
+    let kv_dtype = config.kv_cache_dtype.resolve_for_cpu();
+    start_with_executor_sized(config, model, kv_dtype, build_executor)
 }
 
 fn start_with_executor_sized(
     config: EngineConfig,
     model: ModelConfig,
-    kv_bytes_per_token: usize,
+    kv_dtype: DType,
     build_executor: impl FnOnce(&EngineInfo) -> Result<Box<dyn StepExecutor>>,
 ) -> Result<EngineHandle> {
-    let info = engine_info(&config, model, kv_bytes_per_token)?;
+    let (info, size) = engine_info(&config, model, kv_dtype)?;
     let executor = build_executor(&info)?;
     let (core, limits, stats, commands_tx) = EngineCore::build(&config, &info, executor);
-    tracing::info!(
-        kv_capacity_tokens = info.kv_capacity_tokens,
-        num_kv_blocks = info.num_kv_blocks,
-        max_model_len = info.max_model_len,
-        "KV cache holds {} tokens: maximum concurrency at max_model_len {} is {:.2}",
-        info.kv_capacity_tokens,
-        info.max_model_len,
-        info.max_concurrency_at_max_model_len
-    );
+    log_kv_cache(&info, size);
     let thread = std::thread::Builder::new()
         .name("pagoda-engine".into())
         .spawn(move || run_in_thread_pool(core))
@@ -153,33 +167,61 @@ fn start_with_executor_sized(
     Ok(EngineHandle::new(commands_tx, stats, info, limits, thread))
 }
 
+/// Logs the KV cache's size, element type and why it has that size.
+fn log_kv_cache(info: &EngineInfo, size: CacheSize) {
+    tracing::info!(
+        kv_cache_dtype = info.kv_cache_dtype.as_str(),
+        kv_cache_bytes = size.bytes,
+        kv_capacity_tokens = info.kv_capacity_tokens,
+        num_kv_blocks = info.num_kv_blocks,
+        max_model_len = info.max_model_len,
+        "KV cache: {:.1} MiB of {} holds {} tokens ({}): maximum concurrency at max_model_len {} is {:.2}",
+        size.bytes as f64 / (1u64 << 20) as f64,
+        info.kv_cache_dtype.as_str(),
+        info.kv_capacity_tokens,
+        size.reason.describe(),
+        info.max_model_len,
+        info.max_concurrency_at_max_model_len
+    );
+}
+
 /// Checks the configuration against the model's shape, resolves `max_model_len` and sizes the
-/// KV cache for `kv_bytes_per_token`.
+/// KV cache for keys and values stored in `kv_dtype`.
 fn engine_info(
     config: &EngineConfig,
     model: ModelConfig,
-    kv_bytes_per_token: usize,
-) -> Result<EngineInfo> {
+    kv_dtype: DType,
+) -> Result<(EngineInfo, CacheSize)> {
     config.validate()?;
     model.validate()?;
     let max_model_len = config.resolve_max_model_len(model.context_length)?;
-    let num_kv_blocks = config.kv_cache_memory_bytes / (kv_bytes_per_token * config.block_size);
+    let kv_bytes_per_token = model.kv_bytes_per_token(kv_dtype);
+    let limits = SizingLimits {
+        max_num_seqs: config.max_num_seqs,
+        max_model_len,
+        block_size: config.block_size,
+        kv_bytes_per_token,
+    };
+    let size = kv_cache_size(config.kv_cache_memory_bytes, &limits);
+    let num_kv_blocks = size.bytes / (kv_bytes_per_token * config.block_size);
     let kv_capacity_tokens = num_kv_blocks * config.block_size;
     if kv_capacity_tokens < max_model_len {
         return Err(EngineError::Config(format!(
-            "the KV cache ({} bytes) holds {kv_capacity_tokens} tokens, fewer than max_model_len {max_model_len}; \
+            "the KV cache ({} bytes of {kv_dtype:?}) holds {kv_capacity_tokens} tokens, fewer than max_model_len {max_model_len}; \
              raise kv_cache_memory (on a GPU: gpu_memory_utilization) or lower max_model_len",
-            config.kv_cache_memory_bytes
+            size.bytes
         )));
     }
-    Ok(EngineInfo {
+    let info = EngineInfo {
         max_model_len,
         block_size: config.block_size,
         num_kv_blocks,
         kv_capacity_tokens,
         max_concurrency_at_max_model_len: kv_capacity_tokens as f64 / max_model_len as f64,
+        kv_cache_dtype: KvCacheDType::of_dtype(kv_dtype),
         model,
-    })
+    };
+    Ok((info, size))
 }
 
 /// Runs the engine loop on a worker of its own rayon pool, so that the parallel kernels it calls

@@ -158,10 +158,11 @@ fn constrained_sequences_follow_their_grammar_and_leave_the_others_alone() {
         .collect();
     handle.shutdown();
 
-    // 40 blocks of 4 tokens while requests need up to 21 blocks each: preemptions happen.
+    // 40 blocks of 4 tokens (256 bytes per token in the default f16 cache) while requests need
+    // up to 21 blocks each: preemptions happen.
     let tight = EngineConfig {
         block_size: 4,
-        kv_cache_memory_bytes: 40 * 4 * 512,
+        kv_cache_memory_bytes: Some(40 * 4 * 256),
         max_model_len: Some(128),
         ..EngineConfig::default()
     };

@@ -85,11 +85,11 @@ fn batched_greedy_output_equals_solo_output_under_every_regime() {
         "max_num_seqs 3",
     );
 
-    // 512 bytes per token (2 layers × K,V × 2 heads × 16 dims × 4 bytes): 40 blocks of 4 tokens,
-    // while the requests need up to 29 blocks each.
+    // 256 bytes per token (2 layers × K,V × 2 heads × 16 dims × 2 bytes of the default f16
+    // cache): 40 blocks of 4 tokens, while the requests need up to 29 blocks each.
     let tight = EngineConfig {
         block_size: 4,
-        kv_cache_memory_bytes: 40 * 4 * 512,
+        kv_cache_memory_bytes: Some(40 * 4 * 256),
         max_model_len: Some(128),
         ..EngineConfig::default()
     };

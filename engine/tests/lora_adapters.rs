@@ -51,7 +51,7 @@ fn write_merged(base_hf: &Path, lora: &TinyLoraSpec, config: &ModelConfig, out: 
 
 fn lora_engine(path: &Path, max_loras: usize) -> EngineHandle {
     let config = EngineConfig {
-        kv_cache_memory_bytes: 8 << 20,
+        kv_cache_memory_bytes: Some(8 << 20),
         block_size: 4,
         lora: Some(LoraLimits {
             max_loras,
@@ -263,7 +263,7 @@ fn adapters_need_lora_enabled() {
     let case = gguf_case(GgmlDType::F32);
     let plain = start_engine(
         EngineConfig {
-            kv_cache_memory_bytes: 8 << 20,
+            kv_cache_memory_bytes: Some(8 << 20),
             ..EngineConfig::default()
         },
         &case.gguf,

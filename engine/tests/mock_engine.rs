@@ -307,13 +307,14 @@ fn kv_cache_is_sized_for_the_model_and_preemption_works() {
         mock(0, 0, MockOutputLen::MaxTokens),
         EngineConfig::default(),
     );
-    // SmolLM2-135M's shape: 2 × 30 layers × 3 KV heads × 64 dims × 4 bytes per token.
-    assert_eq!(handle.info().num_kv_blocks, (1 << 30) / (46_080 * 16));
+    // SmolLM2-135M's shape in the default f16 cache: 2 × 30 layers × 3 KV heads × 64 dims × 2
+    // bytes per token; 256 sequences of its 8192 tokens would need more than the 1 GiB cap.
+    assert_eq!(handle.info().num_kv_blocks, (1 << 30) / (23_040 * 16));
     handle.shutdown();
 
     // 12 blocks of 16 tokens for 6 requests of up to 60 tokens: preemptions must happen.
     let config = EngineConfig {
-        kv_cache_memory_bytes: 46_080 * 16 * 12,
+        kv_cache_memory_bytes: Some(23_040 * 16 * 12),
         max_model_len: Some(128),
         enable_prefix_caching: false,
         ..EngineConfig::default()

@@ -139,11 +139,12 @@ fn eviction_under_memory_pressure_keeps_outputs_correct() {
     let uncached = start(&model, config(false));
     let expected = all_at_once(&uncached, &prompts);
     uncached.shutdown();
-    // 40 blocks of 4 tokens (512 bytes per token): far less than the prefixes need, so cached
-    // blocks are evicted and running requests preempted while others reuse shared blocks.
+    // 40 blocks of 4 tokens (256 bytes per token in the default f16 cache): far less than the
+    // prefixes need, so cached blocks are evicted and running requests preempted while others
+    // reuse shared blocks.
     let tight = EngineConfig {
         block_size: 4,
-        kv_cache_memory_bytes: 40 * 4 * 512,
+        kv_cache_memory_bytes: Some(40 * 4 * 256),
         max_model_len: Some(128),
         ..config(true)
     };

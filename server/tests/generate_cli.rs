@@ -58,7 +58,7 @@ fn json_output_answers_the_question() {
         "{json}"
     );
     // Engine logs go to stderr, at info level.
-    assert!(stderr.contains("KV cache holds"), "stderr: {stderr}");
+    assert!(stderr.contains("KV cache: "), "stderr: {stderr}");
 }
 
 #[test]
@@ -128,7 +128,7 @@ fn a_negative_temperature_is_refused_before_loading() {
         stderr.contains("invalid --temperature") && stderr.contains("got -1"),
         "stderr: {stderr}"
     );
-    assert!(!stderr.contains("KV cache holds"), "stderr: {stderr}");
+    assert!(!stderr.contains("KV cache: "), "stderr: {stderr}");
 }
 
 #[test]
@@ -136,4 +136,32 @@ fn a_prompt_is_required() {
     let output = pagoda_generate(&[]);
     assert!(!output.status.success());
     assert!(text(&output.stderr).contains("<PROMPT|--prompt <TEXT>>"));
+}
+
+#[test]
+fn the_kv_cache_dtype_comes_from_its_environment_variable() {
+    let model = common::model_path();
+    let model = model.to_str().expect("a UTF-8 path");
+    let run = |value: &str| {
+        Command::new(env!("CARGO_BIN_EXE_pagoda-generate"))
+            .args(["--model", model, "--max-tokens", "2", "Hello"])
+            .env("PAGODA_KV_CACHE_DTYPE", value)
+            .env("RUST_LOG", "info")
+            .output()
+            .expect("pagoda-generate runs")
+    };
+    let refused = run("fp8");
+    assert!(!refused.status.success());
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("fp8") && stderr.contains("auto, f32, f16, bf16"),
+        "stderr: {stderr}"
+    );
+    let bf16 = run("bf16");
+    let stderr = text(&bf16.stderr);
+    assert!(bf16.status.success(), "stderr: {stderr}");
+    assert!(
+        stderr.contains("kv_cache_dtype=\"bf16\""),
+        "stderr: {stderr}"
+    );
 }

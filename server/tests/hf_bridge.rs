@@ -85,7 +85,7 @@ fn bridge() -> Arc<Bridge> {
 fn config(weight_format: WeightFormat) -> EngineConfig {
     EngineConfig {
         weight_format,
-        kv_cache_memory_bytes: 64 << 20,
+        kv_cache_memory_bytes: Some(64 << 20),
         max_model_len: Some(1024),
         ..EngineConfig::default()
     }

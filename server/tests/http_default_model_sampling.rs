@@ -167,10 +167,14 @@ async fn chat_logprobs_cover_every_generated_token() {
         entries.len(),
         "streamed logprobs: one per token"
     );
+    // The streamed request reuses the first one's cached prompt blocks, so the rest of its
+    // prompt runs in a smaller batch whose last bits differ, and rounding keys and values to the
+    // f16 KV cache can turn that into an f16 ulp: measured 3.3e-4 at most (1.4e-5 with
+    // --kv-cache-dtype f32; 0 with prefix caching off).
     for (streamed, entry) in streamed.iter().zip(entries) {
         assert_eq!(streamed["token"], entry["token"]);
         let difference = number(&streamed["logprob"]) - number(&entry["logprob"]);
-        assert!(difference.abs() <= 1e-4, "{streamed} vs {entry}");
+        assert!(difference.abs() <= 1e-3, "{streamed} vs {entry}");
     }
 }
 

@@ -29,7 +29,7 @@ const TOLERANCE: f32 = 1e-4;
 fn engine_config(lora: bool) -> EngineConfig {
     EngineConfig {
         weight_format: WeightFormat::F32,
-        kv_cache_memory_bytes: 64 << 20,
+        kv_cache_memory_bytes: Some(64 << 20),
         max_model_len: Some(1024),
         lora: lora.then_some(LoraLimits {
             max_loras: 1,

@@ -16,7 +16,7 @@ async fn the_least_recently_used_adapter_is_evicted_and_reloaded_on_demand() {
     let model = dir.path().join("tiny.gguf");
     TinyLlamaSpec::default().write_gguf(&model).unwrap();
     let config = EngineConfig {
-        kv_cache_memory_bytes: 8 << 20,
+        kv_cache_memory_bytes: Some(8 << 20),
         lora: Some(LoraLimits::default()),
         ..EngineConfig::default()
     };

@@ -22,7 +22,7 @@ pub fn tiny_engine() -> TinyEngine {
     TinyLlamaSpec::default().write_gguf(&path).unwrap();
     let config = EngineConfig {
         max_model_len: Some(256),
-        kv_cache_memory_bytes: 16 << 20,
+        kv_cache_memory_bytes: Some(16 << 20),
         ..EngineConfig::default()
     };
     let handle = start_engine(config, &path).unwrap();

@@ -1,6 +1,7 @@
-//! Parsers of the engine flags' values: devices, byte sizes, dtypes, load and weight formats.
+//! Parsers of the engine flags' values: devices, byte sizes, dtypes (of the model and of the KV
+//! cache), load and weight formats.
 
-use crate::config::{ItlTarget, ModelDType};
+use crate::config::{ItlTarget, KvCacheDType, ModelDType, KV_CACHE_DTYPES};
 use crate::device::DeviceSpec;
 use crate::models::{LoadFormat, WeightFormat};
 
@@ -46,6 +47,15 @@ pub const WEIGHT_FORMATS: &[&str] = &["f32", "int8", "native"];
 pub fn parse_dtype(text: &str) -> Result<ModelDType, String> {
     ModelDType::parse(text).ok_or_else(|| {
         format!("unknown dtype {text:?}; expected auto, float32, float16 or bfloat16")
+    })
+}
+
+pub fn parse_kv_cache_dtype(text: &str) -> Result<KvCacheDType, String> {
+    KvCacheDType::parse(text).ok_or_else(|| {
+        format!(
+            "unknown KV-cache dtype {text:?} (one of: {})",
+            KV_CACHE_DTYPES.join(", ")
+        )
     })
 }
 
@@ -96,6 +106,14 @@ mod tests {
         assert!(parse_bytes("0").is_err());
         assert!(parse_bytes("1TiB").is_err());
         assert!(parse_bytes("lots").is_err());
+    }
+
+    #[test]
+    fn kv_cache_dtypes_parse_and_unknown_ones_are_listed() {
+        assert_eq!(parse_kv_cache_dtype("auto"), Ok(KvCacheDType::Auto));
+        assert_eq!(parse_kv_cache_dtype("float16"), Ok(KvCacheDType::F16));
+        assert!(parse_kv_cache_dtype("fp8_e4m3").is_err_and(|e| e.contains("auto, f32, f16, bf16")));
+        assert!(parse_kv_cache_dtype("").is_err());
     }
 
     #[test]

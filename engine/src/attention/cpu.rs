@@ -1,48 +1,48 @@
-//! The CPU paged KV cache and its attention: the CPU implementation, against which the CUDA
-//! kernels are tested (`tests/gpu/kernels.rs`).
+//! The CPU paged KV cache: the CPU implementation, against which the CUDA kernels are tested
+//! (`tests/gpu/kernels.rs`).
 //!
-//! Layout per layer: `[num_blocks, block_size, num_kv_heads, head_dim]`, f32. Attention reads
-//! keys and values in place through the block table; a sequence's cache is never copied.
+//! Layout per layer: `[num_blocks, block_size, num_kv_heads, head_dim]`, in f32, f16 or bf16
+//! (`--kv-cache-dtype`). Writes round this step's f32 keys and values into their slots; the
+//! kernel (`cpu_kernel`) reads them in place through the block table, widening to f32, so a
+//! sequence's cache is never copied. The buffers are allocated zeroed (calloc): the operating
+//! system commits their pages only as blocks are first written.
 
-use candle_core::{Device, Tensor};
-use rayon::prelude::*;
+use candle_core::{DType, Device, Tensor};
+use half::{bf16, f16};
 
+use super::cpu_kernel::{paged_attention, CacheView};
+use super::kv_element::KvElement;
 use super::metadata::AttnMetadata;
 use super::paged_cache::PagedKvCache;
 use super::shape::AttnShape;
 use crate::error::{EngineError, Result};
 
+/// Every layer's keys and values, as `T`'s bits.
 #[derive(Debug)]
-pub struct CpuKvCache {
-    shape: AttnShape,
-    block_size: usize,
-    num_blocks: usize,
-    keys: Vec<Vec<f32>>,
-    values: Vec<Vec<f32>>,
+struct Layers<T: KvElement> {
+    keys: Vec<Vec<T::Bits>>,
+    values: Vec<Vec<T::Bits>>,
 }
 
-impl CpuKvCache {
-    pub fn new(num_layers: usize, shape: AttnShape, block_size: usize, num_blocks: usize) -> Self {
-        let len = num_blocks * block_size * shape.num_kv_heads * shape.head_dim;
+impl<T: KvElement> Layers<T> {
+    fn zeroed(num_layers: usize, len: usize) -> Self {
         Self {
-            shape,
-            block_size,
-            num_blocks,
-            keys: (0..num_layers).map(|_| vec![0.0; len]).collect(),
-            values: (0..num_layers).map(|_| vec![0.0; len]).collect(),
+            keys: (0..num_layers)
+                .map(|_| vec![T::Bits::default(); len])
+                .collect(),
+            values: (0..num_layers)
+                .map(|_| vec![T::Bits::default(); len])
+                .collect(),
         }
     }
 
-    /// One layer's keys and values, `[num_blocks, block_size, num_kv_heads, head_dim]`.
-    #[cfg(feature = "testing")]
-    pub fn layer(&self, layer: usize) -> (&[f32], &[f32]) {
-        (&self.keys[layer], &self.values[layer])
-    }
-
-    fn write(&mut self, layer: usize, k: &[f32], v: &[f32], slot_mapping: &[u32]) -> Result<()> {
-        let row = self.shape.num_kv_heads * self.shape.head_dim;
-        let num_slots = self.num_blocks * self.block_size;
-        for (token, &slot) in slot_mapping.iter().enumerate() {
+    /// Rounds each token's row (`row` elements) of `k` and `v` into its slot.
+    fn write(&mut self, layer: usize, kv: [&[f32]; 2], slots: &[u32], row: usize) -> Result<()> {
+        let [k, v] = kv;
+        let keys = T::view_mut(&mut self.keys[layer]);
+        let values = T::view_mut(&mut self.values[layer]);
+        let num_slots = keys.len() / row.max(1);
+        for (token, &slot) in slots.iter().enumerate() {
             let slot = slot as usize;
             if slot >= num_slots {
                 return Err(EngineError::Execution(format!(
@@ -50,11 +50,109 @@ impl CpuKvCache {
                 )));
             }
             let src = token * row..(token + 1) * row;
-            self.keys[layer][slot * row..(slot + 1) * row].copy_from_slice(&k[src.clone()]);
-            self.values[layer][slot * row..(slot + 1) * row].copy_from_slice(&v[src]);
+            T::store(&k[src.clone()], &mut keys[slot * row..(slot + 1) * row]);
+            T::store(&v[src], &mut values[slot * row..(slot + 1) * row]);
         }
         Ok(())
     }
+
+    fn view(&self, layer: usize, shape: AttnShape) -> CacheView<'_, T> {
+        CacheView {
+            keys: T::view(&self.keys[layer]),
+            values: T::view(&self.values[layer]),
+            shape,
+        }
+    }
+
+    /// One layer widened to f32.
+    #[cfg(feature = "testing")]
+    fn widened(&self, layer: usize) -> (Vec<f32>, Vec<f32>) {
+        let widen = |bits: &[T::Bits]| {
+            let stored = T::view(bits);
+            T::load(stored, &mut vec![0.0; stored.len()]).to_vec()
+        };
+        (widen(&self.keys[layer]), widen(&self.values[layer]))
+    }
+}
+
+/// The cache's buffers in the element type chosen at start.
+#[derive(Debug)]
+enum Storage {
+    F32(Layers<f32>),
+    F16(Layers<f16>),
+    Bf16(Layers<bf16>),
+}
+
+#[derive(Debug)]
+pub struct CpuKvCache {
+    shape: AttnShape,
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    num_blocks: usize,
+    storage: Storage,
+}
+
+impl CpuKvCache {
+    /// An f32 cache (the reference the others are checked against).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn new(num_layers: usize, shape: AttnShape, block_size: usize, num_blocks: usize) -> Self {
+        let len = num_blocks * block_size * shape.num_kv_heads * shape.head_dim;
+        Self {
+            shape,
+            num_blocks,
+            storage: Storage::F32(Layers::zeroed(num_layers, len)),
+        }
+    }
+
+    /// A cache storing `dtype`: f32, f16 or bf16.
+    pub fn with_dtype(
+        num_layers: usize,
+        shape: AttnShape,
+        block_size: usize,
+        num_blocks: usize,
+        dtype: DType,
+    ) -> Result<Self> {
+        let len = num_blocks * block_size * shape.num_kv_heads * shape.head_dim;
+        let storage = match dtype {
+            DType::F32 => Storage::F32(Layers::zeroed(num_layers, len)),
+            DType::F16 => Storage::F16(Layers::zeroed(num_layers, len)),
+            DType::BF16 => Storage::Bf16(Layers::zeroed(num_layers, len)),
+            other => {
+                return Err(EngineError::Config(format!(
+                    "the CPU KV cache stores f32, f16 or bf16, not {other:?}"
+                )))
+            }
+        };
+        Ok(Self {
+            shape,
+            num_blocks,
+            storage,
+        })
+    }
+
+    /// One layer's keys and values widened to f32, `[num_blocks, block_size, num_kv_heads,
+    /// head_dim]`.
+    #[cfg(feature = "testing")]
+    pub fn layer(&self, layer: usize) -> (Vec<f32>, Vec<f32>) {
+        match &self.storage {
+            Storage::F32(layers) => layers.widened(layer),
+            Storage::F16(layers) => layers.widened(layer),
+            Storage::Bf16(layers) => layers.widened(layer),
+        }
+    }
+}
+
+/// Writes this step's rows into `layers`, then attends over them.
+fn write_and_attend<T: KvElement>(
+    layers: &mut Layers<T>,
+    layer: usize,
+    shape: AttnShape,
+    qkv: [&[f32]; 3],
+    meta: &AttnMetadata,
+) -> Result<Vec<f32>> {
+    let [q, k, v] = qkv;
+    let row = shape.num_kv_heads * shape.head_dim;
+    layers.write(layer, [k, v], &meta.slot_mapping, row)?;
+    Ok(paged_attention(q, &layers.view(layer, shape), meta))
 }
 
 impl PagedKvCache for CpuKvCache {
@@ -73,20 +171,21 @@ impl PagedKvCache for CpuKvCache {
         let expected = num_tokens * self.shape.num_heads * self.shape.head_dim;
         if q.len() != expected
             || k.len() != num_tokens * self.shape.num_kv_heads * self.shape.head_dim
+            || v.len() != k.len()
         {
             return Err(EngineError::Execution(format!(
-                "attention input sizes q={} k={} do not match {num_tokens} tokens",
+                "attention input sizes q={} k={} v={} do not match {num_tokens} tokens",
                 q.len(),
-                k.len()
+                k.len(),
+                v.len()
             )));
         }
-        self.write(layer, &k, &v, &meta.slot_mapping)?;
-        let cache = CacheView {
-            keys: &self.keys[layer],
-            values: &self.values[layer],
-            shape: self.shape,
+        let qkv = [q.as_slice(), k.as_slice(), v.as_slice()];
+        let out = match &mut self.storage {
+            Storage::F32(layers) => write_and_attend(layers, layer, self.shape, qkv, meta)?,
+            Storage::F16(layers) => write_and_attend(layers, layer, self.shape, qkv, meta)?,
+            Storage::Bf16(layers) => write_and_attend(layers, layer, self.shape, qkv, meta)?,
         };
-        let out = paged_attention(&q, &cache, meta);
         Ok(Tensor::from_vec(
             out,
             (num_tokens, expected / num_tokens.max(1)),
@@ -97,245 +196,5 @@ impl PagedKvCache for CpuKvCache {
     #[cfg(feature = "testing")]
     fn num_blocks(&self) -> usize {
         self.num_blocks
-    }
-}
-
-/// One layer's cache, read-only.
-#[derive(Debug, Clone, Copy)]
-pub struct CacheView<'a> {
-    pub keys: &'a [f32],
-    pub values: &'a [f32],
-    pub shape: AttnShape,
-}
-
-/// Query tokens of one sequence attended together: each key and value is read once per tile.
-const QUERY_TILE: usize = 16;
-
-/// Consecutive query tokens of one sequence.
-#[derive(Debug, Clone, Copy)]
-struct Tile {
-    seq: usize,
-    /// Position of the tile's first token in its sequence.
-    first_position: usize,
-    num_tokens: usize,
-}
-
-/// Causal attention of every query token over its sequence's cached context (which already holds
-/// this step's keys and values). `q` is `[num_tokens, num_heads, head_dim]`.
-pub fn paged_attention(q: &[f32], cache: &CacheView<'_>, meta: &AttnMetadata) -> Vec<f32> {
-    let q_row = cache.shape.num_heads * cache.shape.head_dim;
-    let mut out = vec![0.0f32; q.len()];
-    // Each sequence's slots, in position order, resolved once through its block table.
-    let seq_slots: Vec<Vec<usize>> = (0..meta.num_seqs())
-        .map(|seq| {
-            (0..meta.seq_lens[seq] as usize)
-                .map(|p| meta.slot(seq, p))
-                .collect()
-        })
-        .collect();
-    let tiles = tiles(meta);
-    let mut out_chunks = Vec::with_capacity(tiles.len());
-    let mut q_chunks = Vec::with_capacity(tiles.len());
-    let (mut out_rest, mut q_rest) = (out.as_mut_slice(), q);
-    for tile in &tiles {
-        let (out_tile, out_tail) = out_rest.split_at_mut(tile.num_tokens * q_row);
-        let (q_tile, q_tail) = q_rest.split_at(tile.num_tokens * q_row);
-        out_chunks.push(out_tile);
-        q_chunks.push(q_tile);
-        (out_rest, q_rest) = (out_tail, q_tail);
-    }
-    out_chunks
-        .into_par_iter()
-        .zip(q_chunks.into_par_iter())
-        .zip(tiles.par_iter())
-        .for_each_init(Vec::new, |scores, ((out, q), tile)| {
-            let window = meta.first_attended(tile.first_position);
-            let last = tile.first_position + tile.num_tokens - 1;
-            let slots = &seq_slots[tile.seq][window..=last];
-            let view = TileView {
-                q,
-                slots,
-                first_key_position: window,
-                first_position: tile.first_position,
-                meta,
-            };
-            attend_tile(&view, out, cache, scores);
-        });
-    out
-}
-
-/// Splits every sequence's query tokens into tiles, in token order.
-fn tiles(meta: &AttnMetadata) -> Vec<Tile> {
-    let mut tiles = Vec::new();
-    for seq in 0..meta.num_seqs() {
-        let num_new = (meta.query_start_loc[seq + 1] - meta.query_start_loc[seq]) as usize;
-        let first_position = meta.seq_lens[seq] as usize - num_new;
-        let mut start = 0;
-        while start < num_new {
-            let num_tokens = (num_new - start).min(QUERY_TILE);
-            tiles.push(Tile {
-                seq,
-                first_position: first_position + start,
-                num_tokens,
-            });
-            start += num_tokens;
-        }
-    }
-    tiles
-}
-
-/// One tile's inputs: its queries and the slots of positions `first_key_position..`.
-struct TileView<'a> {
-    q: &'a [f32],
-    slots: &'a [usize],
-    first_key_position: usize,
-    first_position: usize,
-    meta: &'a AttnMetadata,
-}
-
-/// Picks the widest vector code the CPU runs.
-fn attend_tile(view: &TileView<'_>, out: &mut [f32], cache: &CacheView<'_>, scores: &mut Vec<f32>) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            simd::attend_tile_avx2(view, out, cache, scores);
-            return;
-        }
-    }
-    attend_tile_portable(view, out, cache, scores);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-mod simd {
-    use super::{attend_tile_portable, CacheView, TileView};
-
-    #[target_feature(enable = "avx2,fma")]
-    fn attend_avx2(
-        view: &TileView<'_>,
-        out: &mut [f32],
-        cache: &CacheView<'_>,
-        scores: &mut Vec<f32>,
-    ) {
-        attend_tile_portable(view, out, cache, scores);
-    }
-
-    pub(super) fn attend_tile_avx2(
-        view: &TileView<'_>,
-        out: &mut [f32],
-        cache: &CacheView<'_>,
-        scores: &mut Vec<f32>,
-    ) {
-        // SAFETY: the caller checked at run time that the CPU has AVX2 and FMA, the only
-        // requirement of a `target_feature` function; the body is safe Rust.
-        unsafe { attend_avx2(view, out, cache, scores) }
-    }
-}
-
-/// Softmax-weighted sums of values for every head of every token of a tile. Query heads that
-/// share a KV head (GQA) and the tile's tokens are handled together, so each key and value is
-/// read once per tile. Scores outside a token's causal (and sliding) window stay at zero weight.
-#[inline(always)]
-fn attend_tile_portable(
-    view: &TileView<'_>,
-    out: &mut [f32],
-    cache: &CacheView<'_>,
-    scores: &mut Vec<f32>,
-) {
-    let AttnShape {
-        num_heads,
-        num_kv_heads,
-        head_dim,
-    } = cache.shape;
-    let group = cache.shape.group_size();
-    let kv_row = num_kv_heads * head_dim;
-    let span = view.slots.len();
-    let num_tokens = view.q.len() / (num_heads * head_dim);
-    let scale = 1.0 / (head_dim as f32).sqrt();
-    scores.resize(num_tokens * group * span, 0.0);
-    // Key range of token i (relative to the tile's first key): lo..=hi.
-    let range = |i: usize| {
-        let position = view.first_position + i;
-        (
-            view.meta.first_attended(position) - view.first_key_position,
-            position - view.first_key_position,
-        )
-    };
-    for kv_head in 0..num_kv_heads {
-        let kv_offset = kv_head * head_dim;
-        for (j, &slot) in view.slots.iter().enumerate() {
-            let key = &cache.keys[slot * kv_row + kv_offset..][..head_dim];
-            for i in 0..num_tokens {
-                let (lo, hi) = range(i);
-                for g in 0..group {
-                    let row = (i * group + g) * span;
-                    scores[row + j] = if j < lo || j > hi {
-                        f32::NEG_INFINITY
-                    } else {
-                        let head = kv_head * group + g;
-                        dot(
-                            &view.q[(i * num_heads + head) * head_dim..][..head_dim],
-                            key,
-                        ) * scale
-                    };
-                }
-            }
-        }
-        for row in scores.chunks_exact_mut(span) {
-            softmax_in_place(row);
-        }
-        for (j, &slot) in view.slots.iter().enumerate() {
-            let value = &cache.values[slot * kv_row + kv_offset..][..head_dim];
-            for i in 0..num_tokens {
-                let (lo, hi) = range(i);
-                if j < lo || j > hi {
-                    continue;
-                }
-                for g in 0..group {
-                    let head = kv_head * group + g;
-                    let weight = scores[(i * group + g) * span + j];
-                    axpy(
-                        weight,
-                        value,
-                        &mut out[(i * num_heads + head) * head_dim..][..head_dim],
-                    );
-                }
-            }
-        }
-    }
-}
-
-#[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let (chunks_a, tail_a) = a.as_chunks::<8>();
-    let (chunks_b, tail_b) = b.as_chunks::<8>();
-    let mut sums = [0.0f32; 8];
-    for (ca, cb) in chunks_a.iter().zip(chunks_b) {
-        for i in 0..8 {
-            sums[i] += ca[i] * cb[i];
-        }
-    }
-    let tail: f32 = tail_a.iter().zip(tail_b).map(|(x, y)| x * y).sum();
-    sums.iter().sum::<f32>() + tail
-}
-
-#[inline(always)]
-fn axpy(weight: f32, x: &[f32], y: &mut [f32]) {
-    for (yi, xi) in y.iter_mut().zip(x) {
-        *yi += weight * xi;
-    }
-}
-
-#[inline(always)]
-fn softmax_in_place(values: &mut [f32]) {
-    let max = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0;
-    for v in values.iter_mut() {
-        *v = (*v - max).exp();
-        sum += *v;
-    }
-    for v in values.iter_mut() {
-        *v /= sum;
     }
 }

@@ -63,7 +63,7 @@ pub fn load_sized_for_gpu(
             fraction * 100.0,
             at_start.total_bytes as f64 / GIB
         );
-        config.kv_cache_memory_bytes = budget.kv_cache_bytes;
+        config.kv_cache_memory_bytes = Some(budget.kv_cache_bytes);
         return Ok((config, model));
     }
     Ok((config, model))

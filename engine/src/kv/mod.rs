@@ -4,6 +4,7 @@ pub mod block_count;
 pub mod block_pool;
 #[cfg(any(feature = "cuda", test))]
 pub mod budget;
+pub mod cache_size;
 pub mod free_list;
 pub mod hash;
 pub mod manager;

@@ -24,6 +24,16 @@ impl ModelDType {
         }
     }
 
+    /// vLLM's name of the choice.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::F32 => "float32",
+            Self::F16 => "float16",
+            Self::Bf16 => "bfloat16",
+        }
+    }
+
     /// The dtype actually used on a CPU, which computes in f32 whatever the checkpoint's dtype;
     /// logs when an explicit request cannot be honoured.
     pub fn resolve_for_cpu(self) -> candle_core::DType {

@@ -7,7 +7,7 @@
 use candle_core::{DType, Device};
 use pagoda_engine::attention::cuda::CudaKvCache;
 use pagoda_engine::attention::{CpuKvCache, PagedKvCache};
-use pagoda_engine::config::ModelDType;
+use pagoda_engine::config::{KvCacheDType, ModelDType};
 use pagoda_engine::models::{load_model_with, LoadOptions, WeightFormat};
 use pagoda_engine::runner::ModelRunner;
 use pagoda_engine::testing::{prefill_plan, TinyLlamaSpec};
@@ -24,19 +24,30 @@ fn config() -> EngineConfig {
         // Small steps: long prompts are chunked and mixed with decodes.
         max_num_batched_tokens: 64,
         max_num_seqs: 16,
-        kv_cache_memory_bytes: 8 << 20,
+        kv_cache_memory_bytes: Some(8 << 20),
         ..EngineConfig::default()
     }
 }
 
 fn start_on(model: &TinyModel, device: Device, dtype: ModelDType) -> EngineHandle {
+    // The CPU engine is the f32 reference: its KV cache in f32 too (the CPU's default is f16);
+    // on the GPU the cache follows the compute dtype.
+    let kv_cache_dtype = if device.is_cpu() {
+        KvCacheDType::F32
+    } else {
+        KvCacheDType::Auto
+    };
     let options = LoadOptions {
         device,
         dtype,
         ..LoadOptions::cpu(WeightFormat::F32)
     };
     let loaded = load_model_with(&model.path, &options).unwrap();
-    start_engine_with_model(config(), loaded).unwrap()
+    let config = EngineConfig {
+        kv_cache_dtype,
+        ..config()
+    };
+    start_engine_with_model(config, loaded).unwrap()
 }
 
 /// Random prompts, plus prompts that share long prefixes (prefix-cache hits mid-batch).

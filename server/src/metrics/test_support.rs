@@ -25,7 +25,7 @@ impl TinyEngine {
         let path = dir.path().join("tiny.gguf");
         TinyLlamaSpec::default().write_gguf(&path).unwrap();
         let config = EngineConfig {
-            kv_cache_memory_bytes: 8 << 20,
+            kv_cache_memory_bytes: Some(8 << 20),
             ..EngineConfig::default()
         };
         let handle = start_engine(config, &path).unwrap();

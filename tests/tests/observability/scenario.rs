@@ -42,8 +42,9 @@ impl Role {
             // 50 ms to the first token, 10 ms per token, plenty of KV cache.
             Role::Healthy => vec!["--mock-ttft-ms", "50", "--mock-tpot-ms", "10"],
             // Every request misses both SLOs (1.2 s TTFT > 1 s, 150 ms TPOT > 100 ms); 45 KV
-            // blocks for up to 16 sequences that grow by 48 tokens: full cache, preemptions, and
-            // a queue that grows since requests arrive faster than they finish.
+            // blocks (16 MiB of the default f16 cache) for up to 16 sequences that grow by 48
+            // tokens: full cache, preemptions, and a queue that grows since requests arrive
+            // faster than they finish.
             Role::Overloaded => vec![
                 "--mock-ttft-ms",
                 "1200",
@@ -52,7 +53,7 @@ impl Role {
                 "--max-num-seqs",
                 "16",
                 "--kv-cache-memory",
-                "32MiB",
+                "16MiB",
                 "--max-model-len",
                 "256",
             ],

@@ -137,7 +137,7 @@ mod tests {
         .expect("valid flags");
         let config = args.engine.engine_config().expect("valid");
         assert!(!config.enable_prefix_caching);
-        assert_eq!(config.kv_cache_memory_bytes, 256 << 20);
+        assert_eq!(config.kv_cache_memory_bytes, Some(256 << 20));
     }
 
     #[test]
