@@ -18,11 +18,11 @@
 #
 # KV capacity, matched: llama-server -np NUM_SLOTS -c NUM_SLOTS*SLOT_CTX --no-kv-unified gives each
 # of its NUM_SLOTS slots SLOT_CTX tokens (llama.cpp pads both to multiples of 256: keep SLOT_CTX a
-# multiple of 256); pagoda-server --max-num-seqs NUM_SLOTS --max-model-len SLOT_CTX
-# --kv-cache-memory (NUM_SLOTS*SLOT_CTX x its KV bytes per token, bench/gguf_kv_bytes.py) holds
-# the same NUM_SLOTS*SLOT_CTX tokens in one shared paged pool, a sequence at most SLOT_CTX. Both
-# logs are checked: the run stops when either server reports another capacity. Same tokens, not
-# bytes: llama.cpp stores K and V in f16 by default, we store f32.
+# multiple of 256); pagoda-server --max-num-seqs NUM_SLOTS --max-model-len SLOT_CTX sizes its
+# cache, by default, to exactly what those limits can use: the same NUM_SLOTS*SLOT_CTX tokens in
+# one shared paged pool, a sequence at most SLOT_CTX. Both logs are checked: the run stops when
+# either server reports another capacity. Both store K and V in f16 (ours: --kv-cache-dtype auto,
+# KV_DTYPE to change it).
 #
 # Environment (defaults in brackets):
 #   SMOKE [0]: 1 = NUM_PROMPTS 3, SCENARIOS "c8-128-128 prefill-2048-16", WARMUPS 1, REPEATS 1
@@ -109,7 +109,6 @@ if [ -z "${PAGODA_SERVER:-}" ] || { [ "$CLIENT" = pagoda ] && [ -z "${PAGODA_BEN
 fi
 LLAMA_SERVER=${LLAMA_SERVER:-$(bench/build_llama_server.sh)}
 [ -x "$LLAMA_SERVER" ] || { echo "llama-server not found at $LLAMA_SERVER" >&2; exit 2; }
-KV_BYTES_PER_TOKEN=$(python3 bench/gguf_kv_bytes.py "$MODEL")
 
 OUT=${OUT:-bench/results/cpu_vs_llamacpp/$(date -u +%Y-%m-%d)}
 mkdir -p "$OUT/results" "$OUT/rss" "$OUT/logs"
@@ -117,7 +116,7 @@ OUT=$(cd "$OUT" && pwd)
 RUNS="$OUT/runs.tsv"
 printf 'scenario\tserver\trepeat\tresult\tpeak_rss_kb\tclient_exit\tother_cpu_pct\n' >"$RUNS"
 OURS_ARGS=(--model "$MODEL" --served-model-name "$SERVED_NAME" --max-num-seqs "$NUM_SLOTS"
-  --max-model-len "$SLOT_CTX" --kv-cache-memory "$((KV_TOKENS * KV_BYTES_PER_TOKEN))"
+  --max-model-len "$SLOT_CTX" --kv-cache-dtype "${KV_DTYPE:-auto}"
   --no-enable-prefix-caching --disable-log-requests)
 LLAMA_ARGS=(-m "$MODEL" -a "$SERVED_NAME" -t "$THREADS" -tb "$THREADS" -np "$NUM_SLOTS"
   -c "$KV_TOKENS" --no-kv-unified --no-cache-prompt --cache-ram 0 --no-webui)
