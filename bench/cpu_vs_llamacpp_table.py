@@ -255,8 +255,8 @@ def setup_lines(meta):
         "",
         f"KV capacity: {meta.get('kv_tokens', '?')} tokens on both, {meta.get('num_slots', '?')} sequences of at "
         f"most {meta.get('slot_ctx', '?')} tokens (llama.cpp: {meta.get('num_slots', '?')} slots of "
-        f"{meta.get('slot_ctx', '?')} cells, f16 K/V; ours: one paged pool, f32 K/V, "
-        f"{meta.get('kv_bytes_per_token', '?')} bytes per token). Peak RSS: VmHWM of the server process.",
+        f"{meta.get('slot_ctx', '?')} cells, f16 K/V; ours: one paged pool, `--kv-cache-dtype "
+        f"{meta.get('kv_cache_dtype', '?')}`, f16 on CPU for auto). Peak RSS: VmHWM of the server process.",
         "",
         f"- ours: `{meta.get('ours_command', '?')}`",
         f"- llama.cpp ({meta.get('llama_server_version', '?')}): `{meta.get('llama_command', '?')}`",
@@ -267,10 +267,11 @@ def setup_lines(meta):
 META_STRINGS = {"date": "META_DATE", "commit": "META_COMMIT", "command": "COMMAND", "cpu": "META_CPU",
                 "model": "MODEL", "client": "CLIENT", "client_version": "CLIENT_VERSION",
                 "llama_server": "LLAMA_SERVER", "llama_server_version": "META_LLAMA_VERSION",
-                "endpoint": "ENDPOINT", "ours_command": "META_OURS", "llama_command": "META_LLAMA"}
+                "endpoint": "ENDPOINT", "ours_command": "META_OURS", "llama_command": "META_LLAMA",
+                "kv_cache_dtype": "KV_DTYPE"}
 META_INTEGERS = {"cpus": "META_CPUS", "seed": "SEED", "warmups": "WARMUPS", "repeats": "REPEATS",
                  "threads": "THREADS", "num_slots": "NUM_SLOTS", "slot_ctx": "SLOT_CTX",
-                 "kv_tokens": "KV_TOKENS", "kv_bytes_per_token": "KV_BYTES_PER_TOKEN"}
+                 "kv_tokens": "KV_TOKENS"}
 
 
 def meta_from_env(env):
