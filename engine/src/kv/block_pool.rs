@@ -2,7 +2,11 @@
 //!
 //! A freed block that carries a hash stays cached in the free list; it is evicted (its hash
 //! dropped) only when it is taken for fresh use, least recently freed first. A cache hit takes it
-//! out of the middle of the free list in O(1).
+//! out of the middle of the free list in O(1). A freed block without a hash (prefix caching off,
+//! or a partial block) goes to the head of the list and is reused first: no cached block is
+//! evicted while such a block is free, and on the CPU, whose cache memory is committed only when
+//! first written, a server's memory stays at the blocks its load needs instead of growing through
+//! the whole cache.
 
 use std::collections::HashMap;
 
@@ -106,14 +110,18 @@ impl BlockPool {
     }
 
     /// Drops one reference per block. Blocks are released last-first, so a sequence's tail
-    /// blocks are the first to be evicted.
+    /// blocks are the first cached ones to be evicted; blocks without a hash are reused first.
     pub fn release(&mut self, blocks: &[BlockId]) {
         for &block in blocks.iter().rev() {
             let count = &mut self.ref_counts[block.index()];
             debug_assert!(*count > 0, "releasing free block {block:?}");
             *count = count.saturating_sub(1);
             if *count == 0 {
-                self.free.push_back(block.0);
+                if self.cached_as[block.index()].is_some() {
+                    self.free.push_back(block.0);
+                } else {
+                    self.free.push_front(block.0);
+                }
             }
         }
     }
@@ -189,11 +197,19 @@ mod tests {
     }
 
     #[test]
-    fn released_tail_blocks_are_reused_first() {
-        let mut pool = BlockPool::new(3);
-        let blocks = pool.allocate(3).expect("blocks");
+    fn uncached_released_blocks_are_reused_before_untouched_and_cached_ones() {
+        let mut pool = BlockPool::new(6);
+        let cached = pool.allocate(1).expect("a block");
+        pool.register(cached[0], BlockHash(9), &[9; 4]);
+        pool.release(&cached);
+        let blocks = pool.allocate(2).expect("blocks");
+        assert!(!blocks.contains(&cached[0]), "never-used blocks before evicting a cached one");
         pool.release(&blocks);
-        assert_eq!(pool.allocate(1).expect("one block")[0], blocks[2]);
+        let again = pool.allocate(2).expect("blocks");
+        assert_eq!(again, blocks, "the released blocks come back, not the untouched ones");
+        assert_eq!(pool.num_evictions(), 0);
+        assert_eq!(pool.lookup(BlockHash(9), &[9; 4]), Some(cached[0]));
+        pool.check_invariants().expect("invariants");
     }
 
     #[test]

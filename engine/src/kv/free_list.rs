@@ -1,6 +1,7 @@
-//! An intrusive doubly-linked list over block indices: push at the tail, pop at the head and
-//! remove from the middle, all O(1). The head is the least recently freed block, so popping from
-//! the head evicts in LRU order (which prefix caching relies on).
+//! An intrusive doubly-linked list over block indices: push at either end, pop at the head and
+//! remove from the middle, all O(1). Cached blocks are pushed at the tail, so popping from the
+//! head evicts them in LRU order (which prefix caching relies on); blocks holding nothing worth
+//! keeping are pushed at the head, to be reused first while their memory is still warm.
 
 const NONE: u32 = u32::MAX;
 
@@ -60,7 +61,23 @@ impl FreeList {
         self.len += 1;
     }
 
-    /// Takes the least recently freed entry.
+    /// Puts `index` first in line for reuse. It must not already be in the list.
+    pub fn push_front(&mut self, index: u32) {
+        debug_assert!(!self.contains(index), "block {index} freed twice");
+        let i = index as usize;
+        self.prev[i] = NONE;
+        self.next[i] = self.head;
+        if self.head == NONE {
+            self.tail = index;
+        } else {
+            self.prev[self.head as usize] = index;
+        }
+        self.head = index;
+        self.in_list[i] = true;
+        self.len += 1;
+    }
+
+    /// Takes the entry at the head.
     pub fn pop_front(&mut self) -> Option<u32> {
         let head = self.head;
         if head == NONE {
@@ -125,5 +142,25 @@ mod tests {
         assert!(list.is_empty());
         list.push_back(2);
         assert_eq!(list.iter().collect::<Vec<_>>(), vec![2]);
+    }
+
+    #[test]
+    fn push_front_is_popped_first_and_links_both_ways() {
+        let mut list = FreeList::full(3);
+        assert_eq!(list.pop_front(), Some(0));
+        assert_eq!(list.pop_front(), Some(1));
+        list.push_front(1);
+        list.push_front(0);
+        assert_eq!(list.iter().collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert!(list.remove(1));
+        list.push_back(1);
+        assert_eq!(list.iter().collect::<Vec<_>>(), vec![0, 2, 1]);
+        assert_eq!(list.pop_front(), Some(0));
+        assert_eq!(list.pop_front(), Some(2));
+        assert_eq!(list.pop_front(), Some(1));
+        list.push_front(2);
+        assert_eq!(list.iter().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(list.pop_front(), Some(2));
+        assert_eq!(list.pop_front(), None);
     }
 }
