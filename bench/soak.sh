@@ -35,6 +35,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+. bench/common.sh
 COMMAND="bench/soak.sh${*:+ $*}"
 RATE=${RATE:-0.55}
 DURATION_S=${DURATION_S:-1800}
@@ -73,7 +74,7 @@ if [ -z "$OUT_DIR" ]; then OUT_DIR=$(mktemp -d "${TMPDIR:-/tmp}/pagoda-soak.XXXX
 mkdir -p "$OUT_DIR"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
 if [ -z "$PORT" ]; then
-  PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  PORT=$(free_port)
 fi
 # Enough distinct prompts that none repeats (a repeat would hit the prefix cache): 1.5 x the
 # expected number of requests.
@@ -83,16 +84,6 @@ echo "soak: rate $RATE req/s for $DURATION_S s, RSS every $SAMPLE_S s, port $POR
 SERVER=""
 SAMPLER=""
 BENCH=""
-stop_pid() { # pid, seconds to wait after SIGTERM before SIGKILL
-  local pid=$1 i
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for ((i = 0; i < $2 * 10; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
 # pagoda-bench serve ARGS... > $1, in the background so that a signal to this script is handled
 # at once (bash runs traps only between foreground commands); its report comes at the end anyway.
 run_bench() {
