@@ -1,10 +1,15 @@
 //! Paged attention: new keys/values go into their cache slots, then every query token attends to
 //! its sequence's context through the block table. `cpu` is the CPU implementation (its kernel in
-//! `cpu_kernel`, its element types in `kv_element`); the CUDA kernels (`cuda`) are tested
+//! `cpu_kernel`, in a dot-product and a blocked form, `cpu_dot` and `cpu_blocked`, over what
+//! `cpu_tile` shares; its element types in `kv_element`); the CUDA kernels (`cuda`) are tested
 //! against it.
 
 pub mod cpu;
+mod cpu_blocked;
+mod cpu_dot;
 pub mod cpu_kernel;
+mod cpu_split;
+mod cpu_tile;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod kv_element;
@@ -13,6 +18,7 @@ pub mod paged_cache;
 #[cfg(test)]
 mod reference;
 pub mod shape;
+mod softmax;
 
 pub use cpu::CpuKvCache;
 pub use metadata::AttnMetadata;

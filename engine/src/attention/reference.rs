@@ -245,3 +245,85 @@ fn paged_matches_naive_in_every_cache_dtype_for_prefill_decode_mixed_batches_and
     // Not asserted beyond the tolerances: how close each element type came, for the record.
     println!("worst max abs errors against naive f32 attention: {worst:?}");
 }
+
+#[test]
+fn long_prefill_runs_in_the_blocked_form_match_naive_in_every_cache_dtype() {
+    let shapes = [
+        AttnShape {
+            num_heads: 9,
+            num_kv_heads: 3,
+            head_dim: 64,
+        },
+        AttnShape {
+            num_heads: 8,
+            num_kv_heads: 1,
+            head_dim: 32,
+        },
+    ];
+    // Runs of 16+ query tokens take the blocked form in tiles of 64: a chunked-prefill
+    // continuation crossing three tile edges, a fresh prompt of exactly one tile plus one
+    // token, and runs at the threshold beside decodes and a 15-token run in the dot form.
+    let batches: [&[(usize, usize)]; 3] = [
+        &[(300, 200)],
+        &[(65, 65), (40, 1)],
+        &[(16, 16), (30, 15), (77, 16)],
+    ];
+    let mut seed = 1_000;
+    for shape in shapes {
+        for block_size in [3, 16] {
+            for seqs in batches {
+                for window in [None, Some(50)] {
+                    seed += 1;
+                    let case = Case {
+                        shape,
+                        block_size,
+                        seqs: seqs.to_vec(),
+                        window,
+                    };
+                    let errors = run_case(&case, seed);
+                    assert!(
+                        errors.f32 < TOLERANCE_F32
+                            && errors.f16 < TOLERANCE_F16
+                            && errors.bf16 < TOLERANCE_BF16,
+                        "max abs errors {errors:?} for block_size {block_size} seqs {seqs:?} window {window:?}",
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn lone_long_decodes_split_into_key_partitions_match_naive_in_every_cache_dtype() {
+    let shape = AttnShape {
+        num_heads: 9,
+        num_kv_heads: 3,
+        head_dim: 64,
+    };
+    // With 4 threads, one or two decoding sequences leave threads idle: their keys are split
+    // into partitions of at least 256 (here 2 to 8 of them), merged by log-sum-exp.
+    let batches: [&[(usize, usize)]; 3] = [&[(2_000, 1)], &[(1_100, 1), (600, 1)], &[(513, 1)]];
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .expect("a thread pool");
+    let mut seed = 2_000;
+    for seqs in batches {
+        for window in [None, Some(700)] {
+            seed += 1;
+            let case = Case {
+                shape,
+                block_size: 16,
+                seqs: seqs.to_vec(),
+                window,
+            };
+            let errors = pool.install(|| run_case(&case, seed));
+            assert!(
+                errors.f32 < TOLERANCE_F32
+                    && errors.f16 < TOLERANCE_F16
+                    && errors.bf16 < TOLERANCE_BF16,
+                "max abs errors {errors:?} for seqs {seqs:?} window {window:?}",
+            );
+        }
+    }
+}

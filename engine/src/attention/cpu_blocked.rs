@@ -1,0 +1,165 @@
+//! The blocked form of the CPU attention kernel, for long runs of prefill tokens: per KV head,
+//! the tile's span of keys and values is widened once into contiguous f32 matrices and the
+//! group's queries meet them in two matrix products (scores = Q·Kᵀ, outputs = softmax·V) on
+//! `gemm`'s register-blocked kernels, instead of one dot product per query and key.
+
+use super::cpu_tile::{CacheView, RowLoader, Scratch, TileView};
+use super::softmax::softmax_in_place;
+use super::kv_element::KvElement;
+use super::shape::AttnShape;
+
+/// Attends one tile of a sequence's query tokens over its span: every head of every token.
+/// Scores outside a token's causal (and sliding) window get zero weight.
+#[inline(always)]
+pub(super) fn attend<T: KvElement>(
+    view: &TileView<'_>,
+    out: &mut [f32],
+    cache: &CacheView<'_, T>,
+    scratch: &mut Scratch,
+    loader: impl RowLoader,
+) {
+    let AttnShape {
+        num_heads,
+        num_kv_heads,
+        head_dim,
+    } = cache.shape;
+    let group = cache.shape.group_size();
+    let span = view.slots.len();
+    let q_row = num_heads * head_dim;
+    let num_tokens = view.q.len() / q_row;
+    let num_rows = num_tokens * group;
+    // A token's heads of one group are contiguous in `q` and in `out`: the group's rows
+    // `(token, g)` are copied in and out as runs of `group * head_dim`.
+    let group_width = group * head_dim;
+    let Scratch {
+        scores,
+        row,
+        keys,
+        values,
+        queries,
+        outputs,
+        ..
+    } = scratch;
+    keys.resize(span * head_dim, 0.0);
+    values.resize(span * head_dim, 0.0);
+    queries.resize(num_rows * head_dim, 0.0);
+    scores.resize(num_rows * span, 0.0);
+    outputs.resize(num_rows * head_dim, 0.0);
+    row.resize(head_dim, 0.0);
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    for kv_head in 0..num_kv_heads {
+        let offset = kv_head * head_dim;
+        gather(cache.keys, view.slots, offset, cache.shape, keys, row, loader);
+        gather(cache.values, view.slots, offset, cache.shape, values, row, loader);
+        let group_offset = kv_head * group_width;
+        for (i, rows) in queries.chunks_exact_mut(group_width).enumerate() {
+            rows.copy_from_slice(&view.q[i * q_row + group_offset..][..group_width]);
+        }
+        let queries = Matrix::row_major(queries, num_rows, head_dim);
+        let keys_t = Matrix::row_major(keys, span, head_dim).transposed();
+        product(scores, queries, keys_t, scale);
+        for (r, token_scores) in scores.chunks_exact_mut(span).enumerate() {
+            let (lo, hi) = view.key_range(r / group);
+            token_scores[..lo].fill(0.0);
+            token_scores[hi + 1..].fill(0.0);
+            softmax_in_place(&mut token_scores[lo..=hi]);
+        }
+        let weights = Matrix::row_major(scores, num_rows, span);
+        product(outputs, weights, Matrix::row_major(values, span, head_dim), 1.0);
+        for (i, rows) in outputs.chunks_exact(group_width).enumerate() {
+            out[i * q_row + group_offset..][..group_width].copy_from_slice(rows);
+        }
+    }
+}
+
+/// Copies the rows of the KV head at `offset` of every slot, widened to f32, into `dst`
+/// (`[slots.len(), head_dim]`).
+#[inline(always)]
+fn gather<T: KvElement>(
+    stored: &[T],
+    slots: &[usize],
+    offset: usize,
+    shape: AttnShape,
+    dst: &mut [f32],
+    scratch_row: &mut [f32],
+    loader: impl RowLoader,
+) {
+    let kv_row = shape.num_kv_heads * shape.head_dim;
+    for (&slot, dst_row) in slots.iter().zip(dst.chunks_exact_mut(shape.head_dim)) {
+        let src = &stored[slot * kv_row + offset..][..shape.head_dim];
+        dst_row.copy_from_slice(loader.load(src, scratch_row));
+    }
+}
+
+/// A matrix over a slice: element `(r, c)` at `r * row_stride + c * col_stride`.
+#[derive(Debug, Clone, Copy)]
+struct Matrix<'a> {
+    data: &'a [f32],
+    num_rows: usize,
+    num_cols: usize,
+    row_stride: usize,
+    col_stride: usize,
+}
+
+impl<'a> Matrix<'a> {
+    /// The first `num_rows * num_cols` elements of `data`, row after row.
+    fn row_major(data: &'a [f32], num_rows: usize, num_cols: usize) -> Self {
+        assert!(num_rows * num_cols <= data.len(), "matrix larger than its data");
+        Self {
+            data,
+            num_rows,
+            num_cols,
+            row_stride: num_cols,
+            col_stride: 1,
+        }
+    }
+
+    fn transposed(self) -> Self {
+        Self {
+            num_rows: self.num_cols,
+            num_cols: self.num_rows,
+            row_stride: self.col_stride,
+            col_stride: self.row_stride,
+            ..self
+        }
+    }
+}
+
+/// `dst = scale * lhs · rhs`, `dst` row-major `[lhs.num_rows, rhs.num_cols]`, on the calling
+/// thread (the kernel already runs one tile per thread).
+#[allow(unsafe_code)]
+fn product(dst: &mut [f32], lhs: Matrix<'_>, rhs: Matrix<'_>, scale: f32) {
+    let (m, k, n) = (lhs.num_rows, lhs.num_cols, rhs.num_cols);
+    assert_eq!(k, rhs.num_rows, "inner dimensions differ");
+    assert!(m * n <= dst.len(), "destination smaller than the product");
+    if m == 0 || n == 0 {
+        return;
+    }
+    // SAFETY: `Matrix::row_major` checked that each operand's elements, addressed by its
+    // strides over its rows and columns (a transpose swaps both), lie within its slice, and
+    // `dst` holds the `m * n` row-major outputs; `dst` is an exclusive borrow, so it overlaps
+    // neither operand. With `read_dst` false gemm only writes `dst`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            lhs.data.as_ptr(),
+            lhs.col_stride as isize,
+            lhs.row_stride as isize,
+            rhs.data.as_ptr(),
+            rhs.col_stride as isize,
+            rhs.row_stride as isize,
+            0.0,
+            scale,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}

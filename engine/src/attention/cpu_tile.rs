@@ -1,0 +1,98 @@
+//! What the CPU attention kernels share: the cache view, a tile of one sequence's query tokens
+//! and its key range, per-thread scratch buffers, and how cache rows are read as f32.
+
+use super::kv_element::{KvElement, X86Features};
+use super::metadata::AttnMetadata;
+use super::shape::AttnShape;
+
+/// One layer's cache, read-only: `[num_blocks, block_size, num_kv_heads, head_dim]`.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheView<'a, T> {
+    pub keys: &'a [T],
+    pub values: &'a [T],
+    pub shape: AttnShape,
+}
+
+/// How a tile is computed: dot products per key (short tiles, decode) or blocked matrix
+/// products (long runs of prefill tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TileForm {
+    Dot,
+    Blocked,
+    /// A decode token's keys in this many partitions, attended in parallel (`cpu_split`).
+    Split(usize),
+}
+
+/// Consecutive query tokens of one sequence.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Tile {
+    pub seq: usize,
+    /// Position of the tile's first token in its sequence.
+    pub first_position: usize,
+    pub num_tokens: usize,
+    pub form: TileForm,
+}
+
+/// One tile's inputs: its queries and the slots of positions `first_key_position..`.
+#[derive(Clone, Copy)]
+pub(super) struct TileView<'a> {
+    pub q: &'a [f32],
+    pub slots: &'a [usize],
+    pub first_key_position: usize,
+    pub first_position: usize,
+    pub meta: &'a AttnMetadata,
+}
+
+impl TileView<'_> {
+    /// Key range of the tile's token `i`, relative to the tile's first key: `lo..=hi` (`hi`
+    /// may lie past the tile's keys when they are a partition of its span).
+    #[inline(always)]
+    pub fn key_range(&self, i: usize) -> (usize, usize) {
+        let position = self.first_position + i;
+        (
+            self.meta
+                .first_attended(position)
+                .saturating_sub(self.first_key_position),
+            position - self.first_key_position,
+        )
+    }
+}
+
+/// A worker thread's buffers, reused across its tiles.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    pub scores: Vec<f32>,
+    /// One key or value row widened to f32 (unused when the cache holds f32).
+    pub row: Vec<f32>,
+    /// The blocked form's contiguous f32 copies: a KV head's keys and values over the tile's
+    /// span, its group's queries and their outputs.
+    pub keys: Vec<f32>,
+    pub values: Vec<f32>,
+    pub queries: Vec<f32>,
+    pub outputs: Vec<f32>,
+    /// The dot form's log-sum-exp of each query row's scores, `[num_tokens, num_heads]`: what
+    /// merges key partitions.
+    pub lse: Vec<f32>,
+}
+
+/// How rows of the cache are read as f32: portable code, or with the x86 features detected.
+pub(super) trait RowLoader: Copy {
+    fn load<'a, T: KvElement>(self, src: &'a [T], scratch: &'a mut [f32]) -> &'a [f32];
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Portable;
+
+impl RowLoader for Portable {
+    #[inline(always)]
+    fn load<'a, T: KvElement>(self, src: &'a [T], scratch: &'a mut [f32]) -> &'a [f32] {
+        T::load(src, scratch)
+    }
+}
+
+impl RowLoader for X86Features {
+    #[inline(always)]
+    fn load<'a, T: KvElement>(self, src: &'a [T], scratch: &'a mut [f32]) -> &'a [f32] {
+        T::load_x86(src, scratch, self)
+    }
+}
