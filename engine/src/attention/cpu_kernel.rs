@@ -1,29 +1,21 @@
 //! The CPU paged-attention kernel: every query token attends to its sequence's cached keys and
 //! values through the block table. Generic over the cache's element type: rows of f16 or bf16 are
 //! widened to f32 as they are read (`KvElement`), and all arithmetic is f32. A step's query
-//! tokens are cut into tiles of one sequence, computed in parallel: long runs of prefill tokens
-//! in the blocked form (`cpu_blocked`, matrix products), decode and short runs in the dot-product
-//! form (`cpu_dot`); a decode token with a long context in a step of fewer tiles than threads
-//! has its keys split into partitions (`cpu_split`).
+//! tokens are cut into tiles of one sequence, computed in parallel, each as two matrix products
+//! (`cpu_blocked`); a decode token with a long context in a step of fewer tiles than threads has
+//! its keys split into partitions (`cpu_split`).
 
 use rayon::prelude::*;
 
-use super::cpu_tile::{Portable, RowLoader, Scratch, Tile, TileForm, TileView};
+use super::cpu_tile::{Portable, RowLoader, Scratch, Tile, TileView};
 pub use super::cpu_tile::CacheView;
 use super::kv_element::{KvElement, X86Features};
 use super::metadata::AttnMetadata;
-use super::{cpu_blocked, cpu_dot, cpu_split};
+use super::{cpu_blocked, cpu_split};
 
-/// Query tokens of one sequence attended together in the dot-product form: each key and value
-/// is read once per tile.
-const DOT_QUERY_TILE: usize = 16;
-
-/// Query tokens per tile in the blocked form: the rows of its matrix products (times the GQA
+/// Most query tokens of one sequence per tile: the rows of its matrix products (times the GQA
 /// group), and the most keys a tile computes beyond its first token's causal limit.
-const BLOCKED_QUERY_TILE: usize = 64;
-
-/// A sequence with at least this many query tokens in the step takes the blocked form.
-const MIN_BLOCKED_TOKENS: usize = 16;
+const QUERY_TILE: usize = 64;
 
 /// Causal attention of every query token over its sequence's cached context (which already holds
 /// this step's keys and values). `q` is `[num_tokens, num_heads, head_dim]`.
@@ -70,14 +62,13 @@ pub fn paged_attention<T: KvElement>(
                 first_position: tile.first_position,
                 meta,
             };
-            match tile.form {
-                TileForm::Split(num_partitions) => {
-                    let num_heads = cache.shape.num_heads;
-                    cpu_split::attend(&view, num_partitions, num_heads, out, |v, o, s| {
-                        attend_tile(v, TileForm::Dot, o, cache, s, features)
-                    })
-                }
-                form => attend_tile(&view, form, out, cache, scratch, features),
+            if tile.num_partitions > 1 {
+                let num_heads = cache.shape.num_heads;
+                cpu_split::attend(&view, tile.num_partitions, num_heads, out, |v, o, s| {
+                    attend_tile(v, o, cache, s, features)
+                });
+            } else {
+                attend_tile(&view, out, cache, scratch, features);
             }
         });
     out
@@ -89,10 +80,7 @@ fn split_lone_decodes(tiles: &mut [Tile], meta: &AttnMetadata) {
     let (num_tiles, num_threads) = (tiles.len(), rayon::current_num_threads());
     for tile in tiles.iter_mut().filter(|t| t.num_tokens == 1) {
         let span = tile.first_position + 1 - meta.first_attended(tile.first_position);
-        let num_partitions = cpu_split::num_partitions(span, num_tiles, num_threads);
-        if num_partitions > 1 {
-            tile.form = TileForm::Split(num_partitions);
-        }
+        tile.num_partitions = cpu_split::num_partitions(span, num_tiles, num_threads);
     }
 }
 
@@ -102,19 +90,14 @@ fn tiles(meta: &AttnMetadata) -> Vec<Tile> {
     for seq in 0..meta.num_seqs() {
         let num_new = (meta.query_start_loc[seq + 1] - meta.query_start_loc[seq]) as usize;
         let first_position = meta.seq_lens[seq] as usize - num_new;
-        let (form, tile_len) = if num_new >= MIN_BLOCKED_TOKENS {
-            (TileForm::Blocked, BLOCKED_QUERY_TILE)
-        } else {
-            (TileForm::Dot, DOT_QUERY_TILE)
-        };
         let mut start = 0;
         while start < num_new {
-            let num_tokens = (num_new - start).min(tile_len);
+            let num_tokens = (num_new - start).min(QUERY_TILE);
             tiles.push(Tile {
                 seq,
                 first_position: first_position + start,
                 num_tokens,
-                form,
+                num_partitions: 1,
             });
             start += num_tokens;
         }
@@ -125,7 +108,6 @@ fn tiles(meta: &AttnMetadata) -> Vec<Tile> {
 /// Picks the widest vector code the CPU runs.
 fn attend_tile<T: KvElement>(
     view: &TileView<'_>,
-    form: TileForm,
     out: &mut [f32],
     cache: &CacheView<'_, T>,
     scratch: &mut Scratch,
@@ -134,51 +116,44 @@ fn attend_tile<T: KvElement>(
     #[cfg(target_arch = "x86_64")]
     {
         if let Some(features) = features {
-            simd::attend_tile_avx2(view, form, out, cache, scratch, features);
+            simd::attend_tile_avx2(view, out, cache, scratch, features);
             return;
         }
     }
     let _ = features;
-    attend_tile_with(view, form, out, cache, scratch, Portable);
+    attend_tile_with(view, out, cache, scratch, Portable);
 }
 
-/// One tile in its form, with `loader`'s instructions inlined.
+/// One tile, with `loader`'s instructions inlined.
 #[inline(always)]
 fn attend_tile_with<T: KvElement>(
     view: &TileView<'_>,
-    form: TileForm,
     out: &mut [f32],
     cache: &CacheView<'_, T>,
     scratch: &mut Scratch,
     loader: impl RowLoader,
 ) {
-    match form {
-        // A split tile reaches here only through its partitions, each in the dot form.
-        TileForm::Dot | TileForm::Split(_) => cpu_dot::attend(view, out, cache, scratch, loader),
-        TileForm::Blocked => cpu_blocked::attend(view, out, cache, scratch, loader),
-    }
+    cpu_blocked::attend(view, out, cache, scratch, loader);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod simd {
-    use super::{attend_tile_with, CacheView, KvElement, Scratch, TileForm, TileView, X86Features};
+    use super::{attend_tile_with, CacheView, KvElement, Scratch, TileView, X86Features};
 
     #[target_feature(enable = "avx2,fma,f16c")]
     fn attend_avx2<T: KvElement>(
         view: &TileView<'_>,
-        form: TileForm,
         out: &mut [f32],
         cache: &CacheView<'_, T>,
         scratch: &mut Scratch,
         features: X86Features,
     ) {
-        attend_tile_with(view, form, out, cache, scratch, features);
+        attend_tile_with(view, out, cache, scratch, features);
     }
 
     pub(super) fn attend_tile_avx2<T: KvElement>(
         view: &TileView<'_>,
-        form: TileForm,
         out: &mut [f32],
         cache: &CacheView<'_, T>,
         scratch: &mut Scratch,
@@ -186,6 +161,6 @@ mod simd {
     ) {
         // SAFETY: `features` proves that the CPU has AVX2, FMA and F16C, the only requirement
         // of a `target_feature` function; the body is safe Rust.
-        unsafe { attend_avx2(view, form, out, cache, scratch, features) }
+        unsafe { attend_avx2(view, out, cache, scratch, features) }
     }
 }

@@ -26,8 +26,8 @@ pub(super) fn num_partitions(span: usize, num_tiles: usize, num_threads: usize) 
 }
 
 /// Attends a one-token tile in `num_partitions` key partitions in parallel and merges them into
-/// `out` (`[num_heads, head_dim]`). `attend` computes one sub-tile into a zeroed output and
-/// leaves each head's log-sum-exp in its scratch's `lse`.
+/// `out` (`[num_heads, head_dim]`). `attend` computes one sub-tile into its output and leaves
+/// each head's log-sum-exp in its scratch's `lse`.
 pub(super) fn attend(
     view: &TileView<'_>,
     num_partitions: usize,

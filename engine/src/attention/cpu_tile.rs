@@ -13,16 +13,6 @@ pub struct CacheView<'a, T> {
     pub shape: AttnShape,
 }
 
-/// How a tile is computed: dot products per key (short tiles, decode) or blocked matrix
-/// products (long runs of prefill tokens).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum TileForm {
-    Dot,
-    Blocked,
-    /// A decode token's keys in this many partitions, attended in parallel (`cpu_split`).
-    Split(usize),
-}
-
 /// Consecutive query tokens of one sequence.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Tile {
@@ -30,7 +20,8 @@ pub(super) struct Tile {
     /// Position of the tile's first token in its sequence.
     pub first_position: usize,
     pub num_tokens: usize,
-    pub form: TileForm,
+    /// Key partitions attended in parallel (`cpu_split`); 1 for the whole span at once.
+    pub num_partitions: usize,
 }
 
 /// One tile's inputs: its queries and the slots of positions `first_key_position..`.
@@ -62,16 +53,16 @@ impl TileView<'_> {
 #[derive(Debug, Default)]
 pub(super) struct Scratch {
     pub scores: Vec<f32>,
-    /// One key or value row widened to f32 (unused when the cache holds f32).
+    /// One key or value row read from an f32 cache before its copy.
     pub row: Vec<f32>,
-    /// The blocked form's contiguous f32 copies: a KV head's keys and values over the tile's
-    /// span, its group's queries and their outputs.
+    /// Contiguous f32 copies: a KV head's keys and values over the tile's span, its group's
+    /// queries and their outputs.
     pub keys: Vec<f32>,
     pub values: Vec<f32>,
     pub queries: Vec<f32>,
     pub outputs: Vec<f32>,
-    /// The dot form's log-sum-exp of each query row's scores, `[num_tokens, num_heads]`: what
-    /// merges key partitions.
+    /// The log-sum-exp of each query row's scores, `[num_tokens, num_heads]`: what merges key
+    /// partitions.
     pub lse: Vec<f32>,
 }
 

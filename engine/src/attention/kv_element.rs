@@ -41,6 +41,10 @@ pub trait KvElement: Copy + Send + Sync + std::fmt::Debug + 'static {
     /// Rounds `src` into `dst` (of the same length).
     fn store(src: &[f32], dst: &mut [Self]);
 
+    /// Whether `load` widens into the scratch it is given (f16, bf16) rather than returning
+    /// `src` itself (f32).
+    const WIDENS_INTO_SCRATCH: bool;
+
     /// `src` as f32: `src` itself for f32, else widened into `scratch` (at least as long).
     fn load<'a>(src: &'a [Self], scratch: &'a mut [f32]) -> &'a [f32];
 
@@ -53,6 +57,7 @@ pub trait KvElement: Copy + Send + Sync + std::fmt::Debug + 'static {
 
 impl KvElement for f32 {
     type Bits = f32;
+    const WIDENS_INTO_SCRATCH: bool = false;
 
     fn view(bits: &[f32]) -> &[f32] {
         bits
@@ -74,6 +79,7 @@ impl KvElement for f32 {
 
 impl KvElement for f16 {
     type Bits = u16;
+    const WIDENS_INTO_SCRATCH: bool = true;
 
     fn view(bits: &[u16]) -> &[f16] {
         bits.reinterpret_cast()
@@ -105,6 +111,7 @@ impl KvElement for f16 {
 
 impl KvElement for bf16 {
     type Bits = u16;
+    const WIDENS_INTO_SCRATCH: bool = true;
 
     fn view(bits: &[u16]) -> &[bf16] {
         bits.reinterpret_cast()

@@ -1,12 +1,11 @@
 //! Paged attention: new keys/values go into their cache slots, then every query token attends to
-//! its sequence's context through the block table. `cpu` is the CPU implementation (its kernel in
-//! `cpu_kernel`, in a dot-product and a blocked form, `cpu_dot` and `cpu_blocked`, over what
-//! `cpu_tile` shares; its element types in `kv_element`); the CUDA kernels (`cuda`) are tested
-//! against it.
+//! its sequence's context through the block table. `cpu` is the CPU implementation (its kernel
+//! in `cpu_kernel`: tiles as matrix products in `cpu_blocked`, split-key decode in `cpu_split`,
+//! what they share in `cpu_tile`, softmax in `softmax`; its element types in `kv_element`); the
+//! CUDA kernels (`cuda`) are tested against it.
 
 pub mod cpu;
 mod cpu_blocked;
-mod cpu_dot;
 pub mod cpu_kernel;
 mod cpu_split;
 mod cpu_tile;

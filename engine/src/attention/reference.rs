@@ -247,7 +247,7 @@ fn paged_matches_naive_in_every_cache_dtype_for_prefill_decode_mixed_batches_and
 }
 
 #[test]
-fn long_prefill_runs_in_the_blocked_form_match_naive_in_every_cache_dtype() {
+fn long_prefill_runs_over_several_query_tiles_match_naive_in_every_cache_dtype() {
     let shapes = [
         AttnShape {
             num_heads: 9,
@@ -260,9 +260,8 @@ fn long_prefill_runs_in_the_blocked_form_match_naive_in_every_cache_dtype() {
             head_dim: 32,
         },
     ];
-    // Runs of 16+ query tokens take the blocked form in tiles of 64: a chunked-prefill
-    // continuation crossing three tile edges, a fresh prompt of exactly one tile plus one
-    // token, and runs at the threshold beside decodes and a 15-token run in the dot form.
+    // Query tiles of up to 64 tokens: a chunked-prefill continuation crossing three tile
+    // edges, a prompt of one tile plus one token beside a decode, short runs side by side.
     let batches: [&[(usize, usize)]; 3] = [
         &[(300, 200)],
         &[(65, 65), (40, 1)],
