@@ -62,13 +62,10 @@ pub(super) fn attend<T: KvElement>(
         let queries = Matrix::row_major(queries, num_rows, head_dim);
         let keys_t = Matrix::row_major(keys, span, head_dim).transposed();
         product(scores, queries, keys_t, scale);
+        let first_head = kv_head * group;
         for (r, token_scores) in scores.chunks_exact_mut(span).enumerate() {
             let (i, g) = (r / group, r % group);
-            let (lo, hi) = view.key_range(i);
-            let hi = hi.min(span - 1);
-            token_scores[..lo].fill(0.0);
-            token_scores[hi + 1..].fill(0.0);
-            lse[i * num_heads + kv_head * group + g] = softmax_in_place(&mut token_scores[lo..=hi]);
+            lse[i * num_heads + first_head + g] = masked_softmax(view, i, token_scores);
         }
         let weights = Matrix::row_major(scores, num_rows, span);
         product(outputs, weights, Matrix::row_major(values, span, head_dim), 1.0);
@@ -76,6 +73,18 @@ pub(super) fn attend<T: KvElement>(
             out[i * q_row + group_offset..][..group_width].copy_from_slice(rows);
         }
     }
+}
+
+/// Softmax of token `i`'s scores over its causal (and sliding) window, zero weight outside it;
+/// returns the window's log-sum-exp.
+#[inline(always)]
+fn masked_softmax(view: &TileView<'_>, i: usize, scores: &mut [f32]) -> f32 {
+    let (lo, hi) = view.key_range(i);
+    // A partition of a decode token's span may end before the token itself.
+    let hi = hi.min(scores.len() - 1);
+    scores[..lo].fill(0.0);
+    scores[hi + 1..].fill(0.0);
+    softmax_in_place(&mut scores[lo..=hi])
 }
 
 /// Copies the rows of the KV head at `offset` of every slot, widened to f32, into `dst`

@@ -17,6 +17,11 @@ use super::{cpu_blocked, cpu_split};
 /// group), and the most keys a tile computes beyond its first token's causal limit.
 const QUERY_TILE: usize = 64;
 
+/// Most scores (query rows × keys) a tile holds at once, 4 MiB of f32 per thread: tiles of long
+/// contexts have fewer tokens (down to one), so a 128k-token context does not need a score
+/// matrix of hundreds of MiB.
+const MAX_TILE_SCORES: usize = 1 << 20;
+
 /// Causal attention of every query token over its sequence's cached context (which already holds
 /// this step's keys and values). `q` is `[num_tokens, num_heads, head_dim]`.
 pub fn paged_attention<T: KvElement>(
@@ -34,7 +39,7 @@ pub fn paged_attention<T: KvElement>(
                 .collect()
         })
         .collect();
-    let mut tiles = tiles(meta);
+    let mut tiles = tiles(meta, cache.shape.group_size());
     split_lone_decodes(&mut tiles, meta);
     let mut out_chunks = Vec::with_capacity(tiles.len());
     let mut q_chunks = Vec::with_capacity(tiles.len());
@@ -84,15 +89,18 @@ fn split_lone_decodes(tiles: &mut [Tile], meta: &AttnMetadata) {
     }
 }
 
-/// Splits every sequence's query tokens into tiles, in token order.
-fn tiles(meta: &AttnMetadata) -> Vec<Tile> {
+/// Splits every sequence's query tokens into tiles, in token order: up to `QUERY_TILE` tokens,
+/// fewer where the sequence's context would make the tile's scores exceed `MAX_TILE_SCORES`.
+fn tiles(meta: &AttnMetadata, group_size: usize) -> Vec<Tile> {
     let mut tiles = Vec::new();
     for seq in 0..meta.num_seqs() {
         let num_new = (meta.query_start_loc[seq + 1] - meta.query_start_loc[seq]) as usize;
-        let first_position = meta.seq_lens[seq] as usize - num_new;
+        let seq_len = meta.seq_lens[seq] as usize;
+        let first_position = seq_len - num_new;
+        let tile_len = (MAX_TILE_SCORES / (group_size * seq_len).max(1)).clamp(1, QUERY_TILE);
         let mut start = 0;
         while start < num_new {
-            let num_tokens = (num_new - start).min(QUERY_TILE);
+            let num_tokens = (num_new - start).min(tile_len);
             tiles.push(Tile {
                 seq,
                 first_position: first_position + start,
@@ -162,5 +170,40 @@ mod simd {
         // SAFETY: `features` proves that the CPU has AVX2, FMA and F16C, the only requirement
         // of a `target_feature` function; the body is safe Rust.
         unsafe { attend_avx2(view, out, cache, scratch, features) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(seqs: &[(u32, u32)]) -> AttnMetadata {
+        let mut meta = AttnMetadata {
+            query_start_loc: vec![0],
+            ..Default::default()
+        };
+        for &(seq_len, num_new) in seqs {
+            meta.seq_lens.push(seq_len);
+            let end = meta.query_start_loc.last().copied().unwrap_or(0) + num_new;
+            meta.query_start_loc.push(end);
+        }
+        meta
+    }
+
+    #[test]
+    fn tiles_hold_64_tokens_fewer_for_long_contexts_and_cover_every_token_in_order() {
+        // 130 new tokens of a short sequence; 100 of a 100,000-token context (GQA group 3:
+        // 2^20 / 300,000 = 3 tokens per tile); one decode.
+        let tiles = tiles(&meta(&[(130, 130), (100_000, 100), (50, 1)]), 3);
+        let lens: Vec<(usize, usize)> = tiles.iter().map(|t| (t.seq, t.num_tokens)).collect();
+        assert_eq!(&lens[..3], &[(0, 64), (0, 64), (0, 2)]);
+        assert!(lens[3..36].iter().all(|&(seq, n)| seq == 1 && n <= 3));
+        assert_eq!(tiles.iter().filter(|t| t.seq == 1).map(|t| t.num_tokens).sum::<usize>(), 100);
+        assert_eq!(lens.last(), Some(&(2, 1)));
+        let mut next = 99_900;
+        for tile in tiles.iter().filter(|t| t.seq == 1) {
+            assert_eq!(tile.first_position, next);
+            next += tile.num_tokens;
+        }
     }
 }
