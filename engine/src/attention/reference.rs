@@ -190,6 +190,19 @@ impl Contents<'_> {
     }
 }
 
+/// Runs `case` and asserts every element type within its tolerance; returns the errors.
+fn assert_within_tolerances(case: &Case, seed: u64) -> MaxErrors {
+    let errors = run_case(case, seed);
+    assert!(
+        errors.f32 < TOLERANCE_F32 && errors.f16 < TOLERANCE_F16 && errors.bf16 < TOLERANCE_BF16,
+        "max abs errors {errors:?} for block_size {} seqs {:?} window {:?}",
+        case.block_size,
+        case.seqs,
+        case.window,
+    );
+    errors
+}
+
 #[test]
 fn paged_matches_naive_in_every_cache_dtype_for_prefill_decode_mixed_batches_and_windows() {
     let mut worst = MaxErrors::default();
@@ -228,13 +241,7 @@ fn paged_matches_naive_in_every_cache_dtype_for_prefill_decode_mixed_batches_and
                         seqs: seqs.to_vec(),
                         window,
                     };
-                    let errors = run_case(&case, seed);
-                    assert!(
-                        errors.f32 < TOLERANCE_F32
-                            && errors.f16 < TOLERANCE_F16
-                            && errors.bf16 < TOLERANCE_BF16,
-                        "max abs errors {errors:?} for block_size {block_size} seqs {seqs:?} window {window:?}",
-                    );
+                    let errors = assert_within_tolerances(&case, seed);
                     worst.f32 = worst.f32.max(errors.f32);
                     worst.f16 = worst.f16.max(errors.f16);
                     worst.bf16 = worst.bf16.max(errors.bf16);
@@ -279,13 +286,7 @@ fn long_prefill_runs_over_several_query_tiles_match_naive_in_every_cache_dtype()
                         seqs: seqs.to_vec(),
                         window,
                     };
-                    let errors = run_case(&case, seed);
-                    assert!(
-                        errors.f32 < TOLERANCE_F32
-                            && errors.f16 < TOLERANCE_F16
-                            && errors.bf16 < TOLERANCE_BF16,
-                        "max abs errors {errors:?} for block_size {block_size} seqs {seqs:?} window {window:?}",
-                    );
+                    assert_within_tolerances(&case, seed);
                 }
             }
         }
@@ -316,13 +317,7 @@ fn lone_long_decodes_split_into_key_partitions_match_naive_in_every_cache_dtype(
                 seqs: seqs.to_vec(),
                 window,
             };
-            let errors = pool.install(|| run_case(&case, seed));
-            assert!(
-                errors.f32 < TOLERANCE_F32
-                    && errors.f16 < TOLERANCE_F16
-                    && errors.bf16 < TOLERANCE_BF16,
-                "max abs errors {errors:?} for seqs {seqs:?} window {window:?}",
-            );
+            pool.install(|| assert_within_tolerances(&case, seed));
         }
     }
 }
