@@ -119,6 +119,7 @@ impl GrammarCompiler {
             });
         }
         let cell = self.lock_cache().cell(&key);
+        let was_cached = cell.initialized();
         let started = Instant::now();
         let mut compiled_here = false;
         let flag = &mut compiled_here;
@@ -126,11 +127,16 @@ impl GrammarCompiler {
             *flag = true;
             self.compile_uncached(spec).await.map(Arc::new)
         });
+        let timeout = StructuredError::Timeout {
+            limit: self.limits.timeout,
+        };
         let result = match tokio::time::timeout(self.limits.timeout, init).await {
+            // A compile that finished past the limit is refused as well: whether the timer or
+            // the finished compile is polled first depends on scheduling, not on the grammar.
+            // Its grammar stays cached, so the same spec is served from the cache next time.
+            Ok(Ok(_)) if !was_cached && started.elapsed() > self.limits.timeout => Err(timeout),
             Ok(result) => result.map(Arc::clone),
-            Err(_) => Err(StructuredError::Timeout {
-                limit: self.limits.timeout,
-            }),
+            Err(_) => Err(timeout),
         };
         match result {
             Ok(grammar) => Ok(Compiled {

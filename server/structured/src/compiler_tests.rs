@@ -215,6 +215,22 @@ fn limits_cache_and_mask_observer() {
         compile(&busy, &OutputSpec::Regex("a+".into())).is_ok(),
         "the same grammar compiles once a slot is free"
     );
+    // A limit no compile meets is a refusal every time, also when the compile finishes before
+    // the timer's first tick (a fast regex usually does: the race that made this flaky).
+    let instant = compiler(CompileLimits {
+        timeout: Duration::from_nanos(1),
+        ..CompileLimits::default()
+    });
+    for pattern in ["a+", "b+", "[0-9]{3}", "x|y", "(ab)*c"] {
+        let spec = OutputSpec::Regex(pattern.into());
+        assert!(
+            matches!(
+                compile(&instant, &spec),
+                Err(StructuredError::Timeout { .. })
+            ),
+            "{pattern} compiled past a 1 ns limit"
+        );
+    }
     let masks = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&masks);
     let cached = compiler(CompileLimits {
