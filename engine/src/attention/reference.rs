@@ -203,37 +203,39 @@ fn assert_within_tolerances(case: &Case, seed: u64) -> MaxErrors {
     errors
 }
 
-#[test]
-fn paged_matches_naive_in_every_cache_dtype_for_prefill_decode_mixed_batches_and_windows() {
-    let mut worst = MaxErrors::default();
-    let shapes = [
-        AttnShape {
-            num_heads: 4,
-            num_kv_heads: 4,
-            head_dim: 16,
-        },
-        AttnShape {
-            num_heads: 9,
-            num_kv_heads: 3,
-            head_dim: 64,
-        },
-        AttnShape {
-            num_heads: 8,
-            num_kv_heads: 1,
-            head_dim: 32,
-        },
-    ];
-    let batches: [&[(usize, usize)]; 4] = [
-        &[(37, 37)],                   // prefill, not a multiple of any block size
-        &[(1, 1), (17, 1), (64, 1)],   // decodes
-        &[(50, 20), (9, 1), (33, 33)], // chunked prefill continuation + decode + prefill
-        &[(16, 16), (32, 5)],          // exact block multiples
-    ];
-    let mut seed = 0;
-    for shape in shapes {
-        for block_size in [1, 4, 16, 32] {
+/// Every head count the kernel meets: one KV head per query head, GQA groups of 3 (the default
+/// model's shape), one KV head for all (MQA).
+const MHA: AttnShape = AttnShape {
+    num_heads: 4,
+    num_kv_heads: 4,
+    head_dim: 16,
+};
+const GQA: AttnShape = AttnShape {
+    num_heads: 9,
+    num_kv_heads: 3,
+    head_dim: 64,
+};
+const MQA: AttnShape = AttnShape {
+    num_heads: 8,
+    num_kv_heads: 1,
+    head_dim: 32,
+};
+
+/// A grid of cases: every shape × block size × batch × window, seeds counting up from
+/// `first_seed`. Each case is checked within the tolerances; `seen` gets its errors.
+fn check_grid(
+    shapes: &[AttnShape],
+    block_sizes: &[usize],
+    batches: &[&[(usize, usize)]],
+    windows: &[Option<usize>],
+    first_seed: u64,
+    mut seen: impl FnMut(MaxErrors),
+) {
+    let mut seed = first_seed;
+    for &shape in shapes {
+        for &block_size in block_sizes {
             for seqs in batches {
-                for window in [None, Some(1), Some(7), Some(32)] {
+                for &window in windows {
                     seed += 1;
                     let case = Case {
                         shape,
@@ -241,32 +243,34 @@ fn paged_matches_naive_in_every_cache_dtype_for_prefill_decode_mixed_batches_and
                         seqs: seqs.to_vec(),
                         window,
                     };
-                    let errors = assert_within_tolerances(&case, seed);
-                    worst.f32 = worst.f32.max(errors.f32);
-                    worst.f16 = worst.f16.max(errors.f16);
-                    worst.bf16 = worst.bf16.max(errors.bf16);
+                    seen(assert_within_tolerances(&case, seed));
                 }
             }
         }
     }
+}
+
+#[test]
+fn paged_matches_naive_in_every_cache_dtype_for_prefill_decode_mixed_batches_and_windows() {
+    let mut worst = MaxErrors::default();
+    let batches: [&[(usize, usize)]; 4] = [
+        &[(37, 37)],                   // prefill, not a multiple of any block size
+        &[(1, 1), (17, 1), (64, 1)],   // decodes
+        &[(50, 20), (9, 1), (33, 33)], // chunked prefill continuation + decode + prefill
+        &[(16, 16), (32, 5)],          // exact block multiples
+    ];
+    let windows = [None, Some(1), Some(7), Some(32)];
+    check_grid(&[MHA, GQA, MQA], &[1, 4, 16, 32], &batches, &windows, 0, |errors| {
+        worst.f32 = worst.f32.max(errors.f32);
+        worst.f16 = worst.f16.max(errors.f16);
+        worst.bf16 = worst.bf16.max(errors.bf16);
+    });
     // Not asserted beyond the tolerances: how close each element type came, for the record.
     println!("worst max abs errors against naive f32 attention: {worst:?}");
 }
 
 #[test]
 fn long_prefill_runs_over_several_query_tiles_match_naive_in_every_cache_dtype() {
-    let shapes = [
-        AttnShape {
-            num_heads: 9,
-            num_kv_heads: 3,
-            head_dim: 64,
-        },
-        AttnShape {
-            num_heads: 8,
-            num_kv_heads: 1,
-            head_dim: 32,
-        },
-    ];
     // Query tiles of up to 64 tokens: a chunked-prefill continuation crossing three tile
     // edges, a prompt of one tile plus one token beside a decode, short runs side by side.
     let batches: [&[(usize, usize)]; 3] = [
@@ -274,32 +278,12 @@ fn long_prefill_runs_over_several_query_tiles_match_naive_in_every_cache_dtype()
         &[(65, 65), (40, 1)],
         &[(16, 16), (30, 15), (77, 16)],
     ];
-    let mut seed = 1_000;
-    for shape in shapes {
-        for block_size in [3, 16] {
-            for seqs in batches {
-                for window in [None, Some(50)] {
-                    seed += 1;
-                    let case = Case {
-                        shape,
-                        block_size,
-                        seqs: seqs.to_vec(),
-                        window,
-                    };
-                    assert_within_tolerances(&case, seed);
-                }
-            }
-        }
-    }
+    check_grid(&[GQA, MQA], &[3, 16], &batches, &[None, Some(50)], 1_000, |_| {});
 }
 
 #[test]
 fn lone_long_decodes_split_into_key_partitions_match_naive_in_every_cache_dtype() {
-    let shape = AttnShape {
-        num_heads: 9,
-        num_kv_heads: 3,
-        head_dim: 64,
-    };
+    let shape = GQA;
     // With 4 threads, one or two decoding sequences leave threads idle: their keys are split
     // into partitions of at least 256 (here 2 to 8 of them), merged by log-sum-exp.
     let batches: [&[(usize, usize)]; 3] = [&[(2_000, 1)], &[(1_100, 1), (600, 1)], &[(513, 1)]];
