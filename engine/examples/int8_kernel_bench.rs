@@ -5,11 +5,16 @@
 //! prefill uses from `MIN_TOKENS_FOR_DENSE_MATMUL` rows on: the time of one model's worth of
 //! projections (30 layers + the head) and the GFLOP/s.
 //!
+//! The same for the int4 format (the weights quantized to Q4_1 blocks by candle, as in a GGUF
+//! file), rows marked `int4`.
+//!
 //! `cargo run --release -p pagoda-engine --example int8_kernel_bench [-- --threads 2 --iterations 5]`
 
 use std::time::Instant;
 
+use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
+use pagoda_engine::models::int4::Int4Matrix;
 use pagoda_engine::models::int8::{Int8Matrix, KernelKind};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -65,6 +70,17 @@ fn main() -> BoxResult<()> {
             Ok((matrix, times))
         })
         .collect::<Result<_, String>>()?;
+    let int4: Vec<(Int4Matrix, usize)> = SHAPES
+        .iter()
+        .enumerate()
+        .map(|(i, &(rows, cols, times))| {
+            let dense = Tensor::from_vec(values(rows * cols, i), (rows, cols), &Device::Cpu)?;
+            let blocks = QTensor::quantize(&dense, GgmlDType::Q4_1)?;
+            let matrix =
+                Int4Matrix::from_gguf_blocks(GgmlDType::Q4_1, &blocks.data()?, rows, cols)?;
+            Ok((matrix, times))
+        })
+        .collect::<BoxResult<_>>()?;
     let weights_per_pass: usize = SHAPES.iter().map(|(r, c, t)| r * c * t).sum();
     println!("| rows | path | ms per model pass | GFLOP/s |");
     println!("|---|---|---|---|");
@@ -97,6 +113,17 @@ fn main() -> BoxResult<()> {
                 })
             })?;
             report(format!("{kind:?}"), seconds);
+            let seconds = pool.install(|| {
+                time_pass(iterations, || {
+                    for ((matrix, times), x) in int4.iter().zip(&inputs) {
+                        for _ in 0..*times {
+                            std::hint::black_box(matrix.matmul_with(kind, x, m));
+                        }
+                    }
+                    Ok(())
+                })
+            })?;
+            report(format!("int4 {kind:?}"), seconds);
         }
         if m >= 16 {
             let seconds = pool.install(|| {

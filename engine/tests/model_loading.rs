@@ -74,7 +74,14 @@ fn every_tensor_type_tracks_the_f32_model() {
     ];
     for (dtype, min_cosine) in cases {
         let model = common::tiny_model(&kquant_spec(dtype));
-        for format in [WeightFormat::F32, WeightFormat::Int8, WeightFormat::Native] {
+        let formats = [
+            WeightFormat::F32,
+            WeightFormat::Auto,
+            WeightFormat::Int4,
+            WeightFormat::Int8,
+            WeightFormat::Native,
+        ];
+        for format in formats {
             // int8 repacking, and candle's block kernels (which quantize activations), add their error.
             let min_cosine = if format != WeightFormat::F32 {
                 min_cosine.min(0.998)
@@ -86,6 +93,45 @@ fn every_tensor_type_tracks_the_f32_model() {
             assert!(
                 similarity >= min_cosine,
                 "{dtype:?} as {format:?}: cosine {similarity} < {min_cosine}"
+            );
+        }
+    }
+}
+
+/// int4 holds a file's Q4_0 and Q4_1 blocks exactly, so its logits are the f32 model's (the
+/// dequantized blocks) but for summation order (the tiles read the weights in registers for one
+/// token, unpacked per tile for 39); int8's repacking of the same blocks is off by 1–2% of the
+/// largest logit.
+#[test]
+fn four_bit_blocks_as_int4_give_the_f32_logits() {
+    let long_prompt: Vec<u32> = (1..40).map(|i| (i * 37 % 255) as u32).collect();
+    let max_diff = |a: &[f32], b: &[f32]| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max)
+    };
+    for dtype in [GgmlDType::Q4_0, GgmlDType::Q4_1] {
+        let model = common::tiny_model(&kquant_spec(dtype));
+        for prompt in [&long_prompt[..], &[17]] {
+            let want = prefill_logits(&model.path, WeightFormat::F32, prompt);
+            let int4 = max_diff(
+                &want,
+                &prefill_logits(&model.path, WeightFormat::Int4, prompt),
+            );
+            let int8 = max_diff(
+                &want,
+                &prefill_logits(&model.path, WeightFormat::Int8, prompt),
+            );
+            let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let case = format!("{dtype:?}, {} tokens", prompt.len());
+            assert!(
+                int4 <= 5e-4 * scale,
+                "{case}: off by {int4} (largest logit {scale})"
+            );
+            assert!(
+                20.0 * int4 <= int8,
+                "{case}: int4 off by {int4}, int8 by {int8}"
             );
         }
     }

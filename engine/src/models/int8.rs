@@ -3,8 +3,8 @@
 //! Weights are read once per step whatever the batch size (decode on CPU is memory-bound), and
 //! activations stay f32, so results track an f32 model far more closely than kernels that also
 //! quantize the activations. The kernel is chosen once at run time: a register-blocked AVX-512
-//! micro-kernel (`int8/avx512.rs`), the AVX2+FMA dot-product kernel (`int8/avx2.rs`), or plain
-//! Rust for the autovectoriser (`int8/portable.rs`).
+//! micro-kernel (`int8/avx512.rs`, which the int4 format shares), the AVX2+FMA dot-product kernel
+//! (`int8/avx2.rs`), or plain Rust for the autovectoriser (`int8/portable.rs`).
 
 use rayon::prelude::*;
 
@@ -15,9 +15,12 @@ mod avx512;
 mod block;
 mod portable;
 
+#[cfg(target_arch = "x86_64")]
+pub(super) use avx512::{dequantize_rows as dequantize_rows_avx512, rows_avx512, RegisterRows};
 pub use block::GROUP_SIZE;
-use block::QuantBlock;
+pub(super) use block::{QuantBlock, WeightRows};
 use portable::dequantize_into;
+pub(super) use portable::rows_portable;
 
 /// Weights per parallel task (enough work to hide the scheduling cost).
 const WEIGHTS_PER_TASK: usize = 1 << 16;
@@ -117,28 +120,42 @@ impl Int8Matrix {
     pub fn matmul_with(&self, kind: KernelKind, x: &[f32], m: usize) -> Vec<f32> {
         assert!(kind.runs_here(), "{kind:?} does not run on this CPU");
         debug_assert_eq!(x.len(), m * self.cols);
-        // At least the weights of WEIGHTS_PER_TASK per task, and no more than two tasks per thread.
-        let min_rows = self.rows.div_ceil(2 * rayon::current_num_threads());
-        let rows_per_task = (WEIGHTS_PER_TASK / self.cols.max(1))
-            .max(min_rows)
-            .clamp(1, self.rows.max(1));
-        let mut transposed = vec![0.0f32; self.rows * m];
-        transposed
-            .par_chunks_mut(rows_per_task * m.max(1))
-            .enumerate()
-            .for_each(|(task, out)| {
-                let first_row = task * rows_per_task;
-                let num_rows = out.len() / m.max(1);
-                run_kernel(kind, self.block(first_row, num_rows), x, m, out);
-            });
-        let mut out = vec![0.0f32; m * self.rows];
-        for (row, column) in transposed.chunks_exact(m.max(1)).enumerate() {
-            for (i, value) in column.iter().enumerate() {
-                out[i * self.rows + row] = *value;
-            }
-        }
-        out
+        run_row_tasks(self.rows, self.cols, m, |first_row, num_rows, out| {
+            run_kernel(kind, self.block(first_row, num_rows), x, m, out)
+        })
     }
+}
+
+/// Splits `rows` weight rows of `cols` into parallel tasks; `kernel(first_row, num_rows, out)`
+/// fills `out` as `[num_rows, m]`. Returns the products as `[m, rows]`.
+pub(super) fn run_row_tasks(
+    rows: usize,
+    cols: usize,
+    m: usize,
+    kernel: impl Fn(usize, usize, &mut [f32]) + Sync,
+) -> Vec<f32> {
+    // At least the weights of WEIGHTS_PER_TASK per task, and no more than two tasks per thread.
+    let min_rows = rows.div_ceil(2 * rayon::current_num_threads());
+    let rows_per_task = (WEIGHTS_PER_TASK / cols.max(1))
+        .max(min_rows)
+        .clamp(1, rows.max(1));
+    let mut transposed = vec![0.0f32; rows * m];
+    transposed
+        .par_chunks_mut(rows_per_task * m.max(1))
+        .enumerate()
+        .for_each(|(task, out)| {
+            kernel(task * rows_per_task, out.len() / m.max(1), out);
+        });
+    if m == 1 {
+        return transposed;
+    }
+    let mut out = vec![0.0f32; m * rows];
+    for (row, column) in transposed.chunks_exact(m.max(1)).enumerate() {
+        for (i, value) in column.iter().enumerate() {
+            out[i * rows + row] = *value;
+        }
+    }
+    out
 }
 
 fn run_kernel(kind: KernelKind, block: QuantBlock<'_>, x: &[f32], m: usize, out: &mut [f32]) {
@@ -277,8 +294,9 @@ mod tests {
         let w: Vec<f32> = (0..64).map(|i| ((i % 3) as f32 - 1.0) * 127.0).collect();
         let matrix = Int8Matrix::quantize(&w, 2, 32).expect("quantize");
         let x: Vec<f32> = (0..32).map(|i| i as f32).collect();
-        let got = matrix.matmul(&x, 1);
-        assert_eq!(got, naive(&w, &x, 2, 32, 1));
+        for kind in KernelKind::available() {
+            assert_eq!(matrix.matmul_with(kind, &x, 1), naive(&w, &x, 2, 32, 1), "{kind:?}");
+        }
     }
 
     #[test]

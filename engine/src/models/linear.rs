@@ -3,6 +3,7 @@
 use candle_core::quantized::QMatMul;
 use candle_core::{Module, Tensor};
 
+use super::int4::Int4Matrix;
 use super::int8::{Int8Matrix, KernelKind};
 use crate::error::{EngineError, Result};
 
@@ -12,6 +13,8 @@ pub enum Linear {
     Candle(QMatMul),
     /// int8 weights with f32 activations (CPU).
     Int8(Int8Matrix),
+    /// A file's 4-bit blocks (Q4_0, Q4_1) as they are (CPU).
+    Int4(Int4Matrix),
     /// Projections of the same input that could not be merged into one matrix; their outputs
     /// are concatenated.
     Stacked(Vec<Linear>),
@@ -33,6 +36,18 @@ impl Linear {
                 .map(Linear::Int8)
                 .map_err(EngineError::model_load);
         }
+        let int4: Vec<&Int4Matrix> = parts
+            .iter()
+            .filter_map(|p| match p {
+                Linear::Int4(m) => Some(m),
+                _ => None,
+            })
+            .collect();
+        if int4.len() == parts.len() {
+            return Int4Matrix::concat_rows(&int4)
+                .map(Linear::Int4)
+                .map_err(EngineError::model_load);
+        }
         let dense: Vec<&Tensor> = parts
             .iter()
             .filter_map(|p| match p {
@@ -52,25 +67,18 @@ impl Linear {
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         match self {
             Linear::Candle(matmul) => Ok(matmul.forward(x)?),
-            Linear::Int8(matrix) => {
-                let (num_tokens, _) = x.dims2()?;
-                if num_tokens >= KernelKind::detected().min_rows_for_dense_matmul() {
-                    // Many rows (prefill): unpack to f32 once and use the blocked dense matmul.
-                    let weights = Tensor::from_vec(
-                        matrix.dequantize(),
-                        (matrix.rows(), matrix.cols()),
-                        x.device(),
-                    )?;
-                    return Ok(x.matmul(&weights.t()?)?);
-                }
-                let input = x.flatten_all()?.to_vec1::<f32>()?;
-                let output = matrix.matmul(&input, num_tokens);
-                Ok(Tensor::from_vec(
-                    output,
-                    (num_tokens, matrix.rows()),
-                    x.device(),
-                )?)
-            }
+            Linear::Int8(matrix) => quantized_forward(
+                x,
+                matrix.rows(),
+                || matrix.dequantize(),
+                |input, m| matrix.matmul(input, m),
+            ),
+            Linear::Int4(matrix) => quantized_forward(
+                x,
+                matrix.rows(),
+                || matrix.dequantize(),
+                |input, m| matrix.matmul(input, m),
+            ),
             Linear::Stacked(parts) => {
                 let outputs = parts
                     .iter()
@@ -80,6 +88,23 @@ impl Linear {
             }
         }
     }
+}
+
+/// `x · Wᵀ` for a CPU-quantized `W` of `rows` rows: its own kernels for a few rows (decode), or
+/// for many (prefill) `W` unpacked to f32 once and the blocked dense matmul.
+fn quantized_forward(
+    x: &Tensor,
+    rows: usize,
+    dequantize: impl FnOnce() -> Vec<f32>,
+    matmul: impl FnOnce(&[f32], usize) -> Vec<f32>,
+) -> Result<Tensor> {
+    let (num_tokens, cols) = x.dims2()?;
+    if num_tokens >= KernelKind::detected().min_rows_for_dense_matmul() {
+        let weights = Tensor::from_vec(dequantize(), (rows, cols), x.device())?;
+        return Ok(x.matmul(&weights.t()?)?);
+    }
+    let input = x.flatten_all()?.to_vec1::<f32>()?;
+    Ok(Tensor::from_vec(matmul(&input, num_tokens), (num_tokens, rows), x.device())?)
 }
 
 /// A projection with an optional bias: `y = x · Wᵀ + b`.

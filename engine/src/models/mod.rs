@@ -15,6 +15,7 @@ internal_modules! {
     mod gguf;
     mod hf;
     mod hf_config;
+    mod int4;
     mod int8;
     mod layers;
     mod linear;

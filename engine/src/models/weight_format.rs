@@ -5,14 +5,20 @@ use std::sync::Arc;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Tensor};
 
+use super::int4::Int4Matrix;
 use super::int8::{Int8Matrix, GROUP_SIZE};
 use super::linear::Linear;
 
 /// How projection weights are held in memory (CPU). Embedding lookups use the file's tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WeightFormat {
-    /// int8 with one f32 scale per 32 values; activations stay f32. Fast and close to f32.
+    /// `Int4` where this CPU runs the int4 kernel for a single row (AVX-512 VNNI), else `Int8`.
     #[default]
+    Auto,
+    /// A file's 4-bit blocks (Q4_0, Q4_1) exactly as they are, with one f32 scale and offset
+    /// per 32 values; every other type as `Int8`.
+    Int4,
+    /// int8 with one f32 scale per 32 values; activations stay f32. Fast and close to f32.
     Int8,
     /// Dequantize to f32 at load: exact, four times the memory, slower decode.
     F32,
@@ -23,6 +29,8 @@ pub enum WeightFormat {
 impl WeightFormat {
     pub fn parse(text: &str) -> Option<Self> {
         match text {
+            "auto" => Some(Self::Auto),
+            "int4" => Some(Self::Int4),
             "int8" => Some(Self::Int8),
             "f32" => Some(Self::F32),
             "native" => Some(Self::Native),
@@ -32,6 +40,8 @@ impl WeightFormat {
 
     pub fn as_str(&self) -> &'static str {
         match self {
+            Self::Auto => "auto",
+            Self::Int4 => "int4",
             Self::Int8 => "int8",
             Self::F32 => "f32",
             Self::Native => "native",
@@ -46,7 +56,7 @@ impl WeightFormat {
         }
         let (rows, cols) = tensor.dims2()?;
         match self {
-            Self::Int8 if tensor.device().is_cpu() && cols % GROUP_SIZE == 0 => {
+            Self::Auto | Self::Int4 | Self::Int8 if cols % GROUP_SIZE == 0 => {
                 let values = tensor.flatten_all()?.to_vec1::<f32>()?;
                 Int8Matrix::quantize(&values, rows, cols)
                     .map(Linear::Int8)
@@ -69,9 +79,20 @@ impl WeightFormat {
             return Ok(Linear::Candle(QMatMul::Tensor(dense)));
         }
         let cols = tensor.shape().dims().last().copied().unwrap_or(0);
+        let keep_4_bit = match self {
+            Self::Auto => Int4Matrix::fast_here(),
+            Self::Int4 => true,
+            _ => false,
+        };
         match self {
             Self::Native => Ok(Linear::Candle(QMatMul::from_arc(tensor)?)),
-            Self::Int8 if device.is_cpu() && cols % GROUP_SIZE == 0 => {
+            _ if keep_4_bit && Int4Matrix::takes(tensor.dtype()) => {
+                let (rows, cols) = tensor.shape().dims2()?;
+                Int4Matrix::from_gguf_blocks(tensor.dtype(), &tensor.data()?, rows, cols)
+                    .map(Linear::Int4)
+                    .map_err(candle_core::Error::Msg)
+            }
+            Self::Auto | Self::Int4 | Self::Int8 if cols % GROUP_SIZE == 0 => {
                 let dense = tensor.dequantize(&device)?;
                 let (rows, cols) = dense.dims2()?;
                 let values = dense.flatten_all()?.to_vec1::<f32>()?;
@@ -79,7 +100,7 @@ impl WeightFormat {
                     .map(Linear::Int8)
                     .map_err(candle_core::Error::Msg)
             }
-            Self::F32 | Self::Int8 => {
+            Self::F32 | Self::Auto | Self::Int4 | Self::Int8 => {
                 Ok(Linear::Candle(QMatMul::Tensor(tensor.dequantize(&device)?)))
             }
         }

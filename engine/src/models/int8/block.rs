@@ -1,4 +1,5 @@
-//! `QuantBlock`: consecutive rows of an int8 matrix, as the kernels read them.
+//! `QuantBlock`: consecutive rows of an int8 matrix, as the kernels read them, and
+//! `WeightRows`, what the tile and portable kernels need of any weight format's rows.
 
 /// Values per scale.
 pub const GROUP_SIZE: usize = 32;
@@ -28,5 +29,32 @@ impl<'a> QuantBlock<'a> {
             &self.quants[row * self.cols..(row + 1) * self.cols],
             &self.scales[row * groups..(row + 1) * groups],
         )
+    }
+}
+
+/// Consecutive weight rows of some format, as the tile and portable kernels read them.
+pub trait WeightRows: Copy + Sync {
+    fn num_rows(&self) -> usize;
+
+    fn cols(&self) -> usize;
+
+    /// Rows `first_row..first_row + num_rows` as f32 into `out` (`num_rows * cols` values).
+    fn dequantize_rows(&self, first_row: usize, num_rows: usize, out: &mut [f32]);
+}
+
+impl WeightRows for QuantBlock<'_> {
+    fn num_rows(&self) -> usize {
+        QuantBlock::num_rows(self)
+    }
+
+    fn cols(&self) -> usize {
+        self.cols
+    }
+
+    fn dequantize_rows(&self, first_row: usize, num_rows: usize, out: &mut [f32]) {
+        for r in 0..num_rows {
+            let (quants, scales) = self.row(first_row + r);
+            super::portable::dequantize_into(quants, scales, &mut out[r * self.cols..]);
+        }
     }
 }

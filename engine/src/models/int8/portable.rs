@@ -1,17 +1,16 @@
 //! The int8 kernel in plain Rust, for CPUs without the vector extensions the other kernels use.
 
-use super::block::{QuantBlock, GROUP_SIZE};
+use super::block::{WeightRows, GROUP_SIZE};
 
 /// Activation rows processed together (their accumulators stay in registers).
 const ACTIVATION_ROWS_PER_PASS: usize = 8;
 
-/// `out[r * m + i] = dot(weights row r, x row i)` for every row of `block`.
-pub fn rows_portable(block: QuantBlock<'_>, x: &[f32], m: usize, out: &mut [f32]) {
-    let cols = block.cols;
+/// `out[r * m + i] = dot(weights row r, x row i)` for every row of `weights`.
+pub fn rows_portable(weights: impl WeightRows, x: &[f32], m: usize, out: &mut [f32]) {
+    let cols = weights.cols();
     let mut dequantized = vec![0.0f32; cols];
-    for r in 0..block.num_rows() {
-        let (quants, scales) = block.row(r);
-        dequantize_into(quants, scales, &mut dequantized);
+    for r in 0..weights.num_rows() {
+        weights.dequantize_rows(r, 1, &mut dequantized);
         let mut start = 0;
         while start < m {
             let count = (m - start).min(ACTIVATION_ROWS_PER_PASS);

@@ -1,0 +1,205 @@
+//! CPU weights as 4-bit integers with one f32 scale and one f32 offset per 32 values
+//! (`w = scale · q + min`, `q` in 0..=15): GGUF's Q4_0 and Q4_1 blocks, held exactly as the file
+//! has them, at 0.625 bytes a weight (int8's 1.125).
+//!
+//! Decoding reads every weight once per step, so fewer bytes are a faster step: on AVX-512 the
+//! int8 module's register-blocked tiles read these rows too, unpacking 16 values at a time in
+//! registers (`int4/registers.rs`), with f32 activations; from `min_rows_for_dense_matmul` rows on
+//! (prefill) the whole matrix is unpacked for the dense matmul, as for int8. Without AVX-512 the
+//! portable kernel runs them, slower than int8's AVX2 kernel, so the `auto` weight format keeps
+//! 4-bit blocks only where [`Int4Matrix::fast_here`].
+
+use candle_core::quantized::GgmlDType;
+use half::f16;
+use rayon::prelude::*;
+
+#[cfg(target_arch = "x86_64")]
+mod registers;
+
+use super::int8::{run_row_tasks, KernelKind, WeightRows, GROUP_SIZE};
+
+/// Bytes of packed values per group: two 4-bit values a byte.
+const NIBBLE_BYTES: usize = GROUP_SIZE / 2;
+
+/// A `[rows, cols]` weight matrix, row-major, in groups of 32 columns. Within a group, byte `j`
+/// holds value `j` in its low nibble and value `j + 16` in its high nibble (GGUF's order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Int4Matrix {
+    rows: usize,
+    cols: usize,
+    nibbles: Vec<u8>,
+    scales: Vec<f32>,
+    mins: Vec<f32>,
+}
+
+impl Int4Matrix {
+    /// Whether [`Int4Matrix::from_gguf_blocks`] takes blocks of this type.
+    pub fn takes(dtype: GgmlDType) -> bool {
+        matches!(dtype, GgmlDType::Q4_0 | GgmlDType::Q4_1)
+    }
+
+    /// The matrix a GGUF tensor of Q4_0 or Q4_1 blocks holds (`bytes`, row-major `[rows, cols]`),
+    /// value for value.
+    pub fn from_gguf_blocks(dtype: GgmlDType, bytes: &[u8], rows: usize, cols: usize) -> Result<Self, String> {
+        let block_bytes = match dtype {
+            GgmlDType::Q4_0 => 2 + NIBBLE_BYTES,
+            GgmlDType::Q4_1 => 4 + NIBBLE_BYTES,
+            other => return Err(format!("int4 weights come from Q4_0 or Q4_1 blocks, not {other:?}")),
+        };
+        let num_blocks = rows * cols / GROUP_SIZE;
+        if !cols.is_multiple_of(GROUP_SIZE) || bytes.len() != num_blocks * block_bytes {
+            return Err(format!(
+                "a {rows}x{cols} {dtype:?} tensor needs {} bytes in blocks of {GROUP_SIZE}, not {}",
+                num_blocks * block_bytes,
+                bytes.len()
+            ));
+        }
+        let mut matrix = Self {
+            rows,
+            cols,
+            nibbles: Vec::with_capacity(num_blocks * NIBBLE_BYTES),
+            scales: Vec::with_capacity(num_blocks),
+            mins: Vec::with_capacity(num_blocks),
+        };
+        let half = |b: &[u8]| f16::from_le_bytes([b[0], b[1]]).to_f32();
+        for block in bytes.chunks_exact(block_bytes) {
+            let scale = half(block);
+            let (min, nibbles) = match dtype {
+                // Q4_0: w = scale · (q − 8).
+                GgmlDType::Q4_0 => (-8.0 * scale, &block[2..]),
+                _ => (half(&block[2..]), &block[4..]),
+            };
+            matrix.scales.push(scale);
+            matrix.mins.push(min);
+            matrix.nibbles.extend_from_slice(nibbles);
+        }
+        Ok(matrix)
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The f32 values the 4-bit ones stand for, row-major.
+    pub fn dequantize(&self) -> Vec<f32> {
+        let mut values = vec![0.0f32; self.rows * self.cols];
+        let rows_per_task = 64;
+        values
+            .par_chunks_mut(self.cols.max(1) * rows_per_task)
+            .enumerate()
+            .for_each(|(task, out)| {
+                let first_row = task * rows_per_task;
+                let num_rows = out.len() / self.cols.max(1);
+                self.block(first_row, num_rows).dequantize_rows(0, num_rows, out);
+            });
+        values
+    }
+
+    /// Rows `first_row..first_row + num_rows` as the kernels read them.
+    fn block(&self, first_row: usize, num_rows: usize) -> Int4Block<'_> {
+        let groups = self.cols / GROUP_SIZE;
+        let (start, end) = (first_row * groups, (first_row + num_rows) * groups);
+        Int4Block {
+            nibbles: &self.nibbles[start * NIBBLE_BYTES..end * NIBBLE_BYTES],
+            scales: &self.scales[start..end],
+            mins: &self.mins[start..end],
+            cols: self.cols,
+        }
+    }
+
+    /// Stacks matrices with the same columns into one (fused projections).
+    pub fn concat_rows(parts: &[&Int4Matrix]) -> Result<Self, String> {
+        let cols = parts.first().map_or(0, |p| p.cols);
+        if parts.iter().any(|p| p.cols != cols) {
+            return Err("cannot stack matrices with different column counts".into());
+        }
+        Ok(Self {
+            rows: parts.iter().map(|p| p.rows).sum(),
+            cols,
+            nibbles: parts.iter().flat_map(|p| p.nibbles.iter().copied()).collect(),
+            scales: parts.iter().flat_map(|p| p.scales.iter().copied()).collect(),
+            mins: parts.iter().flat_map(|p| p.mins.iter().copied()).collect(),
+        })
+    }
+
+    /// `x` is `[m, cols]` row-major; returns `x · selfᵀ` as `[m, rows]`.
+    pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
+        self.matmul_with(KernelKind::detected(), x, m)
+    }
+
+    /// [`Int4Matrix::matmul`] with a given kernel, which the CPU must run.
+    pub fn matmul_with(&self, kind: KernelKind, x: &[f32], m: usize) -> Vec<f32> {
+        assert!(kind.runs_here(), "{kind:?} does not run on this CPU");
+        debug_assert_eq!(x.len(), m * self.cols);
+        run_row_tasks(self.rows, self.cols, m, |first_row, num_rows, out| {
+            let block = self.block(first_row, num_rows);
+            match kind {
+                #[cfg(target_arch = "x86_64")]
+                KernelKind::Avx512 => {
+                    super::int8::rows_avx512(block, x, m, out)
+                }
+                _ => super::int8::rows_portable(block, x, m, out),
+            }
+        })
+    }
+
+    /// Whether this CPU runs the int4 rows on the AVX-512 tiles, where they decode faster than
+    /// int8 (docs/PERFORMANCE.md § int4 weights); elsewhere int8's kernels are faster.
+    pub fn fast_here() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return KernelKind::detected() == KernelKind::Avx512;
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+}
+
+/// `num_rows` consecutive rows of an [`Int4Matrix`].
+#[derive(Debug, Clone, Copy)]
+pub struct Int4Block<'a> {
+    nibbles: &'a [u8],
+    scales: &'a [f32],
+    mins: &'a [f32],
+    cols: usize,
+}
+
+impl WeightRows for Int4Block<'_> {
+    fn num_rows(&self) -> usize {
+        self.scales.len() / (self.cols / GROUP_SIZE).max(1)
+    }
+
+    fn cols(&self) -> usize {
+        self.cols
+    }
+
+    fn dequantize_rows(&self, first_row: usize, num_rows: usize, out: &mut [f32]) {
+        let groups_per_row = self.cols / GROUP_SIZE;
+        let groups = first_row * groups_per_row..(first_row + num_rows) * groups_per_row;
+        #[cfg(target_arch = "x86_64")]
+        if KernelKind::Avx512.runs_here() {
+            return super::int8::dequantize_rows_avx512(*self, first_row, num_rows, out);
+        }
+        let packed = &self.nibbles[groups.start * NIBBLE_BYTES..groups.end * NIBBLE_BYTES];
+        unpack_groups_portable(packed, &self.scales[groups.clone()], &self.mins[groups], out);
+    }
+}
+
+/// [`WeightRows::dequantize_rows`] of an [`Int4Block`] in plain Rust: `out[g * 32 + j]` for
+/// every group `g` of `packed` (16 bytes each) with its scale and offset.
+fn unpack_groups_portable(packed: &[u8], scales: &[f32], mins: &[f32], out: &mut [f32]) {
+    let (out, _) = out.as_chunks_mut::<GROUP_SIZE>();
+    let (packed, _) = packed.as_chunks::<NIBBLE_BYTES>();
+    for ((out, bytes), (&scale, &min)) in out.iter_mut().zip(packed).zip(scales.iter().zip(mins)) {
+        for j in 0..NIBBLE_BYTES {
+            out[j] = (bytes[j] & 0x0F) as f32 * scale + min;
+            out[j + NIBBLE_BYTES] = (bytes[j] >> 4) as f32 * scale + min;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "int4_tests.rs"]
+mod tests;
