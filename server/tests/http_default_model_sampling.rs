@@ -44,12 +44,25 @@ async fn stop_strings_and_max_tokens_end_the_answer_where_asked() {
         counts(&stopped["usage"]).1 < 24,
         "generation ended at the stop string"
     );
-    let streamed = streamed_choices(&api.sse(CHAT, &request).await);
+    let chunks = api.sse(CHAT, &request).await;
+    let streamed = streamed_choices(&chunks);
     assert_eq!(
         streamed[&0].text, kept,
         "streamed up to the stop string {stop:?}"
     );
     assert_eq!(streamed[&0].finish_reasons, ["stop"]);
+    // One content delta per generated token, as vLLM streams: text held back while it may
+    // become the stop string goes out as empty deltas, never as a gap.
+    let token_deltas = chunks
+        .iter()
+        .flat_map(|c| array(&c["choices"]))
+        .filter(|c| c["delta"]["role"].is_null() && c["delta"]["content"].is_string())
+        .count();
+    assert_eq!(
+        token_deltas as u64,
+        counts(&stopped["usage"]).1,
+        "{chunks:?}"
+    );
 
     // A stop string that never completes holds nothing back for good.
     let request = with(chat(question, 24), json!({"stop": ["Eiffel Towers of"]}));

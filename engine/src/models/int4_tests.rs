@@ -2,6 +2,7 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 
 use super::*;
+use crate::models::int8::naive_matmul as naive;
 
 fn values(len: usize, seed: usize) -> Vec<f32> {
     (0..len)
@@ -22,16 +23,6 @@ fn from_candle(w: &[f32], rows: usize, cols: usize, dtype: GgmlDType) -> (Int4Ma
         .and_then(|t| t.to_vec1::<f32>())
         .expect("dequantize");
     (matrix, want)
-}
-
-fn naive(w: &[f32], x: &[f32], rows: usize, cols: usize, m: usize) -> Vec<f32> {
-    let mut out = vec![0.0; m * rows];
-    for i in 0..m {
-        for r in 0..rows {
-            out[i * rows + r] = (0..cols).map(|c| w[r * cols + c] * x[i * cols + c]).sum();
-        }
-    }
-    out
 }
 
 #[test]

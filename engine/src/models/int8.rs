@@ -18,8 +18,8 @@ mod portable;
 #[cfg(target_arch = "x86_64")]
 pub(super) use avx512::{dequantize_rows as dequantize_rows_avx512, rows_avx512, RegisterRows};
 pub use block::GROUP_SIZE;
+use block::dequantize_into;
 pub(super) use block::{QuantBlock, WeightRows};
-use portable::dequantize_into;
 pub(super) use portable::rows_portable;
 
 /// Weights per parallel task (enough work to hide the scheduling cost).
@@ -223,19 +223,23 @@ impl KernelKind {
     }
 }
 
+/// `x · wᵀ` the plain way (`w` is `[rows, cols]`, `x` `[m, cols]`): what the kernels' tests,
+/// int4's too, compare against.
+#[cfg(test)]
+pub(super) fn naive_matmul(w: &[f32], x: &[f32], rows: usize, cols: usize, m: usize) -> Vec<f32> {
+    let mut out = vec![0.0; m * rows];
+    for i in 0..m {
+        for r in 0..rows {
+            out[i * rows + r] = (0..cols).map(|c| w[r * cols + c] * x[i * cols + c]).sum();
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use super::naive_matmul as naive;
     use super::*;
-
-    fn naive(w: &[f32], x: &[f32], rows: usize, cols: usize, m: usize) -> Vec<f32> {
-        let mut out = vec![0.0; m * rows];
-        for i in 0..m {
-            for r in 0..rows {
-                out[i * rows + r] = (0..cols).map(|c| w[r * cols + c] * x[i * cols + c]).sum();
-            }
-        }
-        out
-    }
 
     #[test]
     fn matches_naive_matmul_within_quantization_error() {

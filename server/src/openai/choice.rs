@@ -177,13 +177,14 @@ impl ChoiceRun {
             self.stopped_after = Some(self.num_tokens);
             let _ = self.context.engine.abort(self.stream.id());
         }
-        if !filtered.text.is_empty() || !logprobs.is_empty() {
-            self.pending.push_back(ChoiceEvent::Delta {
-                index: self.index,
-                text: filtered.text,
-                logprobs,
-            });
-        }
+        // One delta per token, as vLLM streams: its text is empty while it is held back (an
+        // incomplete UTF-8 character, a possible stop string), so a client sees every token's
+        // arrival, not a two-token gap.
+        self.pending.push_back(ChoiceEvent::Delta {
+            index: self.index,
+            text: filtered.text,
+            logprobs,
+        });
     }
 
     fn on_finished(&mut self, reason: FinishReason, mut usage: Usage, timings: RequestTimings) {

@@ -54,7 +54,20 @@ impl WeightRows for QuantBlock<'_> {
     fn dequantize_rows(&self, first_row: usize, num_rows: usize, out: &mut [f32]) {
         for r in 0..num_rows {
             let (quants, scales) = self.row(first_row + r);
-            super::portable::dequantize_into(quants, scales, &mut out[r * self.cols..]);
+            dequantize_into(quants, scales, &mut out[r * self.cols..]);
         }
     }
 }
+
+/// The f32 values of `quants` (whole groups) with their `scales`.
+#[inline(always)]
+pub fn dequantize_into(quants: &[i8], scales: &[f32], out: &mut [f32]) {
+    let (out, _) = out.as_chunks_mut::<GROUP_SIZE>();
+    let (quants, _) = quants.as_chunks::<GROUP_SIZE>();
+    for ((out, quants), &scale) in out.iter_mut().zip(quants).zip(scales) {
+        for lane in 0..GROUP_SIZE {
+            out[lane] = quants[lane] as f32 * scale;
+        }
+    }
+}
+

@@ -21,18 +21,6 @@ pub fn rows_portable(weights: impl WeightRows, x: &[f32], m: usize, out: &mut [f
     }
 }
 
-/// The f32 values of `quants` (whole groups) with their `scales`.
-#[inline(always)]
-pub fn dequantize_into(quants: &[i8], scales: &[f32], out: &mut [f32]) {
-    let (out, _) = out.as_chunks_mut::<GROUP_SIZE>();
-    let (quants, _) = quants.as_chunks::<GROUP_SIZE>();
-    for ((out, quants), &scale) in out.iter_mut().zip(quants).zip(scales) {
-        for lane in 0..GROUP_SIZE {
-            out[lane] = quants[lane] as f32 * scale;
-        }
-    }
-}
-
 /// Dot products of one weight row with up to 8 activation rows. 32 lanes per row keep four
 /// independent vector accumulators busy.
 #[inline(always)]
