@@ -98,7 +98,7 @@ fn every_tensor_type_tracks_the_f32_model() {
     }
 }
 
-/// int4 holds a file's Q4_0 and Q4_1 blocks exactly, so its logits are the f32 model's (the
+/// int4 holds a file's Q4_0, Q4_1 and Q4_K blocks exactly, so its logits are the f32 model's (the
 /// dequantized blocks) but for summation order (the tiles read the weights in registers for one
 /// token, unpacked per tile for 39); int8's repacking of the same blocks is off by 1–2% of the
 /// largest logit.
@@ -111,7 +111,7 @@ fn four_bit_blocks_as_int4_give_the_f32_logits() {
             .map(|(x, y)| (x - y).abs())
             .fold(0.0f32, f32::max)
     };
-    for dtype in [GgmlDType::Q4_0, GgmlDType::Q4_1] {
+    for dtype in [GgmlDType::Q4_0, GgmlDType::Q4_1, GgmlDType::Q4K] {
         let model = common::tiny_model(&kquant_spec(dtype));
         for prompt in [&long_prompt[..], &[17]] {
             let want = prefill_logits(&model.path, WeightFormat::F32, prompt);

@@ -1,6 +1,6 @@
 //! CPU weights as 4-bit integers with one f32 scale and one f32 offset per 32 values
-//! (`w = scale · q + min`, `q` in 0..=15): GGUF's Q4_0 and Q4_1 blocks, held exactly as the file
-//! has them, at 0.625 bytes a weight (int8's 1.125).
+//! (`w = scale · q + min`, `q` in 0..=15): GGUF's Q4_0, Q4_1 and Q4_K blocks, held exactly as the
+//! file has them, at 0.625 bytes a weight (int8's 1.125).
 //!
 //! Decoding reads every weight once per step, so fewer bytes are a faster step: on AVX-512 the
 //! int8 module's register-blocked tiles read these rows too, unpacking 16 values at a time in
@@ -20,6 +20,31 @@ use super::int8::{run_row_tasks, KernelKind, WeightRows, GROUP_SIZE};
 
 /// Bytes of packed values per group: two 4-bit values a byte.
 const NIBBLE_BYTES: usize = GROUP_SIZE / 2;
+/// Values and bytes of one Q4_K block: two f16 factors, 12 bytes of sub-block scales, 128 of
+/// values.
+const Q4K_BLOCK_VALUES: usize = 256;
+const Q4K_BLOCK_BYTES: usize = 4 + 12 + Q4K_BLOCK_VALUES / 2;
+
+/// A little-endian f16 at the start of `bytes`, as f32.
+fn half(bytes: &[u8]) -> f32 {
+    f16::from_le_bytes([bytes[0], bytes[1]]).to_f32()
+}
+
+/// Sub-block `group`'s 6-bit scale and offset from a Q4_K block's 12 packed bytes: sub-blocks
+/// 0–3 have theirs in the low 6 bits of bytes 0–3 and 4–7; sub-blocks 4–7 take their low 4 bits
+/// from bytes 8–11 (scale in the low nibble, offset in the high) and their top 2 bits from the
+/// spare top bits of bytes 0–3 (scales) and 4–7 (offsets).
+fn q4k_scale_and_min(group: usize, packed: &[u8]) -> (u8, u8) {
+    if group < 4 {
+        (packed[group] & 63, packed[group + 4] & 63)
+    } else {
+        let low = packed[group + 4];
+        (
+            (low & 0x0F) | ((packed[group - 4] >> 6) << 4),
+            (low >> 4) | ((packed[group] >> 6) << 4),
+        )
+    }
+}
 
 /// A `[rows, cols]` weight matrix, row-major, in groups of 32 columns. Within a group, byte `j`
 /// holds value `j` in its low nibble and value `j + 16` in its high nibble (GGUF's order).
@@ -35,45 +60,71 @@ pub struct Int4Matrix {
 impl Int4Matrix {
     /// Whether [`Int4Matrix::from_gguf_blocks`] takes blocks of this type.
     pub fn takes(dtype: GgmlDType) -> bool {
-        matches!(dtype, GgmlDType::Q4_0 | GgmlDType::Q4_1)
+        matches!(dtype, GgmlDType::Q4_0 | GgmlDType::Q4_1 | GgmlDType::Q4K)
     }
 
-    /// The matrix a GGUF tensor of Q4_0 or Q4_1 blocks holds (`bytes`, row-major `[rows, cols]`),
-    /// value for value.
+    /// The matrix a GGUF tensor of Q4_0, Q4_1 or Q4_K blocks holds (`bytes`, row-major
+    /// `[rows, cols]`), value for value: Q4_K's sub-blocks of 32 have a 6-bit scale and offset
+    /// under the block's two f16 factors, whose products are exact in f32.
     pub fn from_gguf_blocks(dtype: GgmlDType, bytes: &[u8], rows: usize, cols: usize) -> Result<Self, String> {
-        let block_bytes = match dtype {
-            GgmlDType::Q4_0 => 2 + NIBBLE_BYTES,
-            GgmlDType::Q4_1 => 4 + NIBBLE_BYTES,
-            other => return Err(format!("int4 weights come from Q4_0 or Q4_1 blocks, not {other:?}")),
+        let (block_bytes, block_values) = match dtype {
+            GgmlDType::Q4_0 => (2 + NIBBLE_BYTES, GROUP_SIZE),
+            GgmlDType::Q4_1 => (4 + NIBBLE_BYTES, GROUP_SIZE),
+            GgmlDType::Q4K => (Q4K_BLOCK_BYTES, Q4K_BLOCK_VALUES),
+            other => {
+                return Err(format!("int4 weights come from Q4_0, Q4_1 or Q4_K blocks, not {other:?}"))
+            }
         };
-        let num_blocks = rows * cols / GROUP_SIZE;
-        if !cols.is_multiple_of(GROUP_SIZE) || bytes.len() != num_blocks * block_bytes {
+        let num_blocks = rows * cols / block_values;
+        if !cols.is_multiple_of(block_values) || bytes.len() != num_blocks * block_bytes {
             return Err(format!(
-                "a {rows}x{cols} {dtype:?} tensor needs {} bytes in blocks of {GROUP_SIZE}, not {}",
+                "a {rows}x{cols} {dtype:?} tensor needs {} bytes in blocks of {block_values}, not {}",
                 num_blocks * block_bytes,
                 bytes.len()
             ));
         }
+        let num_groups = rows * cols / GROUP_SIZE;
         let mut matrix = Self {
             rows,
             cols,
-            nibbles: Vec::with_capacity(num_blocks * NIBBLE_BYTES),
-            scales: Vec::with_capacity(num_blocks),
-            mins: Vec::with_capacity(num_blocks),
+            nibbles: Vec::with_capacity(num_groups * NIBBLE_BYTES),
+            scales: Vec::with_capacity(num_groups),
+            mins: Vec::with_capacity(num_groups),
         };
-        let half = |b: &[u8]| f16::from_le_bytes([b[0], b[1]]).to_f32();
         for block in bytes.chunks_exact(block_bytes) {
-            let scale = half(block);
-            let (min, nibbles) = match dtype {
+            match dtype {
                 // Q4_0: w = scale · (q − 8).
-                GgmlDType::Q4_0 => (-8.0 * scale, &block[2..]),
-                _ => (half(&block[2..]), &block[4..]),
-            };
-            matrix.scales.push(scale);
-            matrix.mins.push(min);
-            matrix.nibbles.extend_from_slice(nibbles);
+                GgmlDType::Q4_0 => {
+                    let scale = half(block);
+                    matrix.push_group(scale, -8.0 * scale, &block[2..]);
+                }
+                GgmlDType::Q4_1 => matrix.push_group(half(block), half(&block[2..]), &block[4..]),
+                _ => matrix.push_q4k_block(block),
+            }
         }
         Ok(matrix)
+    }
+
+    fn push_group(&mut self, scale: f32, min: f32, nibbles: &[u8]) {
+        self.scales.push(scale);
+        self.mins.push(min);
+        self.nibbles.extend_from_slice(&nibbles[..NIBBLE_BYTES]);
+    }
+
+    /// A Q4_K block: f16 `d` and `dmin`, 12 bytes of 6-bit sub-block scales and offsets, then
+    /// 128 bytes of values, each 32 bytes holding two sub-blocks (low nibbles, then high).
+    /// Sub-block `g` is `d · scale_g · q − dmin · min_g`.
+    fn push_q4k_block(&mut self, block: &[u8]) {
+        let (d, dmin) = (half(block), half(&block[2..]));
+        let (packed_scales, values) = (&block[4..16], &block[16..]);
+        for group in 0..Q4K_BLOCK_VALUES / GROUP_SIZE {
+            let (scale, min) = q4k_scale_and_min(group, packed_scales);
+            let pair = &values[GROUP_SIZE * (group / 2)..GROUP_SIZE * (group / 2 + 1)];
+            let shift = 4 * (group % 2);
+            let value = |k: usize| (pair[k] >> shift) & 0x0F;
+            let nibbles: [u8; NIBBLE_BYTES] = std::array::from_fn(|j| value(j) | value(j + NIBBLE_BYTES) << 4);
+            self.push_group(d * f32::from(scale), -(dmin * f32::from(min)), &nibbles);
+        }
     }
 
     pub fn rows(&self) -> usize {

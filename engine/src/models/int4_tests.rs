@@ -27,8 +27,8 @@ fn from_candle(w: &[f32], rows: usize, cols: usize, dtype: GgmlDType) -> (Int4Ma
 
 #[test]
 fn holds_the_files_values_exactly() {
-    for dtype in [GgmlDType::Q4_0, GgmlDType::Q4_1] {
-        let (rows, cols) = (67, 96);
+    for dtype in [GgmlDType::Q4_0, GgmlDType::Q4_1, GgmlDType::Q4K] {
+        let (rows, cols) = (67, 512);
         let (matrix, want) = from_candle(&values(rows * cols, 3), rows, cols, dtype);
         assert_eq!((matrix.rows(), matrix.cols()), (rows, cols));
         assert_eq!(matrix.dequantize(), want, "{dtype:?}");
@@ -97,11 +97,15 @@ fn concatenated_rows_multiply_like_their_parts() {
 
 #[test]
 fn rejects_other_blocks_and_wrong_sizes() {
-    assert!(Int4Matrix::takes(GgmlDType::Q4_0) && Int4Matrix::takes(GgmlDType::Q4_1));
-    assert!(!Int4Matrix::takes(GgmlDType::Q8_0) && !Int4Matrix::takes(GgmlDType::Q4K));
+    for dtype in [GgmlDType::Q4_0, GgmlDType::Q4_1, GgmlDType::Q4K] {
+        assert!(Int4Matrix::takes(dtype), "{dtype:?}");
+    }
+    assert!(!Int4Matrix::takes(GgmlDType::Q8_0) && !Int4Matrix::takes(GgmlDType::Q5K));
     let error = Int4Matrix::from_gguf_blocks(GgmlDType::Q8_0, &[0; 34], 1, 32).expect_err("Q8_0");
     assert!(error.contains("Q8_0"), "{error}");
     let error = Int4Matrix::from_gguf_blocks(GgmlDType::Q4_1, &[0; 39], 1, 64).expect_err("short");
     assert!(error.contains("needs 40 bytes"), "{error}");
     assert!(Int4Matrix::from_gguf_blocks(GgmlDType::Q4_0, &[0; 18], 1, 30).is_err());
+    // Q4_K blocks hold 256 values: a row of 128 is not whole blocks.
+    assert!(Int4Matrix::from_gguf_blocks(GgmlDType::Q4K, &[0; 144], 2, 128).is_err());
 }

@@ -13,7 +13,7 @@ pub enum Linear {
     Candle(QMatMul),
     /// int8 weights with f32 activations (CPU).
     Int8(Int8Matrix),
-    /// A file's 4-bit blocks (Q4_0, Q4_1) as they are (CPU).
+    /// A file's 4-bit blocks (Q4_0, Q4_1, Q4_K) as they are (CPU).
     Int4(Int4Matrix),
     /// Projections of the same input that could not be merged into one matrix; their outputs
     /// are concatenated.

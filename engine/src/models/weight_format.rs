@@ -12,10 +12,10 @@ use super::linear::Linear;
 /// How projection weights are held in memory (CPU). Embedding lookups use the file's tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WeightFormat {
-    /// `Int4` where this CPU runs the int4 kernel for a single row (AVX-512 VNNI), else `Int8`.
+    /// `Int4` where this CPU runs the int4 rows on the AVX-512 tiles, else `Int8`.
     #[default]
     Auto,
-    /// A file's 4-bit blocks (Q4_0, Q4_1) exactly as they are, with one f32 scale and offset
+    /// A file's 4-bit blocks (Q4_0, Q4_1, Q4_K) exactly as they are, with one f32 scale and offset
     /// per 32 values; every other type as `Int8`.
     Int4,
     /// int8 with one f32 scale per 32 values; activations stay f32. Fast and close to f32.
