@@ -16,7 +16,7 @@ use rayon::prelude::*;
 #[cfg(target_arch = "x86_64")]
 mod registers;
 
-use super::int8::{run_row_tasks, KernelKind, WeightRows, GROUP_SIZE};
+use super::int8::{common_cols, run_row_tasks, stacked, KernelKind, WeightRows, GROUP_SIZE};
 
 /// Bytes of packed values per group: two 4-bit values a byte.
 const NIBBLE_BYTES: usize = GROUP_SIZE / 2;
@@ -164,16 +164,12 @@ impl Int4Matrix {
 
     /// Stacks matrices with the same columns into one (fused projections).
     pub fn concat_rows(parts: &[&Int4Matrix]) -> Result<Self, String> {
-        let cols = parts.first().map_or(0, |p| p.cols);
-        if parts.iter().any(|p| p.cols != cols) {
-            return Err("cannot stack matrices with different column counts".into());
-        }
         Ok(Self {
             rows: parts.iter().map(|p| p.rows).sum(),
-            cols,
-            nibbles: parts.iter().flat_map(|p| p.nibbles.iter().copied()).collect(),
-            scales: parts.iter().flat_map(|p| p.scales.iter().copied()).collect(),
-            mins: parts.iter().flat_map(|p| p.mins.iter().copied()).collect(),
+            cols: common_cols(parts.iter().map(|p| p.cols))?,
+            nibbles: stacked(parts, |p| &p.nibbles),
+            scales: stacked(parts, |p| &p.scales),
+            mins: stacked(parts, |p| &p.mins),
         })
     }
 

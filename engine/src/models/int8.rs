@@ -92,21 +92,11 @@ impl Int8Matrix {
 
     /// Stacks matrices with the same columns into one (fused projections).
     pub fn concat_rows(parts: &[&Int8Matrix]) -> Result<Self, String> {
-        let cols = parts.first().map_or(0, |p| p.cols);
-        if parts.iter().any(|p| p.cols != cols) {
-            return Err("cannot stack matrices with different column counts".into());
-        }
         Ok(Self {
             rows: parts.iter().map(|p| p.rows).sum(),
-            cols,
-            quants: parts
-                .iter()
-                .flat_map(|p| p.quants.iter().copied())
-                .collect(),
-            scales: parts
-                .iter()
-                .flat_map(|p| p.scales.iter().copied())
-                .collect(),
+            cols: common_cols(parts.iter().map(|p| p.cols))?,
+            quants: stacked(parts, |p| &p.quants),
+            scales: stacked(parts, |p| &p.scales),
         })
     }
 
@@ -124,6 +114,20 @@ impl Int8Matrix {
             run_kernel(kind, self.block(first_row, num_rows), x, m, out)
         })
     }
+}
+
+/// The one column count of matrices stacked into one (fused projections).
+pub(super) fn common_cols(mut cols: impl Iterator<Item = usize>) -> Result<usize, String> {
+    let first = cols.next().unwrap_or(0);
+    if cols.any(|c| c != first) {
+        return Err("cannot stack matrices with different column counts".into());
+    }
+    Ok(first)
+}
+
+/// One field of stacked matrices, part after part.
+pub(super) fn stacked<M, T: Copy>(parts: &[&M], field: impl Fn(&M) -> &[T]) -> Vec<T> {
+    parts.iter().flat_map(|p| field(p).iter().copied()).collect()
 }
 
 /// Splits `rows` weight rows of `cols` into parallel tasks; `kernel(first_row, num_rows, out)`

@@ -24,38 +24,26 @@ impl Linear {
     /// Merges projections of the same input (q/k/v, gate/up) into one, so that one kernel call
     /// reads all their weights. Output columns follow the order of `parts`.
     pub fn fuse(parts: Vec<Linear>) -> Result<Linear> {
-        let int8: Vec<&Int8Matrix> = parts
-            .iter()
-            .filter_map(|p| match p {
-                Linear::Int8(m) => Some(m),
-                _ => None,
-            })
-            .collect();
-        if int8.len() == parts.len() {
+        if let Some(int8) = all_as(&parts, |p| match p {
+            Linear::Int8(m) => Some(m),
+            _ => None,
+        }) {
             return Int8Matrix::concat_rows(&int8)
                 .map(Linear::Int8)
                 .map_err(EngineError::model_load);
         }
-        let int4: Vec<&Int4Matrix> = parts
-            .iter()
-            .filter_map(|p| match p {
-                Linear::Int4(m) => Some(m),
-                _ => None,
-            })
-            .collect();
-        if int4.len() == parts.len() {
+        if let Some(int4) = all_as(&parts, |p| match p {
+            Linear::Int4(m) => Some(m),
+            _ => None,
+        }) {
             return Int4Matrix::concat_rows(&int4)
                 .map(Linear::Int4)
                 .map_err(EngineError::model_load);
         }
-        let dense: Vec<&Tensor> = parts
-            .iter()
-            .filter_map(|p| match p {
-                Linear::Candle(QMatMul::Tensor(t)) => Some(t),
-                _ => None,
-            })
-            .collect();
-        if dense.len() == parts.len() {
+        if let Some(dense) = all_as(&parts, |p| match p {
+            Linear::Candle(QMatMul::Tensor(t)) => Some(t),
+            _ => None,
+        }) {
             let fused = Tensor::cat(&dense, 0)
                 .map_err(|e| EngineError::model_load_from("cannot fuse projections", e))?;
             return Ok(Linear::Candle(QMatMul::Tensor(fused)));
@@ -88,6 +76,11 @@ impl Linear {
             }
         }
     }
+}
+
+/// Every part as one kind (`pick` says which), or `None` when any part is another.
+fn all_as<'a, T>(parts: &'a [Linear], pick: impl Fn(&'a Linear) -> Option<&'a T>) -> Option<Vec<&'a T>> {
+    parts.iter().map(pick).collect()
 }
 
 /// `x · Wᵀ` for a CPU-quantized `W` of `rows` rows: its own kernels for a few rows (decode), or
