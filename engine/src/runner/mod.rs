@@ -3,6 +3,7 @@
 
 pub mod executor;
 pub mod input;
+mod polling;
 
 pub use executor::{StepExecutor, StepOutput};
 
@@ -101,7 +102,11 @@ fn forward(
     let meta = AttnMetadata::from_plan(plan, block_size, model.config().sliding_window);
     let input = input::build_model_input(plan, &meta, model.device())?;
     kv_cache.begin_step(&meta)?;
-    let logits = model.forward(&input, &meta, kv_cache)?;
+    let logits = if model.device().is_cpu() && polling::worth_polling(meta.positions.len()) {
+        polling::with_workers_polling(|| model.forward(&input, &meta, kv_cache))?
+    } else {
+        model.forward(&input, &meta, kv_cache)?
+    };
     Ok(Some(logits))
 }
 
