@@ -139,6 +139,7 @@ fn bench_level(handle: &EngineHandle, args: &Args, concurrency: usize) -> Result
 }
 
 fn main() -> Result<(), String> {
+    pagoda_engine::cpu_threads::use_one_cpu_pool();
     let args = parse_args()?;
     let config = EngineConfig {
         weight_format: args.weight_format,

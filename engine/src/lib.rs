@@ -18,6 +18,7 @@ pub mod args;
 pub mod config;
 pub mod constraint;
 mod core;
+pub mod cpu_threads;
 pub mod device;
 pub mod error;
 pub mod events;

@@ -14,16 +14,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::Yield;
 
-/// The most tokens a step may have for its pass to be run with polling workers. Larger steps
-/// are long products, where waking a worker costs little, and their element-wise operations are
-/// large enough (from 65,536 values) for candle to run them on its own barrier pool, whose
-/// thread needs the core a polling worker would hold (measured: a 128-token prefill 10-25%
-/// slower with polling).
+/// The most tokens a step may have for its pass to be run with polling workers while candle's
+/// barrier pool is on. Its element-wise operations of 65,536 values or more run on that pool,
+/// whose thread needs the core a polling worker would hold (measured: a 128-token prefill
+/// 10-25% slower with polling). With the pool off (`cpu_threads::use_one_cpu_pool`, as the
+/// binaries run) every step is polled (a 128-token prefill ~0.92x the time, 1,024 tokens the
+/// same).
 const MAX_POLLING_STEP_TOKENS: usize = 16;
 
 /// Whether a CPU step of `num_tokens` tokens runs with polling workers.
 pub fn worth_polling(num_tokens: usize) -> bool {
-    num_tokens <= MAX_POLLING_STEP_TOKENS
+    num_tokens <= MAX_POLLING_STEP_TOKENS || crate::cpu_threads::candle_pool_is_off()
 }
 
 /// Idle rounds between two `sched_yield`s of a polling worker (a round is one look for a job).

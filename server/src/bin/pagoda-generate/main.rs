@@ -38,6 +38,7 @@ struct JsonUsage {
 }
 
 fn main() -> ExitCode {
+    pagoda_engine::cpu_threads::use_one_cpu_pool();
     let args = Args::parse();
     init_logging(args.quiet);
     match run(&args) {

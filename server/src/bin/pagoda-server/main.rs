@@ -8,6 +8,7 @@ use pagoda_server::args::ServerArgs;
 use pagoda_server::logging::init_logging;
 
 fn main() -> ExitCode {
+    pagoda_engine::cpu_threads::use_one_cpu_pool();
     let args = ServerArgs::parse();
     init_logging(args.log_format);
     match run(&args) {
