@@ -50,10 +50,20 @@ pub fn with_workers_polling<R>(work: impl FnOnce() -> R) -> R {
         for _ in 0..num_helpers {
             scope.spawn(|_| poll_until(&done, owner));
         }
-        let result = work();
-        done.store(true, Ordering::Release);
-        result
+        // Set when `work` returns or unwinds: the scope waits for the polling jobs, which stop
+        // only then (a panicking pass must fail its step, not hang the engine).
+        let _stop = StopPolling(&done);
+        work()
     })
+}
+
+/// Tells the polling jobs to stop when dropped.
+struct StopPolling<'a>(&'a AtomicBool);
+
+impl Drop for StopPolling<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 /// Runs pool jobs until `done`. Returns at once on the owner's thread (which may pop a polling
@@ -126,6 +136,23 @@ mod tests {
             })
         });
         assert!(num_taken_while_polling.load(Ordering::Relaxed) > 0);
+    }
+
+    #[test]
+    fn a_panicking_pass_stops_the_helpers_and_unwinds() {
+        let pool = pool(2);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.install(|| {
+                with_workers_polling(|| {
+                    let _: u64 = (0..1_000u64).into_par_iter().sum();
+                    panic!("the model failed");
+                })
+            })
+        }));
+        assert!(outcome.is_err());
+        // The pool still runs work afterwards: no worker was left polling.
+        let sum: u64 = pool.install(|| with_workers_polling(|| (0..100u64).into_par_iter().sum()));
+        assert_eq!(sum, 4_950);
     }
 
     #[test]
