@@ -18,7 +18,7 @@ use crate::handle::{EngineCommand, EngineInfo, EngineStats};
 use crate::kv::KvCacheManager;
 use crate::request::RequestId;
 use crate::runner::{StepExecutor, StepOutput};
-use crate::scheduler::itl_budget::ItlBudget;
+use crate::scheduler::itl_budget::{ItlBudget, MIN_PREFILL_TOKENS};
 use crate::scheduler::step_cost::StepShape;
 use crate::scheduler::{Scheduler, SchedulerLimits, StepUpdate};
 use crate::sequence::Sequence;
@@ -83,7 +83,7 @@ impl EngineCore {
         let (commands_tx, commands) = mpsc::channel();
         let core = EngineCore {
             scheduler,
-            itl: ItlBudget::new(itl_target, config.block_size),
+            itl: ItlBudget::new(itl_target, MIN_PREFILL_TOKENS),
             executor,
             commands,
             streams: HashMap::new(),
@@ -193,7 +193,10 @@ impl EngineCore {
 
     fn step(&mut self) {
         let started = Instant::now();
-        let max_prefill_tokens = self.itl.max_prefill_tokens(self.scheduler.num_decoding());
+        let max_prefill_tokens = self.itl.max_prefill_tokens(
+            self.scheduler.num_decoding(),
+            self.scheduler.num_prefilling(),
+        );
         let plan = self.scheduler.schedule_within(max_prefill_tokens);
         if plan.is_empty() {
             // Nothing fits right now (cannot happen for validated requests); never spin.
@@ -340,8 +343,11 @@ impl EngineCore {
         self.totals.prefix_cache_queries_tokens_total = prefix.num_queried_tokens;
         self.totals.prefix_cache_hits_tokens_total = prefix.num_hit_tokens;
         let num_decoding = self.scheduler.num_decoding();
-        self.totals.itl_target_seconds =
-            self.itl.step_target(num_decoding).map(|t| t.as_secs_f64());
+        let num_prefilling = self.scheduler.num_prefilling();
+        self.totals.itl_target_seconds = self
+            .itl
+            .step_target(num_decoding, num_prefilling)
+            .map(|t| t.as_secs_f64());
         self.totals.prefill_token_cost_seconds =
             self.itl.prefill_token_cost().map(|t| t.as_secs_f64());
         if self.scheduler.limits().max_loras.is_some() {

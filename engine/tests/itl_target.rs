@@ -141,7 +141,7 @@ fn wait_for_learned_costs(handle: &EngineHandle) {
 #[test]
 fn a_small_target_splits_a_long_prompt_beside_the_decodes() {
     // 2 ms: less than two decodes and any chunk cost, so each step carries the minimum chunk
-    // (one 16-token block) and the 512-token prompt takes 32 steps.
+    // (4 tokens) and the 512-token prompt takes 128 steps.
     let num_tokens = decode_tokens_during_long_prefill(ItlTarget::Fixed(Duration::from_millis(2)));
     let min_steps = LONG_PROMPT_LEN / 64;
     assert!(
