@@ -40,6 +40,7 @@ pub(super) fn argmax(values: &[f32]) -> Option<usize> {
 
 /// Fills `candidates` with `(token_id, logit)` for every token that is still possible
 /// (`-inf` and NaN logits drop out here).
+#[cfg(test)]
 pub(super) fn fill_candidates(logits: &[f32], candidates: &mut Vec<Candidate>) {
     candidates.clear();
     candidates.extend(
@@ -79,7 +80,11 @@ pub(super) fn exp_non_positive(x: f32) -> f32 {
         + r * (1.0
             + r * (0.5
                 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
-    let scale = f32::from_bits(((k as i32 + 127) as u32) << 23);
+    // 2^k from k's float bits (no float-to-int conversion, so a loop stays vectorized): with
+    // n = k + 127 in [1, 127], 2^23 + n holds n in its low mantissa bits, which shift up into
+    // the exponent field; the upper bits of 2^23 shift out.
+    let biased = (k + 127.0) + 8_388_608.0;
+    let scale = f32::from_bits(biased.to_bits() << 23);
     let value = p * scale;
     if x < -87.3 {
         0.0
@@ -105,6 +110,16 @@ pub(super) fn keep_top_p(candidates: &mut Vec<Candidate>, top_p: f32) {
         return;
     }
     let target_mass = f64::from(top_p) * total_weight(candidates);
+    keep_top_p_of_mass(candidates, target_mass);
+}
+
+/// Keeps the smallest set of most likely candidates whose mass reaches `target_mass` (all of
+/// them if none does), sorted by descending probability. `target_mass` may come from a larger
+/// row than the candidates (pruned by `prune::top_p_floor`).
+pub(super) fn keep_top_p_of_mass(candidates: &mut Vec<Candidate>, target_mass: f64) {
+    if candidates.is_empty() {
+        return;
+    }
     let num_head = select_head_holding(candidates, target_mass);
     let head = &mut candidates[..num_head];
     head.sort_unstable_by(by_descending_probability);

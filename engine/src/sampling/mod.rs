@@ -12,6 +12,7 @@
 //!   buffers.
 //! - `penalties`: banned ids, repetition, presence and frequency penalties.
 //! - `filters`: top-k (on the logits), softmax weights, top-p, min-p and the draw.
+//! - `prune`: exact pruning of the candidates before top-k's and top-p's selections.
 //! - `device`: rows sampled where the logits are, on a GPU (plain temperature / top-k / top-p /
 //!   min-p rows), by the kernel whose host twin is `thresholds`.
 //! - `staging`: where the rows sampled on the host land (page-locked memory on a GPU).
@@ -23,6 +24,7 @@ mod device;
 mod filters;
 pub mod logprobs;
 mod penalties;
+mod prune;
 mod sampler;
 mod staging;
 mod state;

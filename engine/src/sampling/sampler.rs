@@ -6,8 +6,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::filters::{
-    argmax, draw, fill_candidates, keep_min_p, keep_top_k, keep_top_p, logits_to_weights, Candidate,
+    argmax, draw, keep_min_p, keep_top_k, keep_top_p, keep_top_p_of_mass, logits_to_weights,
+    Candidate,
 };
+use super::prune::{fill_at_least, top_k_floor, top_p_floor, total_of, weights_into, ANY_WEIGHT};
 use super::logprobs::{log_softmax_into, top_n};
 use super::penalties::{
     apply_presence_frequency_penalties, apply_repetition_penalty, ban_tokens, TokenCounter,
@@ -55,6 +57,8 @@ impl SampledToken {
 #[derive(Debug, Default)]
 pub struct SamplerScratch {
     processed_logits: Vec<f32>,
+    /// The row's softmax weights, when no top-k comes first.
+    weights: Vec<f32>,
     candidates: Vec<Candidate>,
     raw_logprobs: Vec<f32>,
     token_counter: TokenCounter,
@@ -168,11 +172,27 @@ impl SequenceSampler {
             return Some(best_index as u32);
         }
         let params = &self.params;
+        let logits = &scratch.processed_logits;
         let candidates = &mut scratch.candidates;
-        fill_candidates(&scratch.processed_logits, candidates);
-        keep_top_k(candidates, params.top_k);
-        logits_to_weights(candidates, max_logit, params.temperature);
-        keep_top_p(candidates, params.top_p);
+        if params.top_k > 0 && params.top_k < logits.len() {
+            // Top-k on the logits, from the tokens that can make it.
+            fill_at_least(logits, top_k_floor(logits, max_logit, params.top_k), candidates);
+            keep_top_k(candidates, params.top_k);
+            logits_to_weights(candidates, max_logit, params.temperature);
+            keep_top_p(candidates, params.top_p);
+        } else {
+            // The whole row's weights, then only the tokens that top-p or min-p can keep.
+            let weights = &mut scratch.weights;
+            weights_into(logits, max_logit, params.temperature, weights);
+            if params.top_p < 1.0 {
+                let target_mass = f64::from(params.top_p) * total_of(weights);
+                fill_at_least(weights, top_p_floor(weights, target_mass), candidates);
+                keep_top_p_of_mass(candidates, target_mass);
+            } else {
+                // The top weighs exactly 1, so min-p's bar is `min_p` itself.
+                fill_at_least(weights, params.min_p.max(ANY_WEIGHT), candidates);
+            }
+        }
         keep_min_p(candidates, params.min_p);
         let reordered = (params.top_k > 0 && params.top_k < scratch.processed_logits.len())
             || params.top_p < 1.0;

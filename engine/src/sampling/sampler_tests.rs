@@ -339,18 +339,13 @@ fn logit_bias_shifts_logits_before_sampling_but_not_logprobs_and_bans_still_win(
     assert_eq!(sampled.logprob, Some(raw[7]));
 }
 
-#[test]
-fn filtered_draws_follow_the_exact_filtered_distribution() {
-    let logits = [
-        3.0f32, 2.6, 2.2, 2.0, 1.5, 1.0, 0.5, 0.0, -1.0, -2.0, 2.4, 1.8, 2.5, -0.5,
-    ];
-    let cases = [
-        (0.8, 6, 1.0, 0.0),
-        (1.0, 0, 0.85, 0.0),
-        (1.2, 0, 1.0, 0.2),
-        (0.9, 8, 0.9, 0.1),
-    ];
-    for (temperature, top_k, top_p, min_p) in cases {
+/// `(temperature, top_k, top_p, min_p)`.
+type FilterCase = (f32, usize, f32, f32);
+
+/// 10,000 seeded draws from `logits` under each case pass a chi-square test against the exact
+/// filtered distribution, which keeps between `min_kept` and 13 tokens (the test's table).
+fn check_filtered_draws(logits: &[f32], cases: &[FilterCase], min_kept: usize) {
+    for &(temperature, top_k, top_p, min_p) in cases {
         let params = SamplingParams {
             temperature,
             top_k,
@@ -365,10 +360,43 @@ fn filtered_draws_follow_the_exact_filtered_distribution() {
             top_p,
             min_p,
         };
-        let expected = filtered_distribution(&logits, &filters);
-        let tokens = draws(&params, 0, &logits, 10_000);
+        let expected = filtered_distribution(logits, &filters);
+        assert!(expected.len() >= min_kept, "{params:?}: {}", expected.len());
+        let tokens = draws(&params, 0, logits, 10_000);
         if let Err(why) = check_draws(&tokens, &expected) {
             panic!("{params:?}: {why}");
         }
     }
+}
+
+#[test]
+fn filtered_draws_follow_the_exact_filtered_distribution() {
+    let logits = [
+        3.0f32, 2.6, 2.2, 2.0, 1.5, 1.0, 0.5, 0.0, -1.0, -2.0, 2.4, 1.8, 2.5, -0.5,
+    ];
+    let cases = [
+        (0.8, 6, 1.0, 0.0),
+        (1.0, 0, 0.85, 0.0),
+        (1.2, 0, 1.0, 0.2),
+        (0.9, 8, 0.9, 0.1),
+    ];
+    check_filtered_draws(&logits, &cases, 2);
+}
+
+/// A 49,152-token row shaped like a model's: 12 likely tokens, a long tail far below. Large
+/// enough that top-k and top-p prune the row before selecting (`prune.rs`).
+fn peaked_vocab_row() -> Vec<f32> {
+    let mut logits: Vec<f32> = (0..49_152u32)
+        .map(|i| -8.0 + ((i * 37) % 101) as f32 / 50.0)
+        .collect();
+    for j in 0..12u32 {
+        logits[(j * 4_001 + 5) as usize] = 3.0 + ((j * 7) % 13) as f32 / 6.0;
+    }
+    logits
+}
+
+#[test]
+fn filtered_draws_over_a_whole_vocabulary_follow_the_exact_distribution() {
+    let cases = [(1.0, 8, 1.0, 0.0), (0.8, 0, 0.9, 0.0), (1.1, 10, 0.95, 0.05)];
+    check_filtered_draws(&peaked_vocab_row(), &cases, 4);
 }
