@@ -91,8 +91,7 @@ pub struct EngineArgs {
 
     /// While streams decode, the time a step may take: prefill chunks are cut so the predicted
     /// step fits (step costs are learned from measured steps). auto: a quarter above a
-    /// decode-only step (more while many prompts wait: each weighs as a decoding stream), at
-    /// least 5 ms above; a number of milliseconds; 0 or off: no target.
+    /// decode-only step, at least 5 ms above; a number of milliseconds; 0 or off: no target.
     #[arg(long, env = "PAGODA_ITL_TARGET_MS", default_value = "auto", value_name = "auto|MS|off", value_parser = parse_itl_target)]
     pub itl_target_ms: ItlTarget,
 

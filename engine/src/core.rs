@@ -193,10 +193,7 @@ impl EngineCore {
 
     fn step(&mut self) {
         let started = Instant::now();
-        let max_prefill_tokens = self.itl.max_prefill_tokens(
-            self.scheduler.num_decoding(),
-            self.scheduler.num_prefilling(),
-        );
+        let max_prefill_tokens = self.itl.max_prefill_tokens(self.scheduler.num_decoding());
         let plan = self.scheduler.schedule_within(max_prefill_tokens);
         if plan.is_empty() {
             // Nothing fits right now (cannot happen for validated requests); never spin.
@@ -343,11 +340,8 @@ impl EngineCore {
         self.totals.prefix_cache_queries_tokens_total = prefix.num_queried_tokens;
         self.totals.prefix_cache_hits_tokens_total = prefix.num_hit_tokens;
         let num_decoding = self.scheduler.num_decoding();
-        let num_prefilling = self.scheduler.num_prefilling();
-        self.totals.itl_target_seconds = self
-            .itl
-            .step_target(num_decoding, num_prefilling)
-            .map(|t| t.as_secs_f64());
+        self.totals.itl_target_seconds =
+            self.itl.step_target(num_decoding).map(|t| t.as_secs_f64());
         self.totals.prefill_token_cost_seconds =
             self.itl.prefill_token_cost().map(|t| t.as_secs_f64());
         if self.scheduler.limits().max_loras.is_some() {

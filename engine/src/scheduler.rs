@@ -158,19 +158,6 @@ impl Scheduler {
             .count()
     }
 
-    /// Sequences that would compute more than one token next step if the budget allowed
-    /// (prefill): running ones with a prompt left to compute, and the waiting ones that fit
-    /// under `max_num_seqs` beside them.
-    pub fn num_prefilling(&self) -> usize {
-        let num_running_prefills = self
-            .running
-            .iter()
-            .filter(|s| s.num_uncomputed_tokens() > 1)
-            .count();
-        let num_free_slots = self.limits.max_num_seqs.saturating_sub(self.running.len());
-        num_running_prefills + self.waiting.len().min(num_free_slots)
-    }
-
     /// Plans the next step with no prefill cap beyond the token budget.
     #[cfg(any(test, feature = "testing"))]
     pub fn schedule(&mut self) -> BatchPlan {

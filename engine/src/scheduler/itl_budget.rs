@@ -8,11 +8,8 @@
 //! (`Off`), or a cost model still learning: no limit beyond `max_num_batched_tokens`, as without
 //! a target.
 //!
-//! `Auto` aims at `max(f × decode(d), decode(d) + AUTO_MIN_SLACK)` with
-//! `f = max(AUTO_TARGET_FACTOR, (d + w) / d)` while `w` prompts wait for prefill: a step carrying
-//! prefill may take a quarter longer than a decode-only one, or as much longer as the prompts'
-//! share of the sequences asks (each waiting prompt weighs as one decoding stream, so a burst of
-//! prompts beside a few streams is not held back to those streams' pace), and at least a few
+//! `Auto` aims at `max(AUTO_TARGET_FACTOR × decode(d), decode(d) + AUTO_MIN_SLACK)`: a step
+//! carrying prefill may take a quarter longer than a decode-only one, and at least a few
 //! milliseconds longer where decode steps are short (GPUs), so chunks do not shrink to nothing.
 
 use std::time::Duration;
@@ -58,10 +55,9 @@ impl ItlBudget {
         }
     }
 
-    /// The step time aimed at while `num_decode_seqs` sequences decode and `num_prefill_seqs`
-    /// prompts wait for (the rest of) their prefill; `None` when there is none (no target,
-    /// nothing decoding, or `Auto` still learning the decode cost).
-    pub fn step_target(&self, num_decode_seqs: usize, num_prefill_seqs: usize) -> Option<Duration> {
+    /// The step time aimed at while `num_decode_seqs` sequences decode; `None` when there is
+    /// none (no target, nothing decoding, or `Auto` still learning the decode cost).
+    pub fn step_target(&self, num_decode_seqs: usize) -> Option<Duration> {
         if num_decode_seqs == 0 {
             return None;
         }
@@ -70,10 +66,7 @@ impl ItlBudget {
             ItlTarget::Fixed(target) => Some(target),
             ItlTarget::Auto => {
                 let decode = self.costs.decode_step_cost(num_decode_seqs)?;
-                let prompts_share =
-                    (num_decode_seqs + num_prefill_seqs) as f64 / num_decode_seqs as f64;
-                let factor = AUTO_TARGET_FACTOR.max(prompts_share);
-                Some(decode.mul_f64(factor).max(decode + AUTO_MIN_SLACK))
+                Some(decode.mul_f64(AUTO_TARGET_FACTOR).max(decode + AUTO_MIN_SLACK))
             }
         }
     }
@@ -86,15 +79,10 @@ impl ItlBudget {
         }
     }
 
-    /// Most prefill tokens the next step may carry while `num_decode_seqs` sequences decode and
-    /// `num_prefill_seqs` prompts wait for (the rest of) their prefill; `None`: no limit beyond
-    /// the step's token budget.
-    pub fn max_prefill_tokens(
-        &mut self,
-        num_decode_seqs: usize,
-        num_prefill_seqs: usize,
-    ) -> Option<usize> {
-        let target = self.step_target(num_decode_seqs, num_prefill_seqs)?;
+    /// Most prefill tokens the next step may carry while `num_decode_seqs` sequences decode;
+    /// `None`: no limit beyond the step's token budget.
+    pub fn max_prefill_tokens(&mut self, num_decode_seqs: usize) -> Option<usize> {
+        let target = self.step_target(num_decode_seqs)?;
         self.log_if_moved(target, num_decode_seqs);
         let decode = self.costs.decode_step_cost(num_decode_seqs)?;
         let per_token = self.costs.prefill_token_cost()?;
@@ -189,11 +177,11 @@ mod tests {
     fn a_fixed_target_bounds_the_predicted_step() {
         let mut budget = trained(ItlTarget::Fixed(ms(60.0)));
         // 8 decodes cost 37 ms; 23 ms left at 0.5 ms a token.
-        assert_eq!(budget.max_prefill_tokens(8, 1), Some(46));
+        assert_eq!(budget.max_prefill_tokens(8), Some(46));
         // 2 decodes: 13 ms, 47 ms left (the ridge on the decode slope moves it by a hair).
-        let two = budget.max_prefill_tokens(2, 1);
+        let two = budget.max_prefill_tokens(2);
         assert!(matches!(two, Some(93..=94)), "{two:?}");
-        assert_eq!(budget.step_target(8, 1), Some(ms(60.0)));
+        assert_eq!(budget.step_target(8), Some(ms(60.0)));
         let per_token = budget.prefill_token_cost().map(|d| d.as_secs_f64() * 1e3);
         assert!(per_token.is_some_and(|t| (t - 0.5).abs() < 1e-3), "{per_token:?}");
     }
@@ -202,54 +190,36 @@ mod tests {
     fn auto_aims_a_quarter_above_a_decode_step_and_at_least_the_slack() {
         let mut budget = trained(ItlTarget::Auto);
         // 8 decodes: 37 ms → 46.25 ms, 9.25 ms left: 18 tokens.
-        let target = budget.step_target(8, 1).map(|d| d.as_secs_f64() * 1e3);
+        let target = budget.step_target(8).map(|d| d.as_secs_f64() * 1e3);
         assert!(target.is_some_and(|t| (t - 46.25).abs() < 0.05), "{target:?}");
-        assert_eq!(budget.max_prefill_tokens(8, 1), Some(18));
+        assert_eq!(budget.max_prefill_tokens(8), Some(18));
         // 1 decode: 9 ms → 5 ms of slack (more than a quarter) → 10 tokens (9: the fit on
         // the decode slope puts one decode a hair above 9 ms).
-        let target = budget.step_target(1, 0).map(|d| d.as_secs_f64() * 1e3);
+        let target = budget.step_target(1).map(|d| d.as_secs_f64() * 1e3);
         assert!(target.is_some_and(|t| (t - 14.0).abs() < 0.1), "{target:?}");
-        let one = budget.max_prefill_tokens(1, 0);
+        let one = budget.max_prefill_tokens(1);
         assert!(matches!(one, Some(9..=10)), "{one:?}");
-    }
-
-    #[test]
-    fn auto_gives_waiting_prompts_their_share_of_the_step() {
-        let mut budget = trained(ItlTarget::Auto);
-        // 1 decode (9 ms) and 7 prompts: 8 sequences, 8 × 9 = 72 ms, 63 ms left: 126 tokens
-        // (a hair more: the fit puts one decode a hair above 9 ms).
-        let target = budget.step_target(1, 7).map(|d| d.as_secs_f64() * 1e3);
-        assert!(target.is_some_and(|t| (t - 72.0).abs() < 0.5), "{target:?}");
-        let burst = budget.max_prefill_tokens(1, 7);
-        assert!(matches!(burst, Some(126..=127)), "{burst:?}");
-        // 6 decodes (29 ms) and 2 prompts: a third longer, 9.67 ms left: 19 tokens.
-        assert_eq!(budget.max_prefill_tokens(6, 2), Some(19));
-        // 8 decodes and 1 prompt: the share (9/8) is below the quarter, which stands.
-        assert_eq!(budget.max_prefill_tokens(8, 1), Some(18));
-        // A fixed target is the operator's: the prompts' share does not move it.
-        let mut fixed = trained(ItlTarget::Fixed(ms(60.0)));
-        assert_eq!(fixed.max_prefill_tokens(8, 7), Some(46));
     }
 
     #[test]
     fn a_target_below_the_decodes_cost_still_lets_prefill_progress() {
         let mut tight = trained(ItlTarget::Fixed(ms(1.0)));
-        assert_eq!(tight.max_prefill_tokens(8, 1), Some(MIN_PREFILL_TOKENS));
-        assert_eq!(tight.max_prefill_tokens(8, 5), Some(MIN_PREFILL_TOKENS));
+        assert_eq!(tight.max_prefill_tokens(8), Some(MIN_PREFILL_TOKENS));
+        assert_eq!(tight.max_prefill_tokens(1), Some(MIN_PREFILL_TOKENS));
     }
 
     #[test]
     fn no_decodes_off_or_still_learning_means_no_limit() {
         let mut budget = trained(ItlTarget::Auto);
-        assert_eq!(budget.max_prefill_tokens(0, 1), None);
-        assert_eq!(budget.step_target(0, 1), None);
+        assert_eq!(budget.max_prefill_tokens(0), None);
+        assert_eq!(budget.step_target(0), None);
         let mut off = trained(ItlTarget::Off);
-        assert_eq!(off.max_prefill_tokens(8, 1), None);
-        assert_eq!((off.step_target(8, 1), off.prefill_token_cost()), (None, None));
+        assert_eq!(off.max_prefill_tokens(8), None);
+        assert_eq!((off.step_target(8), off.prefill_token_cost()), (None, None));
         let mut fresh = ItlBudget::new(ItlTarget::Fixed(ms(10.0)), 4);
-        assert_eq!(fresh.max_prefill_tokens(8, 1), None);
+        assert_eq!(fresh.max_prefill_tokens(8), None);
         let mut fresh_auto = ItlBudget::new(ItlTarget::Auto, 4);
-        assert_eq!(fresh_auto.max_prefill_tokens(8, 1), None);
-        assert_eq!(fresh_auto.step_target(8, 1), None);
+        assert_eq!(fresh_auto.max_prefill_tokens(8), None);
+        assert_eq!(fresh_auto.step_target(8), None);
     }
 }

@@ -151,19 +151,3 @@ fn without_chunked_prefill_a_prompt_waits_for_a_cap_it_fits() {
     let plan = scheduler.schedule_within(None);
     assert_eq!(shape(&plan), [(1, 1), (2, 1), (3, 40)]);
 }
-
-#[test]
-fn prefilling_counts_running_prompts_and_the_waiting_ones_that_fit() {
-    let mut scheduler = with_two_decoding(true);
-    assert_eq!(scheduler.num_prefilling(), 0);
-    scheduler.add(sequence(3, 100));
-    assert_eq!(scheduler.num_prefilling(), 1, "3 waits");
-    let plan = scheduler.schedule_within(Some(16));
-    run(&mut scheduler, &plan);
-    assert_eq!(scheduler.num_prefilling(), 1, "3 runs, its prompt not done");
-    for id in 4..12 {
-        scheduler.add(sequence(id, 8));
-    }
-    // 3 running sequences leave 5 of the 8 slots for the 8 waiting ones.
-    assert_eq!(scheduler.num_prefilling(), 1 + 5);
-}
