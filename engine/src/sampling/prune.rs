@@ -59,26 +59,25 @@ pub(super) fn total_of(weights: &[f32]) -> f64 {
 /// A logit floor for top-k: at least `top_k` of `logits` reach it (`-inf` if no tried floor
 /// does, with fewer than `top_k` finite logits), so the `top_k` largest all do.
 pub(super) fn top_k_floor(logits: &[f32], max_logit: f32, top_k: usize) -> f32 {
-    let floors = TOP_K_DISTANCES.map(|distance| max_logit - distance);
-    let mut counts = [[0u32; LANES]; TOP_K_DISTANCES.len()];
-    let chunks = logits.chunks_exact(LANES);
-    let rest = chunks.remainder();
-    for chunk in chunks {
-        for (count, &floor) in counts.iter_mut().zip(&floors) {
-            for (lane, &logit) in count.iter_mut().zip(chunk) {
-                *lane += u32::from(logit >= floor);
-            }
-        }
-    }
-    for &logit in rest {
-        for (count, &floor) in counts.iter_mut().zip(&floors) {
-            count[0] += u32::from(logit >= floor);
-        }
-    }
-    let reached = counts
+    // One pass per floor, nearest the top first, as for top-p.
+    let reached = TOP_K_DISTANCES
         .iter()
-        .position(|count| count.iter().map(|&c| c as usize).sum::<usize>() >= top_k);
-    reached.map_or(f32::NEG_INFINITY, |index| floors[index])
+        .map(|distance| max_logit - distance)
+        .find(|&floor| count_at_least(logits, floor) >= top_k);
+    reached.unwrap_or(f32::NEG_INFINITY)
+}
+
+/// How many of `values` are at or above `floor`, counted in lanes.
+fn count_at_least(values: &[f32], floor: f32) -> usize {
+    let mut lanes = [0u32; LANES];
+    let chunks = values.chunks_exact(LANES);
+    let rest = chunks.remainder().iter().filter(|&&v| v >= floor).count();
+    for chunk in chunks {
+        for (lane, &value) in lanes.iter_mut().zip(chunk) {
+            *lane += u32::from(value >= floor);
+        }
+    }
+    lanes.iter().map(|&lane| lane as usize).sum::<usize>() + rest
 }
 
 /// A weight floor for top-p: the tokens reaching it hold more than `target_mass` (with a
