@@ -16,6 +16,12 @@
 // Every step the scheduler produces goes through the same kernel: decodes (1-token tiles),
 // prefills, chunked-prefill continuations and prefills after a prefix-cache hit (tiles whose
 // first position is past 0), mixed in one launch, with causal and sliding-window masks.
+//
+// Keys and values move in 16-byte vectors (8 bf16/f16 or 4 f32 values) from the cache into shared
+// memory, where they stay in the cache's dtype (half the shared memory of f32 for bf16/f16, so
+// more thread blocks fit on an SM); rows convert to f32 as they read them. The block size is a
+// compile-time parameter for the common sizes (16, 32: the block-table lookups divide by a
+// constant), with a runtime-size instantiation (`_bs0`) for any other.
 
 #include "dtype.cuh"
 
@@ -76,12 +82,44 @@ struct AttnParams {
 
 // Cache index of (block, kv_head, offset, 0).
 __device__ __forceinline__ long long cache_base(int block, int kv_head, int offset,
-                                                const AttnParams& p, int head_dim) {
-  return ((static_cast<long long>(block) * p.num_kv_heads + kv_head) * p.block_size + offset) *
+                                                int num_kv_heads, int block_size, int head_dim) {
+  return ((static_cast<long long>(block) * num_kv_heads + kv_head) * block_size + offset) *
          head_dim;
 }
 
-template <typename T, int D>
+// One 16-byte load or store: kVecOf<T> values. A row of D values starts 16-byte aligned in the
+// cache (the buffers come from the driver's allocator, rows are D values apart and every
+// supported D is a multiple of kVecOf<T>) and in shared memory (the tiles below are aligned and
+// their row strides are multiples of 16 bytes).
+using Vec16 = uint4;
+template <typename T>
+constexpr int kVecOf = static_cast<int>(sizeof(Vec16) / sizeof(T));
+
+// 32-bit word `w` (0–3) of a vector; `w` is a compile-time constant in the unrolled loops.
+__device__ __forceinline__ unsigned word_of(const Vec16& v, int w) {
+  return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+
+// Value `e` of a vector of T as f32, from the bits (little-endian: value 0 is the low half).
+template <typename T>
+__device__ __forceinline__ float vec_value(const Vec16& v, int e);
+template <>
+__device__ __forceinline__ float vec_value<float>(const Vec16& v, int e) {
+  return __uint_as_float(word_of(v, e));
+}
+template <>
+__device__ __forceinline__ float vec_value<__nv_bfloat16>(const Vec16& v, int e) {
+  const unsigned word = word_of(v, e / 2);
+  return __uint_as_float(e % 2 == 0 ? word << 16 : word & 0xffff0000u);
+}
+template <>
+__device__ __forceinline__ float vec_value<__half>(const Vec16& v, int e) {
+  const unsigned word = word_of(v, e / 2);
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(e % 2 == 0 ? word : word >> 16)));
+}
+
+// Block size BS > 0: known at compile time; BS = 0: read from the parameters.
+template <typename T, int D, int BS>
 __device__ void attention_block(const T* __restrict__ q, const T* __restrict__ key_cache,
                                 const T* __restrict__ value_cache,
                                 const int* __restrict__ block_tables,
@@ -89,9 +127,16 @@ __device__ void attention_block(const T* __restrict__ q, const T* __restrict__ k
                                 T* __restrict__ out, float* __restrict__ partial_acc,
                                 float* __restrict__ partial_ml, const AttnParams p) {
   constexpr int kChunks = (D + kWarpSize - 1) / kWarpSize;
-  __shared__ float q_s[kMaxRows][D];
-  __shared__ float k_s[kKeyTile][D + 1];
-  __shared__ float v_s[kKeyTile][D];
+  constexpr int kVec = kVecOf<T>;
+  static_assert(D % kVec == 0, "a row of keys is whole 16-byte vectors");
+  constexpr int kVecsPerRow = D / kVec;
+  // A key row is padded by one vector: a lane reads its key's row in 16-byte vectors, and the
+  // 8 lanes of each phase of such a warp-wide read then hit 8 different groups of 4 banks.
+  constexpr int kKeyStride = D + kVec;
+  __shared__ __align__(16) float q_s[kMaxRows][D];
+  __shared__ __align__(16) T k_s[kKeyTile][kKeyStride];
+  __shared__ __align__(16) T v_s[kKeyTile][D];
+  const int block_size = BS > 0 ? BS : p.block_size;
 
   const int* item = work + blockIdx.x * kWorkFields;
   const int seq = item[0], first_token = item[1], num_tokens = item[2];
@@ -128,13 +173,13 @@ __device__ void attention_block(const T* __restrict__ q, const T* __restrict__ k
   for (int tile_lo = part_lo; tile_lo < part_hi; tile_lo += kKeyTile) {
     const int tile_len = min(kKeyTile, part_hi - tile_lo);
     __syncthreads();  // the previous tile is consumed (and q_s is written, the first time)
-    for (int i = threadIdx.x; i < tile_len * D; i += kThreads) {
-      const int j = i / D, d = i % D;
+    for (int i = threadIdx.x; i < tile_len * kVecsPerRow; i += kThreads) {
+      const int j = i / kVecsPerRow, d = (i % kVecsPerRow) * kVec;
       const int position = tile_lo + j;
-      const long long base =
-          cache_base(table[position / p.block_size], kv_head, position % p.block_size, p, D);
-      k_s[j][d] = to_float(key_cache[base + d]);
-      v_s[j][d] = to_float(value_cache[base + d]);
+      const long long at = cache_base(table[position / block_size], kv_head,
+                                      position % block_size, p.num_kv_heads, block_size, D) + d;
+      *reinterpret_cast<Vec16*>(&k_s[j][d]) = *reinterpret_cast<const Vec16*>(key_cache + at);
+      *reinterpret_cast<Vec16*>(&v_s[j][d]) = *reinterpret_cast<const Vec16*>(value_cache + at);
     }
     __syncthreads();
 #pragma unroll
@@ -147,8 +192,17 @@ __device__ void attention_block(const T* __restrict__ q, const T* __restrict__ k
       if (lane < tile_len && key_position <= position &&
           key_position >= first_key(position, p.window)) {
         float dot = 0.f;
-#pragma unroll 8
-        for (int d = 0; d < D; ++d) dot += q_s[row][d] * k_s[lane][d];
+#pragma unroll
+        for (int d = 0; d < D; d += kVec) {
+          const Vec16 keys = *reinterpret_cast<const Vec16*>(&k_s[lane][d]);
+#pragma unroll
+          for (int e = 0; e < kVec; e += 4) {
+            // Every lane reads the same 4 query values: one broadcast.
+            const float4 query = *reinterpret_cast<const float4*>(&q_s[row][d + e]);
+            dot += query.x * vec_value<T>(keys, e) + query.y * vec_value<T>(keys, e + 1) +
+                   query.z * vec_value<T>(keys, e + 2) + query.w * vec_value<T>(keys, e + 3);
+          }
+        }
         score = dot;
       }
       const float new_max = fmaxf(row_max[i], warp_max(score));
@@ -163,7 +217,7 @@ __device__ void attention_block(const T* __restrict__ q, const T* __restrict__ k
 #pragma unroll
         for (int c = 0; c < kChunks; ++c) {
           const int d = lane + c * kWarpSize;
-          if (d < D) acc[i][c] += w * v_s[j][d];
+          if (d < D) acc[i][c] += w * to_float(v_s[j][d]);
         }
       }
       row_max[i] = new_max;
@@ -261,15 +315,20 @@ __device__ void cache_write(const T* __restrict__ key, const T* __restrict__ val
 
 }  // namespace
 
-#define PAGODA_ATTENTION(TYPE, NAME, D)                                                           \
+#define PAGODA_ATTENTION_BS(TYPE, NAME, D, BS)                                                    \
   extern "C" __global__ void __launch_bounds__(kThreads)                                          \
-      paged_attention_##NAME##_d##D(const TYPE* q, const TYPE* key_cache,                        \
-                                    const TYPE* value_cache, const int* block_tables,            \
-                                    const int* seq_lens, const int* work, TYPE* out,             \
-                                    float* partial_acc, float* partial_ml, AttnParams params) {  \
-    attention_block<TYPE, D>(q, key_cache, value_cache, block_tables, seq_lens, work, out,      \
-                             partial_acc, partial_ml, params);                                   \
-  }                                                                                               \
+      paged_attention_##NAME##_d##D##_bs##BS(                                                     \
+          const TYPE* q, const TYPE* key_cache, const TYPE* value_cache,                        \
+          const int* block_tables, const int* seq_lens, const int* work, TYPE* out,             \
+          float* partial_acc, float* partial_ml, AttnParams params) {                           \
+    attention_block<TYPE, D, BS>(q, key_cache, value_cache, block_tables, seq_lens, work, out,  \
+                                 partial_acc, partial_ml, params);                               \
+  }
+
+#define PAGODA_ATTENTION(TYPE, NAME, D)                                                           \
+  PAGODA_ATTENTION_BS(TYPE, NAME, D, 0)                                                           \
+  PAGODA_ATTENTION_BS(TYPE, NAME, D, 16)                                                          \
+  PAGODA_ATTENTION_BS(TYPE, NAME, D, 32)                                                          \
   extern "C" __global__ void paged_attention_reduce_##NAME##_d##D(                               \
       const int* seq_lens, const int* work, const float* partial_acc, const float* partial_ml,  \
       TYPE* out, AttnParams params) {                                                             \

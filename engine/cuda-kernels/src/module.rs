@@ -7,7 +7,7 @@ use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaModule, CudaSt
 use candle_core::cuda_backend::cudarc::nvrtc::Ptx;
 use candle_core::{CudaDevice, Result};
 
-use crate::plan::SUPPORTED_HEAD_DIMS;
+use crate::plan::{attention_kernel_suffix, SUPPORTED_HEAD_DIMS};
 
 /// The kernels as a fatbin: SASS for sm_80 and sm_90 (and `CUDA_COMPUTE_CAP` when it is
 /// another) plus PTX for newer GPUs, so a known GPU starts without a JIT compilation.
@@ -59,7 +59,8 @@ pub(crate) fn function(module: &Arc<CudaModule>, name: &str) -> Result<CudaFunct
         .map_err(|e| candle_core::Error::msg(format!("kernel {name}: {e}")))
 }
 
-/// The functions one cache (one element type, one head size) launches, on candle's stream.
+/// The functions one cache (one element type, one head size, one block size) launches, on
+/// candle's stream.
 #[derive(Debug, Clone)]
 pub struct CacheKernels {
     pub(crate) stream: Arc<CudaStream>,
@@ -70,14 +71,21 @@ pub struct CacheKernels {
 }
 
 impl CacheKernels {
-    /// Loads the module and looks the three functions up, once.
-    pub fn load(device: &CudaDevice, dtype: KernelDType, head_dim: usize) -> Result<Self> {
+    /// Loads the module and looks the three functions up, once: the attention kernel compiled
+    /// for `block_size` where there is one ([`crate::plan::COMPILED_BLOCK_SIZES`]).
+    pub fn load(
+        device: &CudaDevice,
+        dtype: KernelDType,
+        head_dim: usize,
+        block_size: usize,
+    ) -> Result<Self> {
         check_head_dim(head_dim)?;
         let (stream, module) = load_fatbin(device, FATBIN)?;
         let suffix = dtype.suffix();
+        let attention = attention_kernel_suffix(head_dim, block_size);
         Ok(Self {
             cache_write: function(&module, &format!("cache_write_{suffix}"))?,
-            attention: function(&module, &format!("paged_attention_{suffix}_d{head_dim}"))?,
+            attention: function(&module, &format!("paged_attention_{suffix}_{attention}"))?,
             reduce: function(
                 &module,
                 &format!("paged_attention_reduce_{suffix}_d{head_dim}"),

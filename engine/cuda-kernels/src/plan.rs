@@ -10,6 +10,20 @@ pub const KEY_TILE: usize = 32;
 pub const WORK_FIELDS: usize = 6;
 /// Head sizes the attention kernel is instantiated for.
 pub const SUPPORTED_HEAD_DIMS: &[usize] = &[16, 32, 64, 80, 96, 128];
+/// KV block sizes the attention kernel is compiled for (its block-table lookups then divide by
+/// a constant); any other size runs the instantiation that reads it at run time (`_bs0`).
+pub const COMPILED_BLOCK_SIZES: &[usize] = &[16, 32];
+
+/// The name of the attention kernel for one head size and KV block size, without its dtype
+/// prefix: `d{head_dim}_bs{block_size}`, or `_bs0` for a block size not compiled in.
+pub fn attention_kernel_suffix(head_dim: usize, block_size: usize) -> String {
+    let compiled = if COMPILED_BLOCK_SIZES.contains(&block_size) {
+        block_size
+    } else {
+        0
+    };
+    format!("d{head_dim}_bs{compiled}")
+}
 /// Smallest key range worth a thread block of its own when a context is split (two key tiles).
 /// The first GPU profile (H200, batch 1, 512 keys) had 16 blocks walking 256 keys each: 61 µs per
 /// layer, 40% of the decode step, on 16 of 132 SMs.
@@ -280,6 +294,27 @@ mod tests {
         let plan = WorkPlan::build(&seqs, heads, Some(4096), 132);
         assert!(plan.max_partitions * plan.partition_size >= 4096);
         assert!(plan.max_partitions * plan.partition_size < 4096 + plan.partition_size);
+    }
+
+    #[test]
+    fn common_block_sizes_have_their_own_kernels() {
+        assert_eq!(attention_kernel_suffix(128, 16), "d128_bs16");
+        assert_eq!(attention_kernel_suffix(64, 32), "d64_bs32");
+        assert_eq!(attention_kernel_suffix(80, 8), "d80_bs0");
+        assert_eq!(attention_kernel_suffix(96, 48), "d96_bs0");
+    }
+
+    #[test]
+    fn the_kernel_source_instantiates_every_name() {
+        let source = include_str!("../kernels/paged_attention.cu");
+        for &block_size in COMPILED_BLOCK_SIZES.iter().chain(&[0]) {
+            let line = format!("PAGODA_ATTENTION_BS(TYPE, NAME, D, {block_size})");
+            assert!(source.contains(&line), "no {line}");
+        }
+        for &head_dim in SUPPORTED_HEAD_DIMS {
+            let line = format!("PAGODA_ATTENTION(TYPE, NAME, {head_dim})");
+            assert!(source.contains(&line), "no {line}");
+        }
     }
 
     #[test]

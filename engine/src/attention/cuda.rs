@@ -95,7 +95,7 @@ impl CudaKvCache {
             )
             .map_err(execution)?
             .max(1) as usize;
-        let kernels = CacheKernels::load(&device, kernel_dtype, shape.head_dim)?;
+        let kernels = CacheKernels::load(&device, kernel_dtype, shape.head_dim, block_size)?;
         Ok(Self {
             device,
             dtype,
