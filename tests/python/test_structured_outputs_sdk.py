@@ -280,6 +280,53 @@ class ToolCalls(unittest.TestCase):
             check_call(self, streamed[0].function.name, streamed[0].function.arguments)
             self.assertEqual(final.choices[0].finish_reason, "tool_calls")
 
+    def test_auto_calls_stream_as_they_parse_whole_even_when_malformed(self):
+        """`tool_choice: auto`: the model writes `<tool_call>` blocks itself (forced here with a
+        regex). Streamed and whole responses agree on calls, content and finish reason, and a
+        call that is not valid JSON, or is cut short, is never sent as a call."""
+        call = (r'<tool_call>\n\{"name": "get_weather", "arguments": '
+                r'\{"city": "Paris", "unit": "celsius"\}\}\n</tool_call>')
+        cases = [
+            ("a valid call", call, {}, "tool_calls", 1),
+            ("arguments not JSON",
+             r'<tool_call>\n\{"name": "get_weather", "arguments": \{"city": Paris\}\}\n</tool_call>',
+             {}, "stop", 0),
+            ("arguments not an object",
+             r'<tool_call>\n\{"name": "get_weather", "arguments": "Paris"\}\n</tool_call>',
+             {}, "stop", 0),
+            ("a stop string inside the call", call, {"stop": ["Paris"]}, "stop", 0),
+            ("the token limit inside the call", call, {"max_tokens": 12}, "length", 0),
+        ]
+        for name, pattern, extra, finish, num_calls in cases:
+            with self.subTest(name):
+                kwargs = dict(
+                    model=MODEL, messages=[{"role": "user", "content": "Weather in Paris?"}],
+                    tools=TOOLS, tool_choice="auto", max_tokens=80, temperature=0,
+                    extra_body={"structured_outputs": {"regex": pattern}},
+                )
+                kwargs.update(extra)
+                whole = CLIENT.chat.completions.create(**kwargs).choices[0]
+                content, calls, streamed_finish = "", {}, None
+                for chunk in CLIENT.chat.completions.create(stream=True, **kwargs):
+                    for choice in chunk.choices:
+                        content += choice.delta.content or ""
+                        for delta in choice.delta.tool_calls or []:
+                            entry = calls.setdefault(delta.index, ["", ""])
+                            entry[0] += (delta.function and delta.function.name) or ""
+                            entry[1] += (delta.function and delta.function.arguments) or ""
+                        streamed_finish = choice.finish_reason or streamed_finish
+                self.assertEqual(whole.finish_reason, finish)
+                self.assertEqual(streamed_finish, finish)
+                whole_calls = whole.message.tool_calls or []
+                self.assertEqual(len(whole_calls), num_calls)
+                self.assertEqual(
+                    [calls[i] for i in sorted(calls)],
+                    [[c.function.name, c.function.arguments] for c in whole_calls],
+                )
+                for call_name, arguments in calls.values():
+                    check_call(self, call_name, arguments)
+                self.assertEqual(content, whole.message.content or "")
+
     def test_a_named_function_is_called_with_valid_arguments(self):
         completion = CLIENT.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "Add 4 and 5."}], tools=TOOLS,

@@ -2,8 +2,10 @@
 //!
 //! Streamed, each call appears as `delta.tool_calls` chunks the official SDKs assemble: first
 //! `{"index", "id", "type": "function", "function": {"name", "arguments": ""}}`, then
-//! `{"index", "function": {"arguments": <fragment>}}` as the arguments are generated. Whole, the
-//! message carries `tool_calls` with the same ids' shape and the same arguments text.
+//! `{"index", "function": {"arguments": <text>}}`: the whole arguments once the output has ended
+//! and parsed (see `StreamingToolCallParser`), or, for a named function, fragments as they are
+//! generated. Whole, the message carries `tool_calls` with the same ids' shape and the same
+//! arguments text.
 
 use pagoda_text::tool_calls::{StreamingToolCallParser, ToolCallFormat, ToolStreamDelta};
 use serde_json::{json, Value};

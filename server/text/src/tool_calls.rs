@@ -15,9 +15,10 @@
 //!
 //! [`ToolCallFormat::parse`] reads a complete output: a call that is not well formed makes the
 //! whole output plain content with no calls, as vLLM does. [`ToolCallFormat::streaming`] reads it
-//! as it is generated; see [`StreamingToolCallParser`] for what it does with a malformed call.
-//! Both give each call's `arguments` as the exact text of its JSON object in the output, so the
-//! streamed fragments add up to the whole-text result.
+//! as it is generated: content before the first call at once, the rest held and parsed whole at
+//! the end ([`StreamingToolCallParser`]), so a streamed output always adds up to the whole-text
+//! result and a malformed call is never sent as a call. Both give each call's `arguments` as the
+//! exact text of its JSON object in the output.
 
 mod call_object;
 mod content_watch;

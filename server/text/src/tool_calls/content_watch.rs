@@ -1,9 +1,5 @@
 //! Content text streamed out as it arrives while watching for a marker (`<tool_call>`,
 //! `[TOOL_CALLS]`): only a suffix that could be the marker's beginning is held back.
-//!
-//! Between or after calls the text is a *gap*: it counts as content only if it is not all
-//! whitespace, so a gap is held back until a character that is neither whitespace nor a possible
-//! marker start shows it is content.
 
 /// What one more character of content did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,51 +13,26 @@ pub(super) enum WatchStep {
 /// Content, watched for a marker.
 #[derive(Debug)]
 pub(super) struct ContentWatch {
-    marker: Option<&'static str>,
+    marker: &'static str,
     held: String,
-    /// Still a gap that has shown nothing but whitespace (outside a possible marker start).
-    blank_gap: bool,
 }
 
 impl ContentWatch {
-    /// Content before any call: sent as it comes.
-    pub(super) fn leading(marker: Option<&'static str>) -> Self {
+    pub(super) fn new(marker: &'static str) -> Self {
         Self {
             marker,
             held: String::new(),
-            blank_gap: false,
-        }
-    }
-
-    /// Text after a call: content only if it is not all whitespace.
-    pub(super) fn gap(marker: Option<&'static str>) -> Self {
-        Self {
-            marker,
-            held: String::new(),
-            blank_gap: true,
         }
     }
 
     pub(super) fn step(&mut self, c: char) -> WatchStep {
         self.held.push(c);
-        if let Some(marker) = self.marker {
-            if let Some(before) = self.held.strip_suffix(marker) {
-                let before = if self.blank_gap { "" } else { before };
-                let before = before.to_string();
-                self.held.clear();
-                return WatchStep::Marker(before);
-            }
+        if let Some(before) = self.held.strip_suffix(self.marker) {
+            let before = before.to_string();
+            self.held.clear();
+            return WatchStep::Marker(before);
         }
-        let keep = self
-            .marker
-            .map_or(0, |marker| marker_start_len(&self.held, marker));
-        let safe = self.held.len() - keep;
-        if self.blank_gap && self.held[..safe].chars().any(|c| !c.is_whitespace()) {
-            self.blank_gap = false;
-        }
-        if self.blank_gap {
-            return WatchStep::Content(String::new());
-        }
+        let safe = self.held.len() - marker_start_len(&self.held, self.marker);
         let content = self.held[..safe].to_string();
         self.held.drain(..safe);
         WatchStep::Content(content)
@@ -69,12 +40,7 @@ impl ContentWatch {
 
     /// The content still held when the output ends.
     pub(super) fn finish(&mut self) -> String {
-        let held = std::mem::take(&mut self.held);
-        if self.blank_gap && held.chars().all(char::is_whitespace) {
-            String::new()
-        } else {
-            held
-        }
+        std::mem::take(&mut self.held)
     }
 }
 
@@ -101,7 +67,7 @@ mod tests {
 
     #[test]
     fn holds_back_only_a_possible_marker_start() {
-        let mut watch = ContentWatch::leading(Some("<tool_call>"));
+        let mut watch = ContentWatch::new("<tool_call>");
         let steps = run(&mut watch, "a<b<tool");
         let content = |s: &str| WatchStep::Content(s.to_string());
         assert_eq!(steps, [content("a"), content("<b")]);
@@ -114,27 +80,9 @@ mod tests {
 
     #[test]
     fn a_marker_start_that_breaks_off_is_content() {
-        let mut watch = ContentWatch::leading(Some("[TOOL_CALLS]"));
+        let mut watch = ContentWatch::new("[TOOL_CALLS]");
         run(&mut watch, "x [TOOL");
         assert_eq!(watch.finish(), "[TOOL");
-    }
-
-    #[test]
-    fn blank_gaps_are_dropped_and_others_kept() {
-        let mut watch = ContentWatch::gap(Some("<tool_call>"));
-        assert_eq!(
-            run(&mut watch, "\n\n<tool_call>"),
-            [WatchStep::Marker(String::new())]
-        );
-        let mut watch = ContentWatch::gap(None);
-        assert!(run(&mut watch, " \n").is_empty());
-        assert_eq!(watch.finish(), "");
-        let mut watch = ContentWatch::gap(Some("<tool_call>"));
-        assert!(run(&mut watch, "\n<tool").is_empty());
-        assert_eq!(
-            run(&mut watch, "!"),
-            [WatchStep::Content("\n<tool!".to_string())]
-        );
     }
 
     #[test]

@@ -118,11 +118,12 @@ fn content_streams_promptly() {
 }
 
 #[test]
-fn names_and_arguments_stream_as_they_arrive() {
+fn calls_are_held_until_the_output_ends_then_sent_whole() {
     let mut parser = JsonArray.streaming();
     assert_eq!(parser.push("[{\"name\": \"f"), vec![]);
+    assert_eq!(parser.push("\", \"arguments\": {\"a\": 1}}]"), vec![]);
     assert_eq!(
-        parser.push("\", \"arguments\": {\"a\""),
+        parser.finish(),
         vec![
             ToolStreamDelta::CallStart {
                 index: 0,
@@ -130,63 +131,39 @@ fn names_and_arguments_stream_as_they_arrive() {
             },
             ToolStreamDelta::Arguments {
                 index: 0,
-                fragment: "{\"a\"".into()
+                fragment: "{\"a\": 1}".into()
             }
         ]
     );
-    assert_eq!(
-        parser.push(": 1}}"),
-        vec![ToolStreamDelta::Arguments {
-            index: 0,
-            fragment: ": 1}".into()
-        }]
-    );
-    assert_eq!(parser.push("]"), vec![]);
-    assert_eq!(parser.finish(), vec![]);
-}
-
-#[test]
-fn arguments_before_the_name_follow_its_call_start() {
     let text = "{\"parameters\": {\"x\": 1}, \"name\": \"f\"}";
-    let mut parser = Llama3Json.streaming();
-    assert_eq!(parser.push(&text[..30]), vec![]);
-    assert_eq!(
-        parser.push(&text[30..]),
-        vec![
-            ToolStreamDelta::CallStart {
-                index: 0,
-                name: "f".into()
-            },
-            ToolStreamDelta::Arguments {
-                index: 0,
-                fragment: "{\"x\": 1}".into()
-            }
-        ]
-    );
     assert_split_invariant(Llama3Json, text);
 }
 
+/// Calls that break after their name (arguments that are not JSON, or not an object), or that a
+/// stop string or the token limit cuts short: never a call, all content, as unstreamed.
 #[test]
-fn a_call_malformed_after_its_name_sends_the_held_text_as_content() {
-    let text = "<tool_call>\n{\"name\": \"f\", \"arguments\": [1]}\n</tool_call> after";
-    let streamed = stream(Hermes, &[text]);
-    assert_eq!(streamed.names, ["f"]);
-    assert_eq!(streamed.arguments, [""]);
-    assert_eq!(
-        streamed.content,
-        ", \"arguments\": [1]}\n</tool_call> after"
-    );
-    assert_eq!(Hermes.parse(text).tool_calls, vec![]);
-}
-
-#[test]
-fn a_call_cut_short_sends_the_held_text_at_finish() {
+fn malformed_and_cut_calls_come_out_as_content_as_unstreamed() {
+    let texts = [
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": Paris}}\n</tool_call>",
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": \"Paris\"}\n</tool_call>",
+        "<tool_call>\n{\"name\": \"f\", \"arguments\": [1]}\n</tool_call> after",
+        "Sure. <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"",
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":",
+    ];
+    for text in texts {
+        let streamed = stream(Hermes, &[text]);
+        assert!(streamed.names.is_empty(), "{text:?} streamed a call");
+        assert_eq!(streamed.content, text);
+        assert_split_invariant(Hermes, text);
+    }
     let mut parser = Mistral.streaming();
-    let deltas = parser.push("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"na");
-    assert_eq!(deltas.len(), 2);
+    let sent = parser.push("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"na");
+    assert_eq!(sent, vec![]);
     assert_eq!(
         parser.finish(),
-        vec![ToolStreamDelta::Content(", {\"na".into())]
+        vec![ToolStreamDelta::Content(
+            "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"na".into()
+        )]
     );
     assert_eq!(parser.push("x"), vec![ToolStreamDelta::Content("x".into())]);
 }
