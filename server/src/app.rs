@@ -126,6 +126,7 @@ fn assemble_state(
             &prompt_side.stop_token_ids,
             &info.model.eos_token_ids,
         ),
+        eos_token_ids: info.model.eos_token_ids.clone(),
     };
     let tokenizer = Arc::new(prompt_side.tokenizer);
     let mut end_token_ids = info.model.eos_token_ids.clone();

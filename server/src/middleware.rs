@@ -29,9 +29,13 @@ impl RequestIdValue {
         Self(format!("{:032x}", rand::rng().random::<u128>()))
     }
 
-    /// The id reduced to letters and digits, for response ids such as `chatcmpl-…`.
+    /// The id as response ids such as `chatcmpl-…` carry it (as vLLM's do): letters, digits,
+    /// `-`, `_` and `.` kept (so a UUID stays whole), anything else dropped.
     pub fn compact(&self) -> String {
-        self.0.chars().filter(char::is_ascii_alphanumeric).collect()
+        self.0
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .collect()
     }
 
     fn from_header(value: Option<&HeaderValue>) -> Option<Self> {
@@ -171,6 +175,7 @@ mod tests {
         let long = HeaderValue::from_str(&"x".repeat(200)).expect("header");
         assert!(RequestIdValue::from_header(Some(&long)).is_none());
         assert_eq!(RequestIdValue::generate().0.len(), 32);
-        assert_eq!(RequestIdValue("a-b_c".into()).compact(), "abc");
+        assert_eq!(RequestIdValue("a-b_c.d".into()).compact(), "a-b_c.d");
+        assert_eq!(RequestIdValue("a/b\"c{}".into()).compact(), "abc");
     }
 }

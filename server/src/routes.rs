@@ -1,7 +1,7 @@
 //! The router: every route, its layers, and the small handlers (models, health, version,
 //! metrics, admin).
 
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -26,6 +26,7 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/completions", post(completions::completions))
         .route("/v1/models", get(models))
+        .route("/v1/models/{*model}", get(model))
         .route("/tokenize", post(tokenize::tokenize))
         .route("/detokenize", post(tokenize::detokenize))
         .route("/reset_prefix_cache", post(reset_prefix_cache));
@@ -62,6 +63,24 @@ pub fn router(state: SharedState) -> Router {
 }
 
 async fn models(State(state): State<SharedState>) -> Json<serde_json::Value> {
+    Json(json!({"object": "list", "data": model_entries(&state)}))
+}
+
+/// `GET /v1/models/{model}` (the SDKs' `models.retrieve`): one entry of the list, or 404
+/// `model_not_found`. Names may hold `/` (`org/model`).
+async fn model(
+    State(state): State<SharedState>,
+    Path(name): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    model_entries(&state)
+        .into_iter()
+        .find(|entry| entry["id"] == name.as_str())
+        .map(Json)
+        .ok_or_else(|| crate::state::model_not_found(&name))
+}
+
+/// The served names, then the loaded LoRA adapters, as OpenAI model objects.
+fn model_entries(state: &SharedState) -> Vec<serde_json::Value> {
     let info = state.engine.info();
     let mut data: Vec<_> = state
         .served_model_names
@@ -73,10 +92,10 @@ async fn models(State(state): State<SharedState>) -> Json<serde_json::Value> {
         })
         .collect();
     data.extend(lora_routes::adapter_model_entries(
-        &state,
+        state,
         info.max_model_len,
     ));
-    Json(json!({"object": "list", "data": data}))
+    data
 }
 
 /// 200 while the server takes requests; 503 once it is draining for shutdown, or while the

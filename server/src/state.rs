@@ -224,6 +224,8 @@ impl AppState {
             tokenizer: Arc::clone(&self.tokenizer),
             metrics: self.metrics.for_model(self.response_model_name(params)),
             stop_strings: params.stop_strings.clone(),
+            stop_token_ids: params.ending_token_ids.clone(),
+            include_stop_str_in_output: params.include_stop_str_in_output,
             skip_special_tokens: params.skip_special_tokens,
             want_logprobs,
         };
@@ -263,7 +265,7 @@ pub fn unix_now_s() -> u64 {
 }
 
 /// 404 for a `model` that is neither served nor an adapter (OpenAI's `model_not_found`).
-fn model_not_found(name: &str) -> ApiError {
+pub(crate) fn model_not_found(name: &str) -> ApiError {
     ApiError {
         param: Some("model".into()),
         code: Some("model_not_found"),

@@ -55,7 +55,8 @@ async fn chat_answers_in_openai_shape_and_streams_the_same_answer() {
     check_streamed_chat(&api, &request, &response).await;
 }
 
-/// `/v1/models` lists the served name; another name is a 404 in OpenAI's error shape.
+/// `/v1/models` lists the served name and `/v1/models/{name}` gets it; another name is a 404 in
+/// OpenAI's error shape.
 async fn check_models_and_an_unknown_model(api: &Api) {
     let models = api.send(api.client.get(api.server.url("/v1/models"))).await;
     let models = ok_json(models, "/v1/models").await;
@@ -67,6 +68,19 @@ async fn check_models_and_an_unknown_model(api: &Api) {
             .any(|m| m["id"] == MODEL && m["object"] == "model"),
         "{models}"
     );
+    let one = api
+        .send(
+            api.client
+                .get(api.server.url(&format!("/v1/models/{MODEL}"))),
+        )
+        .await;
+    assert_eq!(ok_json(one, "/v1/models/{model}").await, listed[0]);
+    let missing = api
+        .send(api.client.get(api.server.url("/v1/models/org/other")))
+        .await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    let error: Value = missing.json().await.expect("a JSON error");
+    assert_eq!(error["error"]["code"], "model_not_found", "{error}");
     let body = with(chat(FRANCE, 4), json!({"model": "other"}));
     let other = api.send(api.post(CHAT, &body)).await;
     assert_eq!(other.status(), StatusCode::NOT_FOUND);

@@ -239,3 +239,56 @@ async fn concurrent_requests_get_the_answers_they_get_alone() {
         assert_eq!(together, alone, "{question:?}: batched vs alone");
     }
 }
+
+/// A stop token's text is not part of the answer (as in vLLM), nor a stop string; with
+/// `include_stop_str_in_output` both are, and what follows is still cut.
+#[tokio::test]
+async fn stop_tokens_and_strings_stay_out_of_the_text_unless_included() {
+    let api = Api::start();
+    let question = "Tell me about the Eiffel Tower.";
+    let full = api.json(CHAT, &chat(question, 24)).await;
+    let answer = content(&full).to_string();
+    let ids = api.token_ids(&answer, false).await;
+    assert!(ids.len() >= 8, "{answer:?}");
+    // A token of the answer's middle that the answer has not used before.
+    let position = (4..ids.len() - 2)
+        .find(|&i| !ids[..i].contains(&ids[i]))
+        .expect("a token new to the answer");
+    let stop_id = ids[position].clone();
+    let by_token = |include: bool| {
+        with(
+            chat(question, 24),
+            json!({"stop_token_ids": [stop_id], "include_stop_str_in_output": include}),
+        )
+    };
+    let excluded = api.json(CHAT, &by_token(false)).await;
+    let included = api.json(CHAT, &by_token(true)).await;
+    for response in [&excluded, &included] {
+        assert_eq!(finish_reason(response), "stop", "{response}");
+        assert!(answer.starts_with(content(response)), "{response}");
+    }
+    assert_eq!(
+        counts(&excluded["usage"]).1,
+        counts(&included["usage"]).1,
+        "the stop token is generated (and counted) either way"
+    );
+    let token_text = &content(&included)[content(&excluded).len()..];
+    assert!(
+        content(&included).starts_with(content(&excluded)) && !token_text.is_empty(),
+        "{excluded} / {included}"
+    );
+    let streamed = streamed_choices(&api.sse(CHAT, &by_token(false)).await);
+    assert_eq!(streamed[&0].text, content(&excluded));
+
+    let words: Vec<&str> = answer.split(' ').collect();
+    let stop = words[words.len() / 2].to_string();
+    let kept = &answer[..answer.find(&stop).expect("in the answer")];
+    let request = with(
+        chat(question, 24),
+        json!({"stop": [stop], "include_stop_str_in_output": true}),
+    );
+    let response = api.json(CHAT, &request).await;
+    assert_eq!(content(&response), format!("{kept}{stop}"));
+    let streamed = streamed_choices(&api.sse(CHAT, &request).await);
+    assert_eq!(streamed[&0].text, format!("{kept}{stop}"));
+}

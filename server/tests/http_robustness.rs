@@ -409,7 +409,7 @@ async fn request_ids_are_echoed_and_logged() {
     let reply = Reply::read(response).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     assert_eq!(reply.header("x-request-id"), Some(given), "echoed");
-    assert_eq!(reply.json()["id"], "chatcmpl-robustnesstest42");
+    assert_eq!(reply.json()["id"], "chatcmpl-robustness-test-42");
     let logged = tokio::task::block_in_place(|| server.wait_for_log(given, Duration::from_secs(5)));
     assert!(
         logged.is_some(),

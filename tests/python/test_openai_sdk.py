@@ -278,6 +278,13 @@ class ModelsTest(unittest.TestCase):
         for model in models.data:
             self.assertEqual(model.object, "model")
 
+    def test_retrieve_gets_one_model_and_an_unknown_one_is_not_found(self):
+        model = CLIENT.models.retrieve(MODEL)
+        self.assertEqual((model.id, model.object), (MODEL, "model"))
+        with self.assertRaises(openai.NotFoundError) as caught:
+            CLIENT.models.retrieve("org/no-such-model")
+        self.assertEqual(caught.exception.body["code"], "model_not_found")
+
 
 class ErrorsTest(unittest.TestCase):
     def test_wrong_key_is_authentication_error(self):

@@ -54,6 +54,11 @@ pub struct ChoiceContext {
     pub tokenizer: Arc<TextTokenizer>,
     pub metrics: Metrics,
     pub stop_strings: Vec<String>,
+    /// Tokens that end the choice (the request's `stop_token_ids`, the model's end-of-turn and,
+    /// unless `ignore_eos`, EOS ids); unless `include_stop_str_in_output`, such a token adds no
+    /// text, as in vLLM (also with `skip_special_tokens: false`).
+    pub stop_token_ids: Vec<u32>,
+    pub include_stop_str_in_output: bool,
     pub skip_special_tokens: bool,
     pub want_logprobs: bool,
 }
@@ -100,7 +105,11 @@ impl ChoiceRun {
             Arc::clone(&context.tokenizer),
             context.skip_special_tokens,
         );
-        let matcher = StopStringMatcher::new(context.stop_strings.clone());
+        let matcher = if context.include_stop_str_in_output {
+            StopStringMatcher::including_stop(context.stop_strings.clone())
+        } else {
+            StopStringMatcher::new(context.stop_strings.clone())
+        };
         Self {
             index,
             stream,
@@ -165,9 +174,16 @@ impl ChoiceRun {
             return;
         }
         self.num_tokens += 1;
-        let text = match self.detokenizer.push(token.token_id) {
-            Ok(text) => text,
-            Err(error) => return self.fail(error.into()),
+        // A stop token ends the choice (the engine bans it before `min_tokens`), and its text is
+        // not part of the output unless asked for.
+        let is_stop_token = !self.context.include_stop_str_in_output
+            && self.context.stop_token_ids.contains(&token.token_id);
+        let text = match is_stop_token {
+            true => String::new(),
+            false => match self.detokenizer.push(token.token_id) {
+                Ok(text) => text,
+                Err(error) => return self.fail(error.into()),
+            },
         };
         let text_offset = self.num_text_chars;
         self.num_text_chars += text.chars().count();

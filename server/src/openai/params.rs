@@ -29,6 +29,12 @@ pub struct GenerationParams {
     pub stream: bool,
     pub include_usage: bool,
     pub skip_special_tokens: bool,
+    /// Keep the stop string or stop token that ended a choice in its text (vLLM's
+    /// `include_stop_str_in_output`; by default neither is in the text).
+    pub include_stop_str_in_output: bool,
+    /// Every token that ends a choice when sampled: `stop.stop_token_ids` and, unless
+    /// `ignore_eos`, the model's EOS ids.
+    pub ending_token_ids: Vec<u32>,
     pub cache_salt: Option<String>,
     /// The compiled grammar every choice's output must follow (structured outputs, forced tool
     /// calls); set once compiled, after these fields were checked.
@@ -53,6 +59,8 @@ pub struct ParamDefaults {
     pub sampling: SamplingDefaults,
     /// Token ids that end a turn besides the model's EOS (chat templates' end-of-turn tokens).
     pub extra_stop_token_ids: Vec<u32>,
+    /// The model's EOS ids (they end a choice unless `ignore_eos`).
+    pub eos_token_ids: Vec<u32>,
 }
 
 impl GenerationParams {
@@ -88,14 +96,20 @@ impl GenerationParams {
                 "`stream_options` is only allowed when `stream` is true",
             ));
         }
+        let mut ending_token_ids = stop.stop_token_ids.clone();
+        if !stop.ignore_eos {
+            ending_token_ids.extend(&defaults.eos_token_ids);
+        }
         Ok(Self {
             sampling,
             stop,
+            ending_token_ids,
             stop_strings,
             n,
             stream,
             include_usage,
             skip_special_tokens: fields.skip_special_tokens.unwrap_or(true),
+            include_stop_str_in_output: fields.include_stop_str_in_output.unwrap_or(false),
             cache_salt: fields.cache_salt.clone(),
             constraint: None,
             lora: None,
@@ -135,16 +149,9 @@ fn sampling_params(
             ))
         }
     };
-    let seed = match fields.seed {
-        None => None,
-        Some(seed) if seed >= 0 => Some(seed as u64),
-        Some(seed) => {
-            return Err(ApiError::invalid(
-                "seed",
-                format!("`seed` must be >= 0, got {seed}"),
-            ))
-        }
-    };
+    // Any 64-bit seed, as OpenAI and vLLM take (clients send -1 too): a negative one stands for
+    // the u64 of the same bits, so different seeds stay different.
+    let seed = fields.seed.map(|seed| seed as u64);
     let mut sampling = SamplingParams {
         temperature: fields.temperature.unwrap_or(1.0),
         top_p: fields.top_p.unwrap_or(1.0),

@@ -50,6 +50,8 @@ pub struct CommonFields {
     pub ignore_eos: Option<bool>,
     pub min_tokens: Option<u32>,
     pub skip_special_tokens: Option<bool>,
+    /// vLLM's: the stop string or stop token that ended the output stays in its text.
+    pub include_stop_str_in_output: Option<bool>,
     pub user: Option<String>,
     pub cache_salt: Option<String>,
     pub logit_bias: Option<Value>,
@@ -159,11 +161,17 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
                 format!("the request body is not valid JSON: {inner}"),
             );
         }
-        let (param, inner) = match path.as_str() {
+        let missing = missing_field(&inner).map(|field| match path.as_str() {
+            "." => field.to_string(),
+            _ => format!("{path}.{field}"),
+        });
+        let (param, inner) = match (missing, path.as_str()) {
+            // A required field that is absent: name it (`messages`, `messages[0].role`).
+            (Some(param), _) => (param, inner),
             // Fields read through `#[serde(flatten)]` lose their path: find it in the shared
             // fields alone.
-            "." => shared_field_error(text).unwrap_or_else(|| ("body".to_string(), inner)),
-            _ => (path, inner),
+            (None, ".") => shared_field_error(text).unwrap_or_else(|| ("body".to_string(), inner)),
+            (None, _) => (path, inner),
         };
         ApiError::invalid(param.clone(), format!("invalid `{param}`: {inner}"))
     })?;
@@ -175,6 +183,13 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
         )
     })?;
     Ok(value)
+}
+
+/// The field serde found missing (its message is "missing field `name`").
+fn missing_field(error: &serde_json::Error) -> Option<String> {
+    let message = error.to_string();
+    let rest = message.strip_prefix("missing field `")?;
+    Some(rest[..rest.find('`')?].to_string())
 }
 
 /// The path and error of a bad value among the [`CommonFields`] of `text`, if one is bad.
@@ -252,6 +267,22 @@ mod tests {
         let missing =
             parse_body::<ChatCompletionRequest>(br#"{"model":"m"}"#).expect_err("no messages");
         assert!(missing.message.contains("messages"), "{}", missing.message);
+        assert_eq!(missing.param.as_deref(), Some("messages"));
+        let missing = parse_body::<CompletionRequest>(br#"{"model":"m"}"#).expect_err("prompt");
+        assert_eq!(
+            missing.param.as_deref(),
+            Some("prompt"),
+            "{}",
+            missing.message
+        );
+        let nested = parse_body::<ChatCompletionRequest>(br#"{"messages":[{"content":"hi"}]}"#)
+            .expect_err("no role");
+        assert_eq!(
+            nested.param.as_deref(),
+            Some("messages[0].role"),
+            "{}",
+            nested.message
+        );
         let array = parse_body::<ChatCompletionRequest>(b"[null, [], 3]").expect_err("array");
         assert_eq!(array.param.as_deref(), Some("body"));
         let malformed = parse_body::<ChatCompletionRequest>(b"{\"model\":").expect_err("eof");

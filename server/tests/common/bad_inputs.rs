@@ -313,7 +313,13 @@ fn range_cases() -> Vec<Case> {
             json!({"min_tokens": 10, "max_tokens": 5}),
             "min_tokens",
         ),
-        Case::chat("seed -1", json!({"seed": -1}), "seed"),
+        // Any 64-bit integer is a seed (-1 too, as OpenAI and vLLM take); nothing else is.
+        Case::chat(
+            "seed 2^64",
+            json!({"seed": 18_446_744_073_709_551_616.0_f64}),
+            "seed",
+        ),
+        Case::chat("seed 1.5", json!({"seed": 1.5}), "seed"),
         Case::chat(
             "stream_options without stream",
             json!({"stream_options": {"include_usage": true}}),

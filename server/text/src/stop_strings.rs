@@ -8,6 +8,8 @@ pub struct StopStringMatcher {
     /// Text received but not yet released: a suffix that is a prefix of some stop string.
     held: String,
     stopped: bool,
+    /// Whether the stop string itself ends the output (vLLM's `include_stop_str_in_output`).
+    include_stop: bool,
 }
 
 /// What one piece of text turns into.
@@ -25,6 +27,16 @@ impl StopStringMatcher {
             stops,
             held: String::new(),
             stopped: false,
+            include_stop: false,
+        }
+    }
+
+    /// A matcher whose output keeps the stop string that ended it (the text after it is still
+    /// cut).
+    pub fn including_stop(stops: Vec<String>) -> Self {
+        Self {
+            include_stop: true,
+            ..Self::new(stops)
         }
     }
 
@@ -43,9 +55,14 @@ impl StopStringMatcher {
             };
         }
         self.held.push_str(delta);
-        if let Some(position) = self.earliest_stop() {
+        if let Some((position, len)) = self.earliest_stop() {
             self.stopped = true;
-            let text = self.held[..position].to_string();
+            let end = if self.include_stop {
+                position + len
+            } else {
+                position
+            };
+            let text = self.held[..end].to_string();
             self.held.clear();
             return Filtered {
                 text,
@@ -69,10 +86,12 @@ impl StopStringMatcher {
         std::mem::take(&mut self.held)
     }
 
-    fn earliest_stop(&self) -> Option<usize> {
+    /// Where the first stop string in the held text starts, and its length (the shortest of
+    /// those starting there).
+    fn earliest_stop(&self) -> Option<(usize, usize)> {
         self.stops
             .iter()
-            .filter_map(|stop| self.held.find(stop.as_str()))
+            .filter_map(|stop| Some((self.held.find(stop.as_str())?, stop.len())))
             .min()
     }
 
@@ -131,6 +150,18 @@ mod tests {
         assert_eq!(matcher.push("AR").text, "STAR");
         assert_eq!(matcher.push("x S").text, "x ");
         assert_eq!(matcher.finish(), "S");
+    }
+
+    #[test]
+    fn including_the_stop_string_keeps_it_and_cuts_what_follows() {
+        let mut matcher = StopStringMatcher::including_stop(vec!["STOP".into(), "ST".into()]);
+        assert_eq!(matcher.push("Hello S").text, "Hello ");
+        let filtered = matcher.push("TOP and more");
+        assert_eq!((filtered.text.as_str(), filtered.stopped), ("ST", true));
+        let mut matcher = StopStringMatcher::including_stop(vec!["\n\n".into()]);
+        assert_eq!(matcher.push("line\n").text, "line");
+        assert_eq!(matcher.push("\nnext").text, "\n\n");
+        assert_eq!(matcher.finish(), "");
     }
 
     #[test]

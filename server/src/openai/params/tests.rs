@@ -30,6 +30,7 @@ fn defaults_are_openai_and_model_defaults_fill_unset_fields() {
             ..SamplingDefaults::default()
         },
         extra_stop_token_ids: vec![7],
+        eos_token_ids: vec![2],
     };
     let fields = CommonFields {
         top_p: Some(0.5),
@@ -39,6 +40,11 @@ fn defaults_are_openai_and_model_defaults_fill_unset_fields() {
     assert_eq!(filled.sampling.temperature, 0.2);
     assert_eq!(filled.sampling.top_p, 0.5);
     assert_eq!(filled.stop.stop_token_ids, [7]);
+    assert_eq!(
+        filled.ending_token_ids,
+        [7, 2],
+        "the end-of-turn and EOS ids end a choice"
+    );
 }
 
 #[test]
@@ -69,6 +75,7 @@ fn the_models_max_new_tokens_applies_only_when_max_tokens_is_unset() {
 fn ignore_eos_drops_the_end_of_turn_ids() {
     let defaults = ParamDefaults {
         extra_stop_token_ids: vec![7],
+        eos_token_ids: vec![2],
         ..ParamDefaults::default()
     };
     let fields = CommonFields {
@@ -78,6 +85,7 @@ fn ignore_eos_drops_the_end_of_turn_ids() {
     };
     let p = GenerationParams::from_common(&fields, None, &defaults).expect("valid");
     assert_eq!(p.stop.stop_token_ids, [3]);
+    assert_eq!(p.ending_token_ids, [3], "EOS does not end the choice");
 }
 
 #[test]
@@ -117,13 +125,6 @@ fn bad_values_name_their_field() {
                 ..Default::default()
             },
             "top_k",
-        ),
-        (
-            CommonFields {
-                seed: Some(-1),
-                ..Default::default()
-            },
-            "seed",
         ),
         (
             CommonFields {
@@ -188,6 +189,20 @@ fn logit_bias_maps_token_ids_to_biases() {
     assert_eq!(bias, [(3, -100.0), (7, 100.0), (12, 0.5)]);
     let none = params(CommonFields::default()).expect("valid");
     assert!(none.sampling.logit_bias.is_empty());
+}
+
+#[test]
+fn negative_seeds_are_seeds() {
+    let params = |seed| {
+        let fields = CommonFields {
+            seed: Some(seed),
+            ..Default::default()
+        };
+        GenerationParams::from_common(&fields, None, &ParamDefaults::default()).expect("valid")
+    };
+    assert_eq!(params(-1).seed_for_choice(0), Some(u64::MAX));
+    assert_ne!(params(-2).seed_for_choice(0), params(-1).seed_for_choice(0));
+    assert_eq!(params(i64::MIN).seed_for_choice(0), Some(1 << 63));
 }
 
 #[test]
