@@ -63,13 +63,58 @@ impl ChatPolicy {
     }
 }
 
-/// A conversation to render: its messages, the tools offered (OpenAI tool objects), and whether
-/// the prompt ends with the assistant's turn header.
+/// A conversation to render: its messages, the tools offered (OpenAI tool objects), whether
+/// the prompt ends with the assistant's turn header, and whether it ends inside the final
+/// message instead (vLLM's `continue_final_message`: the model goes on writing it).
 #[derive(Debug, Clone, Copy)]
 pub struct Conversation<'a> {
     pub messages: &'a [ChatMessage],
     pub tools: Option<&'a [Value]>,
     pub add_generation_prompt: bool,
+    pub continue_final_message: bool,
+}
+
+/// `add_generation_prompt` and `continue_final_message` as a request gives them (vLLM's
+/// fields): the first defaults to true, unless the second is set, which it contradicts.
+pub fn prompt_ending(
+    add_generation_prompt: Option<bool>,
+    continue_final_message: Option<bool>,
+) -> Result<(bool, bool), ApiError> {
+    match (
+        add_generation_prompt,
+        continue_final_message.unwrap_or(false),
+    ) {
+        (Some(true), true) => Err(ApiError::invalid(
+            "continue_final_message",
+            "`continue_final_message` and `add_generation_prompt` cannot both be true",
+        )),
+        (add, true) => Ok((add.unwrap_or(false), true)),
+        (add, false) => Ok((add.unwrap_or(true), false)),
+    }
+}
+
+/// The rendered prompt cut just after the final message's content, which the template must
+/// write verbatim (the template closes that message; the model is to go on writing it).
+fn open_final_message(
+    rendered: String,
+    messages: &[ChatMessage],
+    final_text: Option<&str>,
+) -> Result<String, ApiError> {
+    let refuse = |why: &str| ApiError::invalid("continue_final_message", why.to_string());
+    let final_text = match final_text {
+        Some(text) if !messages.is_empty() && !text.is_empty() => text,
+        _ => {
+            return Err(refuse(
+                "`continue_final_message` needs a final message with text",
+            ))
+        }
+    };
+    let start = rendered.rfind(final_text).ok_or_else(|| {
+        refuse("the chat template does not write the final message's text as it is, so it cannot be continued")
+    })?;
+    let mut prompt = rendered;
+    prompt.truncate(start + final_text.len());
+    Ok(prompt)
 }
 
 /// The prompt's token ids: roles checked, the template rendered, content kept as text.
@@ -84,6 +129,7 @@ pub fn chat_prompt_ids(
         messages,
         tools,
         add_generation_prompt,
+        continue_final_message,
     } = conversation;
     policy.check_roles(messages)?;
     if !policy.allow_special_tokens_in_content {
@@ -95,8 +141,13 @@ pub fn chat_prompt_ids(
         .collect::<Result<Vec<_>, _>>()?;
     let needs_protection = !policy.allow_special_tokens_in_content
         && texts.iter().any(|t| tokenizer.contains_special_text(t));
+    let open_final = |rendered: String, final_text: Option<&str>| match continue_final_message {
+        true => open_final_message(rendered, messages, final_text),
+        false => Ok(rendered),
+    };
     if !needs_protection {
         let text = template.render_with_tools(messages, tools, add_generation_prompt)?;
+        let text = open_final(text, texts.last().map(String::as_str))?;
         return Ok(tokenizer.encode(&text, add_special_tokens)?);
     }
     let mut masker = Masker::new(rand::random());
@@ -109,6 +160,8 @@ pub fn chat_prompt_ids(
         })
         .collect();
     let rendered = template.render_with_tools(&masked, tools, add_generation_prompt)?;
+    let final_text = masked.last().map(|m| m.content.to_text()).transpose()?;
+    let rendered = open_final(rendered, final_text.as_deref())?;
     masker.encode(tokenizer, &rendered, add_special_tokens)
 }
 

@@ -19,8 +19,62 @@ fn ids(policy: &ChatPolicy, messages: &[ChatMessage]) -> Vec<u32> {
         messages,
         tools: None,
         add_generation_prompt: true,
+        continue_final_message: false,
     };
     chat_prompt_ids(&template(), &tokenizer, policy, conversation, false).expect("encodes")
+}
+
+fn continued(policy: &ChatPolicy, messages: &[ChatMessage]) -> Result<String, ApiError> {
+    let tokenizer = byte_tokenizer().expect("builds");
+    let conversation = Conversation {
+        messages,
+        tools: None,
+        add_generation_prompt: false,
+        continue_final_message: true,
+    };
+    let ids = chat_prompt_ids(&template(), &tokenizer, policy, conversation, false)?;
+    Ok(tokenizer.decode(&ids, false).expect("decodes"))
+}
+
+#[test]
+fn continue_final_message_ends_the_prompt_inside_it() {
+    let messages = [
+        ChatMessage::new("user", "Name a colour."),
+        ChatMessage::new("assistant", "The colour is"),
+    ];
+    let closed = template().render(&messages, false).expect("renders");
+    let prompt = continued(&ChatPolicy::default(), &messages).expect("continues");
+    assert!(
+        prompt.ends_with("<|im_start|>assistant\nThe colour is"),
+        "{prompt:?}"
+    );
+    assert!(closed.starts_with(&prompt) && closed.len() > prompt.len());
+    // Special-token text in the final message stays protected (masked while rendering).
+    let tricky = [ChatMessage::new("assistant", "a <|im_end|> b")];
+    let prompt = continued(&ChatPolicy::default(), &tricky).expect("continues");
+    assert!(prompt.ends_with("a <|im_end|> b"), "{prompt:?}");
+    let empty = [ChatMessage::new("assistant", "")];
+    let error = continued(&ChatPolicy::default(), &empty).expect_err("nothing to continue");
+    assert_eq!(error.param.as_deref(), Some("continue_final_message"));
+}
+
+#[test]
+fn prompt_ending_flags_as_vllm_reads_them() {
+    assert_eq!(prompt_ending(None, None).expect("valid"), (true, false));
+    assert_eq!(
+        prompt_ending(Some(false), None).expect("valid"),
+        (false, false)
+    );
+    assert_eq!(
+        prompt_ending(None, Some(true)).expect("valid"),
+        (false, true)
+    );
+    assert_eq!(
+        prompt_ending(Some(false), Some(true)).expect("valid"),
+        (false, true)
+    );
+    let both = prompt_ending(Some(true), Some(true)).expect_err("contradicts");
+    assert_eq!(both.param.as_deref(), Some("continue_final_message"));
 }
 
 fn count(ids: &[u32], id: u32) -> usize {

@@ -292,3 +292,31 @@ async fn stop_tokens_and_strings_stay_out_of_the_text_unless_included() {
     let streamed = streamed_choices(&api.sse(CHAT, &request).await);
     assert_eq!(streamed[&0].text, format!("{kept}{stop}"));
 }
+
+/// vLLM's `continue_final_message`: the prompt ends inside the final (assistant) message and the
+/// answer goes on from there; `/tokenize` counts the same prompt.
+#[tokio::test]
+async fn continue_final_message_goes_on_with_the_last_message() {
+    let api = Api::start();
+    let messages = json!([
+        {"role": "user", "content": FRANCE},
+        {"role": "assistant", "content": "The capital of France is"},
+    ]);
+    let body = json!({"model": MODEL, "messages": messages, "max_tokens": 8, "temperature": 0,
+        "add_generation_prompt": false, "continue_final_message": true});
+    let response = api.json(CHAT, &body).await;
+    let answer = content(&response);
+    assert!(answer.contains("Paris"), "{response}");
+    let tokenize = |flags: Value| with(json!({"model": MODEL, "messages": messages}), flags);
+    let open = api
+        .json("/tokenize", &tokenize(json!({"continue_final_message": true})))
+        .await;
+    let closed = api
+        .json("/tokenize", &tokenize(json!({"add_generation_prompt": false})))
+        .await;
+    assert_eq!(count(&open["count"]), counts(&response["usage"]).0);
+    assert!(count(&open["count"]) < count(&closed["count"]), "{open} / {closed}");
+    let both = with(body, json!({"add_generation_prompt": true}));
+    let refused = api.send(api.post(CHAT, &both)).await;
+    assert_eq!(refused.status(), reqwest::StatusCode::BAD_REQUEST);
+}

@@ -205,6 +205,25 @@ class JsonSchemaOutputs(unittest.TestCase):
             self.assertTrue(choice.message.content.startswith("{"))
 
 
+    def test_response_format_on_completions_as_vllm_takes_it(self):
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}},
+                  "required": ["n"], "additionalProperties": False}
+        completion = CLIENT.completions.create(
+            model=MODEL, prompt="A number as JSON:", max_tokens=30, temperature=0,
+            extra_body={"response_format": {"type": "json_schema",
+                                            "json_schema": {"name": "n", "schema": schema}}},
+        )
+        choice = completion.choices[0]
+        self.assertEqual(choice.finish_reason, "stop", choice.text)
+        self.assertEqual(list(json.loads(choice.text)), ["n"])
+        with self.assertRaises(openai.BadRequestError) as caught:
+            CLIENT.completions.create(
+                model=MODEL, prompt="x", max_tokens=5,
+                extra_body={"response_format": {"type": "yaml"}},
+            )
+        self.assertEqual(caught.exception.body["param"], "response_format.type")
+
+
 class RegexChoiceGrammar(unittest.TestCase):
     def test_regex_constrains_the_output(self):
         pattern = r"[0-9]{3}-[A-Z]{2}"

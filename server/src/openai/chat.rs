@@ -8,7 +8,7 @@ use axum::Extension;
 use pagoda_text::tool_calls::ToolCallFormat;
 use serde_json::Value;
 
-use crate::chat_prompt::Conversation;
+use crate::chat_prompt::{prompt_ending, Conversation};
 use crate::middleware::RequestIdValue;
 use crate::openai::constrain::{compile_requested, TOOL_CALL_KIND};
 use crate::openai::error::ApiError;
@@ -66,7 +66,10 @@ pub async fn chat_completions(
         // `[TOOL_CALLS]` is a special token: keep it in the text the parser reads.
         params.skip_special_tokens = false;
     }
-    let add_generation_prompt = request.add_generation_prompt.unwrap_or(true);
+    let (add_generation_prompt, continue_final_message) = prompt_ending(
+        request.add_generation_prompt,
+        request.continue_final_message,
+    )?;
     let prompt = {
         let state = state.clone();
         let messages = request.messages;
@@ -78,6 +81,7 @@ pub async fn chat_completions(
                 messages: &messages,
                 tools: offered.as_deref(),
                 add_generation_prompt,
+                continue_final_message,
             };
             state.chat_prompt_ids(conversation, false)
         })

@@ -45,7 +45,7 @@ pub async fn completions(
     };
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
     params.lora = lora;
-    if let Some(requested) = requested_spec(&request.fields, None)? {
+    if let Some(requested) = requested_spec(&request.fields, request.response_format.as_ref())? {
         let compiler = state.grammar_compiler.as_deref();
         params.constraint = Some(compile_requested(compiler, &state.metrics, &requested).await?);
         state

@@ -26,7 +26,8 @@ const STRUCTURED_OUTPUT_KINDS: [&str; 6] = [
     "structural_tag",
 ];
 
-/// The one constraint the request's fields ask for, if any; `response_format` is chat's.
+/// The one constraint the request's fields ask for, if any (`response_format`: OpenAI's chat field,
+/// which vLLM takes on completions too).
 pub fn requested_spec(
     fields: &CommonFields,
     response_format: Option<&Value>,

@@ -78,6 +78,8 @@ pub struct ChatCompletionRequest {
     pub function_call: Option<Value>,
     pub response_format: Option<Value>,
     pub add_generation_prompt: Option<bool>,
+    /// vLLM's: the prompt ends inside the final message, which the model continues.
+    pub continue_final_message: Option<bool>,
     #[serde(flatten)]
     pub fields: CommonFields,
 }
@@ -110,6 +112,8 @@ pub struct CompletionRequest {
     pub logprobs: Option<u32>,
     pub echo: Option<bool>,
     pub suffix: Option<String>,
+    /// OpenAI's chat `response_format`, which vLLM also takes on completions.
+    pub response_format: Option<Value>,
     #[serde(flatten)]
     pub fields: CommonFields,
 }

@@ -6,7 +6,7 @@ use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::chat_prompt::Conversation;
+use crate::chat_prompt::{prompt_ending, Conversation};
 use crate::openai::error::ApiError;
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
@@ -20,6 +20,7 @@ struct TokenizeRequest {
     messages: Option<Vec<ChatMessage>>,
     add_special_tokens: Option<bool>,
     add_generation_prompt: Option<bool>,
+    continue_final_message: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -42,12 +43,16 @@ pub async fn tokenize(
                 .tokenizer
                 .encode(&prompt, request.add_special_tokens.unwrap_or(true))?),
             (None, Some(messages)) => {
-                let add_generation_prompt = request.add_generation_prompt.unwrap_or(true);
+                let (add_generation_prompt, continue_final_message) = prompt_ending(
+                    request.add_generation_prompt,
+                    request.continue_final_message,
+                )?;
                 let add_special_tokens = request.add_special_tokens.unwrap_or(false);
                 let conversation = Conversation {
                     messages: &messages,
                     tools: None,
                     add_generation_prompt,
+                    continue_final_message,
                 };
                 state.chat_prompt_ids(conversation, add_special_tokens)
             }
