@@ -309,13 +309,22 @@ async fn continue_final_message_goes_on_with_the_last_message() {
     assert!(answer.contains("Paris"), "{response}");
     let tokenize = |flags: Value| with(json!({"model": MODEL, "messages": messages}), flags);
     let open = api
-        .json("/tokenize", &tokenize(json!({"continue_final_message": true})))
+        .json(
+            "/tokenize",
+            &tokenize(json!({"continue_final_message": true})),
+        )
         .await;
     let closed = api
-        .json("/tokenize", &tokenize(json!({"add_generation_prompt": false})))
+        .json(
+            "/tokenize",
+            &tokenize(json!({"add_generation_prompt": false})),
+        )
         .await;
     assert_eq!(count(&open["count"]), counts(&response["usage"]).0);
-    assert!(count(&open["count"]) < count(&closed["count"]), "{open} / {closed}");
+    assert!(
+        count(&open["count"]) < count(&closed["count"]),
+        "{open} / {closed}"
+    );
     let both = with(body, json!({"add_generation_prompt": true}));
     let refused = api.send(api.post(CHAT, &both)).await;
     assert_eq!(refused.status(), reqwest::StatusCode::BAD_REQUEST);

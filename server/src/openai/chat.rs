@@ -62,7 +62,11 @@ pub async fn chat_completions(
         None => None,
     };
     constrain(&state, &request, tools.as_ref(), &mut params).await?;
-    if tool_output == Some(ToolOutput::Parsed(ToolCallFormat::Mistral)) {
+    if let Some(ToolOutput::Parsed {
+        format: ToolCallFormat::Mistral,
+        ..
+    }) = tool_output
+    {
         // `[TOOL_CALLS]` is a special token: keep it in the text the parser reads.
         params.skip_special_tokens = false;
     }

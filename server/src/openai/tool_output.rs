@@ -13,8 +13,12 @@ use serde_json::{json, Value};
 /// How a choice's output is read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolOutput {
-    /// Calls written in this format among (or instead of) content.
-    Parsed(ToolCallFormat),
+    /// Calls written in this format among (or instead of) content; with `parallel: false`
+    /// (`parallel_tool_calls: false`) only the first call is returned, as OpenAI promises.
+    Parsed {
+        format: ToolCallFormat,
+        parallel: bool,
+    },
     /// The whole output is the arguments of a call to this function.
     Named(String),
 }
@@ -45,15 +49,25 @@ fn opening_json(index: usize, name: &str) -> Value {
 pub fn message_parts(output: &ToolOutput, text: &str) -> (Option<String>, Vec<Value>) {
     match output {
         ToolOutput::Named(name) => (None, vec![call_json(name, text)]),
-        ToolOutput::Parsed(format) => {
+        ToolOutput::Parsed { format, parallel } => {
             let parsed = format.parse(text);
             let calls = parsed
                 .tool_calls
                 .iter()
+                .take(max_calls(*parallel))
                 .map(|call| call_json(&call.name, &call.arguments))
                 .collect();
             (parsed.content, calls)
         }
+    }
+}
+
+/// How many of the parsed calls a choice returns.
+fn max_calls(parallel: bool) -> usize {
+    if parallel {
+        usize::MAX
+    } else {
+        1
     }
 }
 
@@ -75,6 +89,7 @@ impl ChatDelta {
 pub struct ToolCallStream {
     reader: Reader,
     num_calls: usize,
+    max_calls: usize,
 }
 
 #[derive(Debug)]
@@ -85,13 +100,16 @@ enum Reader {
 
 impl ToolCallStream {
     pub fn new(output: &ToolOutput) -> Self {
-        let reader = match output {
-            ToolOutput::Parsed(format) => Reader::Parsed(format.streaming()),
-            ToolOutput::Named(name) => Reader::Named { name: name.clone() },
+        let (reader, max_calls) = match output {
+            ToolOutput::Parsed { format, parallel } => {
+                (Reader::Parsed(format.streaming()), max_calls(*parallel))
+            }
+            ToolOutput::Named(name) => (Reader::Named { name: name.clone() }, 1),
         };
         Self {
             reader,
             num_calls: 0,
+            max_calls,
         }
     }
 
@@ -136,6 +154,9 @@ impl ToolCallStream {
         for item in deltas {
             match item {
                 ToolStreamDelta::Content(text) => delta.content.push_str(&text),
+                ToolStreamDelta::CallStart { index, .. }
+                | ToolStreamDelta::Arguments { index, .. }
+                    if index >= self.max_calls => {}
                 ToolStreamDelta::CallStart { index, name } => {
                     self.num_calls = self.num_calls.max(index + 1);
                     delta.tool_calls.push(opening_json(index, &name));
@@ -157,7 +178,7 @@ fn arguments_json(index: usize, fragment: &str) -> Value {
 /// after calling (OpenAI's, for `auto` and `required`; a named function keeps `stop`, as OpenAI).
 pub fn finish_reason<'a>(output: &ToolOutput, num_calls: usize, reason: &'a str) -> &'a str {
     match output {
-        ToolOutput::Parsed(_) if num_calls > 0 && reason == "stop" => "tool_calls",
+        ToolOutput::Parsed { .. } if num_calls > 0 && reason == "stop" => "tool_calls",
         _ => reason,
     }
 }
@@ -178,7 +199,10 @@ mod tests {
     #[test]
     fn streamed_calls_add_up_to_the_whole_message() {
         let text = "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
-        let output = ToolOutput::Parsed(ToolCallFormat::Hermes);
+        let output = ToolOutput::Parsed {
+            format: ToolCallFormat::Hermes,
+            parallel: true,
+        };
         let (content, calls) = message_parts(&output, text);
         assert_eq!(content.as_deref(), Some("Let me check."));
         assert_eq!(calls.len(), 1);
@@ -208,6 +232,33 @@ mod tests {
         assert_eq!(finish_reason(&output, 1, "stop"), "tool_calls");
         assert_eq!(finish_reason(&output, 1, "length"), "length");
         assert_eq!(finish_reason(&output, 0, "stop"), "stop");
+    }
+
+    #[test]
+    fn without_parallel_calls_only_the_first_is_returned() {
+        let call = |city: &str| {
+            format!("<tool_call>\n{{\"name\": \"w\", \"arguments\": {{\"city\": \"{city}\"}}}}\n</tool_call>\n")
+        };
+        let text = format!("{}{}", call("Paris"), call("Rome"));
+        for (parallel, num_calls) in [(true, 2), (false, 1)] {
+            let output = ToolOutput::Parsed {
+                format: ToolCallFormat::Hermes,
+                parallel,
+            };
+            let (_, calls) = message_parts(&output, &text);
+            assert_eq!(calls.len(), num_calls);
+            assert_eq!(calls[0]["function"]["arguments"], "{\"city\": \"Paris\"}");
+            let mut stream = ToolCallStream::new(&output);
+            let deltas = vec![stream.push(&text), stream.finish()];
+            let indices: Vec<&Value> = deltas
+                .iter()
+                .flat_map(|d| &d.tool_calls)
+                .map(|c| &c["index"])
+                .collect();
+            assert!(indices.iter().all(|&i| i.as_u64() < Some(num_calls as u64)));
+            assert_eq!(arguments_of(&deltas, 0), "{\"city\": \"Paris\"}");
+            assert_eq!(stream.num_calls(), num_calls);
+        }
     }
 
     #[test]

@@ -213,10 +213,16 @@ impl ToolsRequest {
     pub fn output(&self, config: ToolCallConfig) -> Result<Option<ToolOutput>, ApiError> {
         match &self.choice {
             ToolChoice::None => Ok(None),
-            ToolChoice::Required => Ok(Some(ToolOutput::Parsed(ToolCallFormat::JsonArray))),
+            ToolChoice::Required => Ok(Some(ToolOutput::Parsed {
+                format: ToolCallFormat::JsonArray,
+                parallel: self.parallel_tool_calls,
+            })),
             ToolChoice::Named(name) => Ok(Some(ToolOutput::Named(name.clone()))),
             ToolChoice::Auto => match (config.enable_auto_tool_choice, config.parser) {
-                (true, Some(format)) => Ok(Some(ToolOutput::Parsed(format))),
+                (true, Some(format)) => Ok(Some(ToolOutput::Parsed {
+                    format,
+                    parallel: self.parallel_tool_calls,
+                })),
                 _ => Err(ApiError::invalid(
                     "tool_choice",
                     "\"auto\" tool choice (the default when `tools` are given) needs the server \

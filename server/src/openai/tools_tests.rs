@@ -66,7 +66,10 @@ fn output_reading_follows_the_choice_and_the_server_flags() {
     };
     assert_eq!(
         tools(json!("auto")).output(hermes).expect("enabled"),
-        Some(ToolOutput::Parsed(ToolCallFormat::Hermes))
+        Some(ToolOutput::Parsed {
+            format: ToolCallFormat::Hermes,
+            parallel: true
+        })
     );
     let error = tools(json!("auto"))
         .output(ToolCallConfig::default())
@@ -75,7 +78,10 @@ fn output_reading_follows_the_choice_and_the_server_flags() {
     assert!(error.message.contains("--enable-auto-tool-choice"));
     assert_eq!(
         tools(json!("required")).output(ToolCallConfig::default()),
-        Ok(Some(ToolOutput::Parsed(ToolCallFormat::JsonArray)))
+        Ok(Some(ToolOutput::Parsed {
+            format: ToolCallFormat::JsonArray,
+            parallel: true
+        }))
     );
     assert_eq!(tools(json!("none")).output(hermes), Ok(None));
 }
