@@ -1,5 +1,6 @@
 //! Per-step sampling time: the step's logits in, one token per sequence out, at batch 1, 8 and
-//! 32 with a 49,152- and a 128,256-token vocabulary, greedy and temperature 0.8 + top-p 0.95.
+//! 32 with a 49,152- and a 128,256-token vocabulary: greedy, temperature 0.8 + top-p 0.95, and
+//! temperature 0.8 alone (what a client that sets only `temperature` asks for).
 //!
 //! `cargo run --release -p pagoda-engine --example sampling_bench [-- --iterations 50]` prints a
 //! table and one JSON line per case. Two paths, side by side in one run:
@@ -37,16 +38,37 @@ fn logits(num_rows: usize, vocab_size: usize, seed: u64) -> BoxResult<Tensor> {
     )?)
 }
 
-fn params(sampled: bool, seed: u64) -> SamplingParams {
-    if sampled {
-        SamplingParams {
-            temperature: 0.8,
-            top_p: 0.95,
-            seed: Some(seed),
-            ..SamplingParams::default()
+/// The sampling modes measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Greedy,
+    TopP,
+    Temperature,
+}
+
+impl Mode {
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Greedy => "greedy",
+            Mode::TopP => "t0.8_p0.95",
+            Mode::Temperature => "t0.8",
         }
-    } else {
-        SamplingParams::greedy()
+    }
+}
+
+fn params(mode: Mode, seed: u64) -> SamplingParams {
+    let sampled = SamplingParams {
+        temperature: 0.8,
+        seed: Some(seed),
+        ..SamplingParams::default()
+    };
+    match mode {
+        Mode::Greedy => SamplingParams::greedy(),
+        Mode::TopP => SamplingParams {
+            top_p: 0.95,
+            ..sampled
+        },
+        Mode::Temperature => sampled,
     }
 }
 
@@ -56,12 +78,12 @@ fn median_us(mut samples: Vec<f64>) -> f64 {
 }
 
 /// The old path: every row through its sequence's own sampler, one after another.
-fn time_serial(logits: &Tensor, sampled: bool, iterations: usize) -> BoxResult<f64> {
+fn time_serial(logits: &Tensor, mode: Mode, iterations: usize) -> BoxResult<f64> {
     let (num_rows, vocab_size) = logits.dims2()?;
     let mut samplers: Vec<(SequenceSampler, SamplerScratch)> = (0..num_rows)
         .map(|i| {
             (
-                SequenceSampler::new(&params(sampled, i as u64), 0),
+                SequenceSampler::new(&params(mode, i as u64), 0),
                 SamplerScratch::default(),
             )
         })
@@ -80,7 +102,7 @@ fn time_serial(logits: &Tensor, sampled: bool, iterations: usize) -> BoxResult<f
 }
 
 /// The new path: the whole batch through the runner's `BatchSampler`.
-fn time_batched(logits: &Tensor, sampled: bool, iterations: usize) -> BoxResult<f64> {
+fn time_batched(logits: &Tensor, mode: Mode, iterations: usize) -> BoxResult<f64> {
     let (num_rows, vocab_size) = logits.dims2()?;
     let mut batch = BatchSampler::new(vec![0], vocab_size);
     let ids: Vec<RequestId> = (0..num_rows as u64).map(RequestId).collect();
@@ -89,12 +111,7 @@ fn time_batched(logits: &Tensor, sampled: bool, iterations: usize) -> BoxResult<
             ignore_eos: true,
             ..StopConditions::default()
         };
-        batch.add(&EngineRequest::new(
-            id,
-            vec![1],
-            params(sampled, id.0),
-            stop,
-        ));
+        batch.add(&EngineRequest::new(id, vec![1], params(mode, id.0), stop));
     }
     let mut times = Vec::with_capacity(iterations);
     for _ in 0..iterations {
@@ -121,10 +138,10 @@ fn main() -> BoxResult<()> {
     for vocab_size in [49_152, 128_256] {
         for num_rows in [1, 8, 32] {
             let logits = logits(num_rows, vocab_size, 7)?;
-            for sampled in [false, true] {
-                let mode = if sampled { "t0.8_p0.95" } else { "greedy" };
-                let serial = time_serial(&logits, sampled, iterations)?;
-                let batched = time_batched(&logits, sampled, iterations)?;
+            for mode in [Mode::Greedy, Mode::TopP, Mode::Temperature] {
+                let serial = time_serial(&logits, mode, iterations)?;
+                let batched = time_batched(&logits, mode, iterations)?;
+                let mode = mode.label();
                 println!(
                     "{vocab_size:>7} {num_rows:>6} {mode:>12} {serial:>12.1} {batched:>12.1} {:>7.2}x",
                     serial / batched

@@ -105,6 +105,59 @@ fn mass_at_least(weights: &[f32], floor: f32) -> f64 {
     lanes.iter().map(|&lane| f64::from(lane)).sum::<f64>() + f64::from(rest)
 }
 
+/// Draws a token by inverse CDF with `uniform` (in [0, 1)) over the `weights` at or above
+/// `floor` (> 0), in vocabulary order: what `filters::draw` picks from the candidates
+/// `fill_at_least(weights, floor)` would make, up to the rounding of the sums, without making
+/// them. The masses of blocks of the row are summed in vector lanes, first for the total, then
+/// again until the block holding the target mass, which is walked token by token. `None` when no
+/// weight reaches the floor.
+pub(super) fn draw_at_least(weights: &[f32], floor: f32, uniform: f64) -> Option<u32> {
+    const BLOCK: usize = 4 * LANES;
+    let block_mass = |block: &[f32]| {
+        let mut lanes = [0f64; LANES];
+        for chunk in block.chunks(LANES) {
+            for (lane, &weight) in lanes.iter_mut().zip(chunk) {
+                *lane += if weight >= floor { f64::from(weight) } else { 0.0 };
+            }
+        }
+        lanes.iter().sum::<f64>()
+    };
+    let total: f64 = weights.chunks(BLOCK).map(block_mass).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let target_mass = uniform * total;
+    let mut cumulative_mass = 0.0;
+    let mut last_block_with_mass = 0;
+    for (block_index, block) in weights.chunks(BLOCK).enumerate() {
+        let mass = block_mass(block);
+        if mass <= 0.0 {
+            continue;
+        }
+        last_block_with_mass = block_index;
+        if cumulative_mass + mass <= target_mass {
+            cumulative_mass += mass;
+            continue;
+        }
+        let mut last_kept = None;
+        for (offset, &weight) in block.iter().enumerate() {
+            if weight >= floor {
+                cumulative_mass += f64::from(weight);
+                last_kept = Some(block_index * BLOCK + offset);
+                if cumulative_mass > target_mass {
+                    break;
+                }
+            }
+        }
+        // Rounding can leave the walk a hair short of the target: the block's last kept token.
+        return last_kept.map(|id| id as u32);
+    }
+    // Rounding again (the target at the very end): the row's last kept token.
+    let block = weights.chunks(BLOCK).nth(last_block_with_mass)?;
+    let offset = block.iter().rposition(|&w| w >= floor)?;
+    Some((last_block_with_mass * BLOCK + offset) as u32)
+}
+
 /// `(token_id, value)` for every value at or above `floor` and above `-inf` (NaN never), in
 /// token order. Blocks of the row wholly below the floor are skipped with one vector compare.
 pub(super) fn fill_at_least(values: &[f32], floor: f32, candidates: &mut Vec<Candidate>) {
@@ -127,7 +180,7 @@ pub(super) fn fill_at_least(values: &[f32], floor: f32, candidates: &mut Vec<Can
 #[cfg(test)]
 mod tests {
     use super::super::filters::{
-        fill_candidates, keep_top_k, keep_top_p, keep_top_p_of_mass, logits_to_weights,
+        draw, fill_candidates, keep_top_k, keep_top_p, keep_top_p_of_mass, logits_to_weights,
     };
     use super::*;
     use rand::{Rng, SeedableRng};
@@ -167,6 +220,33 @@ mod tests {
 
     fn max_of(row: &[f32]) -> f32 {
         row.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+    }
+
+    /// The dense draw picks the token the candidates' draw picks, for every row shape, floor and
+    /// a grid of uniform numbers (the sums round differently only at a hair's breadth from a
+    /// token boundary, which no grid point here lands on).
+    #[test]
+    fn the_dense_draw_picks_what_the_candidates_draw_picks() {
+        for num_tokens in [1, 63, 64, 3_001] {
+            for row in rows(num_tokens) {
+                let mut weights = Vec::new();
+                weights_into(&row, max_of(&row), 0.8, &mut weights);
+                for floor in [ANY_WEIGHT, 1e-3, 0.1, 1.0] {
+                    let mut candidates = Vec::new();
+                    fill_at_least(&weights, floor, &mut candidates);
+                    for step in 0..1_000 {
+                        let uniform = (f64::from(step) + 0.5) / 1_000.0;
+                        assert_eq!(
+                            draw_at_least(&weights, floor, uniform),
+                            draw(&candidates, uniform),
+                            "{num_tokens} tokens, floor {floor}, uniform {uniform}"
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(draw_at_least(&[0.0, 0.5], 0.6, 0.3), None, "nothing kept");
+        assert_eq!(draw_at_least(&[0.5, 0.0, 1.0, 0.0], ANY_WEIGHT, 0.9999), Some(2));
     }
 
     #[test]

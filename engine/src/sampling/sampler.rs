@@ -9,7 +9,9 @@ use super::filters::{
     argmax, draw, keep_min_p, keep_top_k, keep_top_p, keep_top_p_of_mass, logits_to_weights,
     Candidate,
 };
-use super::prune::{fill_at_least, top_k_floor, top_p_floor, total_of, weights_into, ANY_WEIGHT};
+use super::prune::{
+    draw_at_least, fill_at_least, top_k_floor, top_p_floor, total_of, weights_into, ANY_WEIGHT,
+};
 use super::logprobs::{log_softmax_into, top_n};
 use super::penalties::{
     apply_presence_frequency_penalties, apply_repetition_penalty, ban_tokens, TokenCounter,
@@ -189,8 +191,11 @@ impl SequenceSampler {
                 fill_at_least(weights, top_p_floor(weights, target_mass), candidates);
                 keep_top_p_of_mass(candidates, target_mass);
             } else {
-                // The top weighs exactly 1, so min-p's bar is `min_p` itself.
-                fill_at_least(weights, params.min_p.max(ANY_WEIGHT), candidates);
+                // Temperature (and min-p) alone, the most common sampled row: the top weighs
+                // exactly 1, so min-p's bar is `min_p` itself, and the draw walks the dense
+                // weights instead of building a candidate per kept token.
+                let uniform = self.rng.random::<f64>();
+                return draw_at_least(weights, params.min_p.max(ANY_WEIGHT), uniform);
             }
         }
         keep_min_p(candidates, params.min_p);

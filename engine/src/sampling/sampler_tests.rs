@@ -379,6 +379,7 @@ fn filtered_draws_follow_the_exact_filtered_distribution() {
         (1.0, 0, 0.85, 0.0),
         (1.2, 0, 1.0, 0.2),
         (0.9, 8, 0.9, 0.1),
+        (0.7, 0, 1.0, 0.0),
     ];
     check_filtered_draws(&logits, &cases, 2);
 }
@@ -397,6 +398,46 @@ fn peaked_vocab_row() -> Vec<f32> {
 
 #[test]
 fn filtered_draws_over_a_whole_vocabulary_follow_the_exact_distribution() {
-    let cases = [(1.0, 8, 1.0, 0.0), (0.8, 0, 0.9, 0.0), (1.1, 10, 0.95, 0.05)];
+    let cases = [
+        (1.0, 8, 1.0, 0.0),
+        (0.8, 0, 0.9, 0.0),
+        (1.1, 10, 0.95, 0.05),
+        // Temperature and min-p: the dense draw (`prune::draw_at_least`).
+        (0.9, 0, 1.0, 0.01),
+    ];
     check_filtered_draws(&peaked_vocab_row(), &cases, 4);
+}
+
+/// Temperature alone over a whole vocabulary (the dense draw, every token kept): 10,000 draws
+/// against the exact distribution, the long tail pooled into one bin (a chi-square needs
+/// expected counts well above zero).
+#[test]
+fn temperature_alone_over_a_whole_vocabulary_follows_the_exact_distribution() {
+    let logits = peaked_vocab_row();
+    for temperature in [0.6f32, 1.0, 1.3] {
+        let params = SamplingParams {
+            temperature,
+            seed: Some(5),
+            ..SamplingParams::default()
+        };
+        let filters = FilterParams {
+            temperature,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+        };
+        let exact = filtered_distribution(&logits, &filters);
+        assert_eq!(exact.len(), logits.len(), "every token is kept");
+        let (likely, tail): (Vec<_>, Vec<_>) = exact.into_iter().partition(|&(_, p)| p > 1e-3);
+        const TAIL: u32 = u32::MAX;
+        let mut expected = likely.clone();
+        expected.push((TAIL, tail.iter().map(|&(_, p)| p).sum()));
+        let pooled: Vec<u32> = draws(&params, 0, &logits, 10_000)
+            .into_iter()
+            .map(|t| if likely.iter().any(|&(id, _)| id == t) { t } else { TAIL })
+            .collect();
+        if let Err(why) = check_draws(&pooled, &expected) {
+            panic!("temperature {temperature}: {why}");
+        }
+    }
 }
