@@ -13,9 +13,11 @@
 //! Roles are OpenAI's (`system`, `developer`, `user`, `assistant`, `tool`, and `function` for old
 //! clients) plus any the operator allows with `--allowed-roles`; anything else is a 400.
 
-use pagoda_text::template::{ChatMessage, ChatTemplate, MessageContent};
+use pagoda_text::template::{
+    ChatMessage, ChatTemplate, MessageContent, RESERVED_TEMPLATE_VARIABLES,
+};
 use pagoda_text::tokenizer::TextTokenizer;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::openai::error::ApiError;
 
@@ -72,6 +74,34 @@ pub struct Conversation<'a> {
     pub tools: Option<&'a [Value]>,
     pub add_generation_prompt: bool,
     pub continue_final_message: bool,
+    /// Extra template variables (`chat_template_kwargs`).
+    pub template_kwargs: &'a Map<String, Value>,
+}
+
+/// A request's `chat_template_kwargs` (vLLM's): an object of extra template variables, such as
+/// Qwen3's `enable_thinking`; the variables the server sets cannot be among them.
+pub fn template_kwargs(value: Option<&Value>) -> Result<Map<String, Value>, ApiError> {
+    const FIELD: &str = "chat_template_kwargs";
+    let kwargs = match value {
+        None | Some(Value::Null) => return Ok(Map::new()),
+        Some(Value::Object(kwargs)) => kwargs.clone(),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                FIELD,
+                "`chat_template_kwargs` must be an object",
+            ))
+        }
+    };
+    if let Some(name) = kwargs
+        .keys()
+        .find(|name| RESERVED_TEMPLATE_VARIABLES.contains(&name.as_str()))
+    {
+        return Err(ApiError::invalid(
+            format!("{FIELD}.{name}"),
+            format!("`{name}` is set by the server and cannot be a template keyword argument"),
+        ));
+    }
+    Ok(kwargs)
 }
 
 /// `add_generation_prompt` and `continue_final_message` as a request gives them (vLLM's
@@ -130,6 +160,7 @@ pub fn chat_prompt_ids(
         tools,
         add_generation_prompt,
         continue_final_message,
+        template_kwargs,
     } = conversation;
     policy.check_roles(messages)?;
     if !policy.allow_special_tokens_in_content {
@@ -146,7 +177,7 @@ pub fn chat_prompt_ids(
         false => Ok(rendered),
     };
     if !needs_protection {
-        let text = template.render_with_tools(messages, tools, add_generation_prompt)?;
+        let text = template.render_with(messages, tools, add_generation_prompt, template_kwargs)?;
         let text = open_final(text, texts.last().map(String::as_str))?;
         return Ok(tokenizer.encode(&text, add_special_tokens)?);
     }
@@ -159,7 +190,7 @@ pub fn chat_prompt_ids(
             ..message.clone()
         })
         .collect();
-    let rendered = template.render_with_tools(&masked, tools, add_generation_prompt)?;
+    let rendered = template.render_with(&masked, tools, add_generation_prompt, template_kwargs)?;
     let final_text = masked.last().map(|m| m.content.to_text()).transpose()?;
     let rendered = open_final(rendered, final_text.as_deref())?;
     masker.encode(tokenizer, &rendered, add_special_tokens)

@@ -20,6 +20,7 @@ fn ids(policy: &ChatPolicy, messages: &[ChatMessage]) -> Vec<u32> {
         tools: None,
         add_generation_prompt: true,
         continue_final_message: false,
+        template_kwargs: &Map::new(),
     };
     chat_prompt_ids(&template(), &tokenizer, policy, conversation, false).expect("encodes")
 }
@@ -31,6 +32,7 @@ fn continued(policy: &ChatPolicy, messages: &[ChatMessage]) -> Result<String, Ap
         tools: None,
         add_generation_prompt: false,
         continue_final_message: true,
+        template_kwargs: &Map::new(),
     };
     let ids = chat_prompt_ids(&template(), &tokenizer, policy, conversation, false)?;
     Ok(tokenizer.decode(&ids, false).expect("decodes"))
@@ -171,4 +173,19 @@ fn masking_round_trips_any_text() {
     let masked = masker.mask(&tokenizer, text);
     assert!(!tokenizer.contains_special_text(&masked), "{masked:?}");
     assert_eq!(masker.unmask(&masked), text);
+}
+
+#[test]
+fn template_kwargs_are_an_object_without_the_servers_variables() {
+    assert!(template_kwargs(None).expect("none").is_empty());
+    let kwargs = serde_json::json!({"enable_thinking": false});
+    assert_eq!(template_kwargs(Some(&kwargs)).expect("valid").len(), 1);
+    let error = template_kwargs(Some(&serde_json::json!([1]))).expect_err("not an object");
+    assert_eq!(error.param.as_deref(), Some("chat_template_kwargs"));
+    let forged = serde_json::json!({"add_generation_prompt": false});
+    let error = template_kwargs(Some(&forged)).expect_err("reserved");
+    assert_eq!(
+        error.param.as_deref(),
+        Some("chat_template_kwargs.add_generation_prompt")
+    );
 }

@@ -8,7 +8,7 @@ use axum::Extension;
 use pagoda_text::tool_calls::ToolCallFormat;
 use serde_json::Value;
 
-use crate::chat_prompt::{prompt_ending, Conversation};
+use crate::chat_prompt::{prompt_ending, template_kwargs, Conversation};
 use crate::middleware::RequestIdValue;
 use crate::openai::constrain::{compile_requested, TOOL_CALL_KIND};
 use crate::openai::error::ApiError;
@@ -74,6 +74,7 @@ pub async fn chat_completions(
         request.add_generation_prompt,
         request.continue_final_message,
     )?;
+    let kwargs = template_kwargs(request.chat_template_kwargs.as_ref())?;
     let prompt = {
         let state = state.clone();
         let messages = request.messages;
@@ -86,6 +87,7 @@ pub async fn chat_completions(
                 tools: offered.as_deref(),
                 add_generation_prompt,
                 continue_final_message,
+                template_kwargs: &kwargs,
             };
             state.chat_prompt_ids(conversation, false)
         })

@@ -80,6 +80,8 @@ pub struct ChatCompletionRequest {
     pub add_generation_prompt: Option<bool>,
     /// vLLM's: the prompt ends inside the final message, which the model continues.
     pub continue_final_message: Option<bool>,
+    /// vLLM's: extra variables for the chat template (e.g. `{"enable_thinking": false}`).
+    pub chat_template_kwargs: Option<Value>,
     #[serde(flatten)]
     pub fields: CommonFields,
 }

@@ -6,7 +6,7 @@ use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::chat_prompt::{prompt_ending, Conversation};
+use crate::chat_prompt::{prompt_ending, template_kwargs, Conversation};
 use crate::openai::error::ApiError;
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
@@ -21,6 +21,7 @@ struct TokenizeRequest {
     add_special_tokens: Option<bool>,
     add_generation_prompt: Option<bool>,
     continue_final_message: Option<bool>,
+    chat_template_kwargs: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -48,11 +49,13 @@ pub async fn tokenize(
                     request.continue_final_message,
                 )?;
                 let add_special_tokens = request.add_special_tokens.unwrap_or(false);
+                let kwargs = template_kwargs(request.chat_template_kwargs.as_ref())?;
                 let conversation = Conversation {
                     messages: &messages,
                     tools: None,
                     add_generation_prompt,
                     continue_final_message,
+                    template_kwargs: &kwargs,
                 };
                 state.chat_prompt_ids(conversation, add_special_tokens)
             }

@@ -102,6 +102,32 @@ impl ChatTemplate {
         tools: Option<&[serde_json::Value]>,
         add_generation_prompt: bool,
     ) -> Result<String, TemplateError> {
+        self.render_with(
+            messages,
+            tools,
+            add_generation_prompt,
+            &serde_json::Map::new(),
+        )
+    }
+
+    /// [`ChatTemplate::render_with_tools`] with extra template variables (a request's
+    /// `chat_template_kwargs`, e.g. Qwen3's `enable_thinking`). They cannot replace the variables
+    /// the server sets ([`RESERVED_TEMPLATE_VARIABLES`]): such a name is an error.
+    pub fn render_with(
+        &self,
+        messages: &[ChatMessage],
+        tools: Option<&[serde_json::Value]>,
+        add_generation_prompt: bool,
+        kwargs: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<String, TemplateError> {
+        if let Some(name) = kwargs
+            .keys()
+            .find(|name| RESERVED_TEMPLATE_VARIABLES.contains(&name.as_str()))
+        {
+            return Err(TemplateError::Render(format!(
+                "`{name}` is set by the server and cannot be a template keyword argument"
+            )));
+        }
         let mut view = messages
             .iter()
             .map(TemplateMessage::of)
@@ -123,6 +149,7 @@ impl ChatTemplate {
                 add_generation_prompt => add_generation_prompt,
                 bos_token => self.bos_token.as_deref().unwrap_or(""),
                 eos_token => self.eos_token.as_deref().unwrap_or(""),
+                ..Value::from_serialize(kwargs)
             },
         )
     }
@@ -137,6 +164,15 @@ impl ChatTemplate {
             .map_err(|e| TemplateError::Render(describe(&e)))
     }
 }
+
+/// The variables the server gives every template, which a request's keyword arguments cannot set.
+pub const RESERVED_TEMPLATE_VARIABLES: &[&str] = &[
+    "messages",
+    "tools",
+    "add_generation_prompt",
+    "bos_token",
+    "eos_token",
+];
 
 /// `raise_exception(message)`, as transformers defines it for templates to reject a conversation.
 fn raise_exception(message: String) -> Result<minijinja::Value, minijinja::Error> {

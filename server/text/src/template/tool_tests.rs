@@ -201,3 +201,26 @@ fn tool_call_arguments_that_are_not_json_are_an_error() {
         "{err}"
     );
 }
+
+/// A request's `chat_template_kwargs` reach the template as variables (Qwen3's
+/// `enable_thinking`); the server's own variables cannot be replaced.
+#[test]
+fn keyword_arguments_are_template_variables() {
+    let source = "{% for m in messages %}{{ m.content }}{% endfor %}\
+        {% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}";
+    let t = ChatTemplate::new(source, None, None).unwrap();
+    let messages = [ChatMessage::new("user", "Hi")];
+    let kwargs = |value: serde_json::Value| value.as_object().unwrap().clone();
+    let off = kwargs(serde_json::json!({"enable_thinking": false}));
+    assert_eq!(
+        t.render_with(&messages, None, true, &off).unwrap(),
+        "Hi<think></think>"
+    );
+    let on = kwargs(serde_json::json!({"enable_thinking": true}));
+    assert_eq!(t.render_with(&messages, None, true, &on).unwrap(), "Hi");
+    let none = serde_json::Map::new();
+    assert_eq!(t.render_with(&messages, None, true, &none).unwrap(), "Hi");
+    let forged = kwargs(serde_json::json!({"messages": []}));
+    let error = t.render_with(&messages, None, true, &forged).unwrap_err();
+    assert!(error.to_string().contains("messages"), "{error}");
+}
