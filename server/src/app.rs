@@ -9,6 +9,7 @@ use anyhow::{bail, Context};
 use pagoda_engine::{start_engine, DeviceSpec, EngineConfig, EngineHandle};
 use pagoda_structured::{CompileLimits, GrammarCompiler};
 use pagoda_text::prompt_side::{extra_stop_token_ids, PromptSide};
+use pagoda_text::reasoning::ReasoningFormat;
 use pagoda_text::tokenizer::TextTokenizer;
 use pagoda_text::tool_calls::ToolCallFormat;
 use tokio::net::TcpListener;
@@ -158,6 +159,7 @@ fn assemble_state(
     };
     state.grammar_compiler = grammar_compiler;
     state.tool_calls = tool_call_config(args)?;
+    state.reasoning = reasoning_format(args)?;
     state.lora = crate::lora_setup::lora_registry(args, &state)?;
     state.runtime_lora_updating = state.lora.is_some() && args.runtime_lora_updating();
     if let Some(path) = &args.request_timeline {
@@ -167,6 +169,21 @@ fn assemble_state(
         state.timeline = Some(writer);
     }
     Ok(state)
+}
+
+/// `--reasoning-parser`, checked.
+pub fn reasoning_format(args: &ServerArgs) -> anyhow::Result<Option<ReasoningFormat>> {
+    args.reasoning_parser
+        .as_deref()
+        .map(|name| {
+            name.parse::<ReasoningFormat>().map_err(|_| {
+                anyhow::anyhow!(
+                    "unknown --reasoning-parser {name:?}: expected one of {}",
+                    ReasoningFormat::CLI_NAMES.join(", ")
+                )
+            })
+        })
+        .transpose()
 }
 
 /// `--tool-call-parser` and `--enable-auto-tool-choice`, checked as vLLM checks them.

@@ -215,6 +215,12 @@ pub struct ServerArgs {
     #[arg(long, env = "PAGODA_TOOL_CALL_PARSER", value_name = "NAME")]
     pub tool_call_parser: Option<String>,
 
+    /// How a reasoning model marks its thinking, to return it as `reasoning_content` apart from
+    /// `content`: `deepseek_r1` (everything up to `</think>`) or `qwen3` (a leading
+    /// `<think>…</think>` block). [default: none: thinking stays in `content`]
+    #[arg(long, env = "PAGODA_REASONING_PARSER", value_name = "NAME")]
+    pub reasoning_parser: Option<String>,
+
     /// Accept `tool_choice: "auto"` (the default when a request has tools): the model decides
     /// whether to call, and --tool-call-parser extracts the calls from its text.
     #[arg(long, env = "PAGODA_ENABLE_AUTO_TOOL_CHOICE")]

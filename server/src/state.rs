@@ -1,5 +1,6 @@
 //! What every handler shares: the engine, the model's text side, metrics and the server's policy.
 
+use pagoda_text::reasoning::ReasoningFormat;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,6 +55,8 @@ pub struct AppState {
     pub grammar_compiler: Option<Arc<GrammarCompiler>>,
     /// How tool calls are read from the output (`--tool-call-parser`, `--enable-auto-tool-choice`).
     pub tool_calls: ToolCallConfig,
+    /// How a reasoning model's thinking is split from its answer (`--reasoning-parser`).
+    pub reasoning: Option<ReasoningFormat>,
     /// The LoRA adapters served by name (`None`: LoRA is off).
     pub lora: Option<Arc<LoraRegistry>>,
     /// Whether `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` are offered.
@@ -98,6 +101,7 @@ impl AppState {
             engine_health: EngineHealth::default(),
             grammar_compiler: None,
             tool_calls: ToolCallConfig::default(),
+            reasoning: None,
             lora: None,
             runtime_lora_updating: false,
             started_unix_s: unix_now_s(),

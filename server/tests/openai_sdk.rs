@@ -116,10 +116,17 @@ fn the_openai_python_sdk_drives_the_server() {
 
 /// Structured outputs (pydantic `parse`, strict JSON schemas, regex, choice, grammar) and tool
 /// calls (required, named, auto with the hermes parser, streamed through the SDK's helpers),
-/// bad inputs, and a compile timeout on a second server whose limit every grammar exceeds.
+/// reasoning split by the qwen3 parser, bad inputs, and a compile timeout on a second server
+/// whose limit every grammar exceeds.
 #[test]
 fn the_openai_python_sdk_gets_structured_outputs_and_tool_calls() {
-    let server = start_server(&["--tool-call-parser", "hermes", "--enable-auto-tool-choice"]);
+    let server = start_server(&[
+        "--tool-call-parser",
+        "hermes",
+        "--enable-auto-tool-choice",
+        "--reasoning-parser",
+        "qwen3",
+    ]);
     let strict = start_server(&["--structured-output-timeout", "0.001"]);
     run_python_tests(
         "test_structured_outputs_sdk.py",

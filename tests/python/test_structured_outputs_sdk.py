@@ -1,12 +1,13 @@
 """Structured outputs and tool calling through the official `openai` Python SDK.
 
 Two servers on the default model (SmolLM2-135M-Instruct): PAGODA_BASE_URL started with
-`--tool-call-parser hermes --enable-auto-tool-choice`, and PAGODA_TIMEOUT_BASE_URL started with
+`--tool-call-parser hermes --enable-auto-tool-choice --reasoning-parser qwen3`, and PAGODA_TIMEOUT_BASE_URL started with
 `--structured-output-timeout 0.001` (every new grammar times out). `server/tests/openai_sdk.rs`
 starts both and runs this file; by hand:
 
     pagoda-server --model models/SmolLM2-135M-Instruct.Q4_1.gguf --served-model-name smollm2 \
-        --api-key sdk-test-key --tool-call-parser hermes --enable-auto-tool-choice --port 8000 &
+        --api-key sdk-test-key --tool-call-parser hermes --enable-auto-tool-choice \
+        --reasoning-parser qwen3 --port 8000 &
     pagoda-server --model models/SmolLM2-135M-Instruct.Q4_1.gguf --served-model-name smollm2 \
         --api-key sdk-test-key --structured-output-timeout 0.001 --port 8001 &
     PAGODA_BASE_URL=http://127.0.0.1:8000/v1 PAGODA_TIMEOUT_BASE_URL=http://127.0.0.1:8001/v1 \
@@ -222,6 +223,51 @@ class JsonSchemaOutputs(unittest.TestCase):
                 extra_body={"response_format": {"type": "yaml"}},
             )
         self.assertEqual(caught.exception.body["param"], "response_format.type")
+
+
+class Reasoning(unittest.TestCase):
+    """`--reasoning-parser qwen3`: a leading `<think>` block becomes `reasoning_content` (the
+    default model does not think by itself: a regex makes it write one)."""
+
+    def ask(self, pattern, stream, **extra):
+        kwargs = dict(
+            model=MODEL, messages=[{"role": "user", "content": "Weather in Paris?"}],
+            max_tokens=80, temperature=0,
+            extra_body={"structured_outputs": {"regex": pattern}}, **extra,
+        )
+        if not stream:
+            message = CLIENT.chat.completions.create(**kwargs).choices[0].message
+            calls = [[c.function.name, c.function.arguments] for c in message.tool_calls or []]
+            return getattr(message, "reasoning_content", None), message.content, calls
+        reasoning, content, calls = "", "", {}
+        for chunk in CLIENT.chat.completions.create(stream=True, **kwargs):
+            for choice in chunk.choices:
+                reasoning += getattr(choice.delta, "reasoning_content", None) or ""
+                content += choice.delta.content or ""
+                for delta in choice.delta.tool_calls or []:
+                    entry = calls.setdefault(delta.index, ["", ""])
+                    entry[0] += (delta.function and delta.function.name) or ""
+                    entry[1] += (delta.function and delta.function.arguments) or ""
+        return reasoning or None, content or None, [calls[i] for i in sorted(calls)]
+
+    def test_thinking_is_split_from_the_answer_streamed_or_not(self):
+        pattern = r"<think>\nIt is a city\.\n</think>\n\nSunny\."
+        for stream in (False, True):
+            reasoning, content, _ = self.ask(pattern, stream)
+            self.assertEqual(reasoning, "\nIt is a city.\n", stream)
+            self.assertEqual(content, "\n\nSunny.", stream)
+        reasoning, content, _ = self.ask(r"Sunny\.", False)
+        self.assertEqual((reasoning, content), (None, "Sunny."))
+
+    def test_a_tool_call_after_the_thinking_is_a_call(self):
+        pattern = (r'<think>I need the weather\.</think><tool_call>\n\{"name": "get_weather", '
+                   r'"arguments": \{"city": "Paris", "unit": "celsius"\}\}\n</tool_call>')
+        whole = self.ask(pattern, False, tools=TOOLS)
+        streamed = self.ask(pattern, True, tools=TOOLS)
+        self.assertEqual(whole[0], "I need the weather.")
+        self.assertEqual(len(whole[2]), 1)
+        check_call(self, *whole[2][0])
+        self.assertEqual(streamed, whole)
 
 
 class RegexChoiceGrammar(unittest.TestCase):

@@ -106,7 +106,7 @@ pub async fn chat_completions(
         want_logprobs: logprobs.is_some(),
     };
     let totals = UsageTotals::new(vec![num_prompt_tokens], params.n);
-    let format = ChatFormat::new(meta, tool_output);
+    let format = ChatFormat::new(meta, tool_output, state.reasoning);
     let trace = state.request_trace(&request_id.0, received, params.stream);
     respond::respond(runs, format, totals, &params, &state, trace).await
 }

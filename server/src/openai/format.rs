@@ -5,8 +5,12 @@ use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
+use pagoda_text::reasoning::{ReasoningFormat, ReasoningStream};
+
 use crate::openai::choice::TokenLogprob;
-use crate::openai::tool_output::{finish_reason, message_parts, ToolCallStream, ToolOutput};
+use crate::openai::tool_output::{
+    finish_reason, message_parts, ChatDelta, ToolCallStream, ToolOutput,
+};
 
 /// How one endpoint writes its objects.
 pub trait ResponseFormat: Send + Sync + 'static {
@@ -39,36 +43,94 @@ pub struct ResponseMeta {
     pub want_logprobs: bool,
 }
 
-/// Chat completions; with tools, each choice's text is read into `tool_calls`.
+/// Chat completions; with a reasoning parser, each choice's thinking is split into
+/// `reasoning_content`, and with tools, the rest is read into `tool_calls`.
 #[derive(Debug)]
 pub struct ChatFormat {
     meta: ResponseMeta,
     tools: Option<ToolOutput>,
-    /// Each streamed choice's tool-call reader, by choice index.
-    streams: Mutex<HashMap<usize, ToolCallStream>>,
+    reasoning: Option<ReasoningFormat>,
+    /// Each streamed choice's readers, by choice index.
+    streams: Mutex<HashMap<usize, ChoiceReader>>,
+}
+
+/// One streamed choice's text readers: reasoning first, then tool calls on the content.
+#[derive(Debug)]
+struct ChoiceReader {
+    reasoning: Option<ReasoningStream>,
+    tools: Option<ToolCallStream>,
+}
+
+/// What a piece of a choice's text becomes.
+#[derive(Debug, Default)]
+struct ReadDelta {
+    reasoning: String,
+    chat: ChatDelta,
+}
+
+impl ChoiceReader {
+    fn read(&mut self, text: &str) -> ReadDelta {
+        let (reasoning, content) = match &mut self.reasoning {
+            Some(stream) => {
+                let delta = stream.push(text);
+                (delta.reasoning, delta.content)
+            }
+            None => (String::new(), text.to_string()),
+        };
+        self.with_content(reasoning, &content)
+    }
+
+    fn finish(&mut self) -> ReadDelta {
+        let (reasoning, content) = match &mut self.reasoning {
+            Some(stream) => {
+                let delta = stream.finish();
+                (delta.reasoning, delta.content)
+            }
+            None => (String::new(), String::new()),
+        };
+        let mut delta = self.with_content(reasoning, &content);
+        if let Some(tools) = &mut self.tools {
+            let last = tools.finish();
+            delta.chat.content.push_str(&last.content);
+            delta.chat.tool_calls.extend(last.tool_calls);
+        }
+        delta
+    }
+
+    fn with_content(&mut self, reasoning: String, content: &str) -> ReadDelta {
+        let chat = match &mut self.tools {
+            Some(tools) => tools.push(content),
+            None => ChatDelta {
+                content: content.to_string(),
+                tool_calls: Vec::new(),
+            },
+        };
+        ReadDelta { reasoning, chat }
+    }
 }
 
 impl ChatFormat {
-    pub fn new(meta: ResponseMeta, tools: Option<ToolOutput>) -> Self {
+    pub fn new(
+        meta: ResponseMeta,
+        tools: Option<ToolOutput>,
+        reasoning: Option<ReasoningFormat>,
+    ) -> Self {
         Self {
             meta,
             tools,
+            reasoning,
             streams: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Runs `read` on choice `index`'s tool-call reader (made on first use).
-    fn with_stream<T>(
-        &self,
-        output: &ToolOutput,
-        index: usize,
-        read: impl FnOnce(&mut ToolCallStream) -> T,
-    ) -> T {
+    /// Runs `read` on choice `index`'s readers (made on first use).
+    fn with_reader<T>(&self, index: usize, read: impl FnOnce(&mut ChoiceReader) -> T) -> T {
         let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
-        let stream = streams
-            .entry(index)
-            .or_insert_with(|| ToolCallStream::new(output));
-        read(stream)
+        let reader = streams.entry(index).or_insert_with(|| ChoiceReader {
+            reasoning: self.reasoning.map(ReasoningFormat::streaming),
+            tools: self.tools.as_ref().map(ToolCallStream::new),
+        });
+        read(reader)
     }
 }
 
@@ -120,29 +182,38 @@ impl ResponseFormat for ChatFormat {
         } else {
             Value::Null
         };
-        let Some(output) = &self.tools else {
+        if self.tools.is_none() && self.reasoning.is_none() {
             return Some(json!({"index": index, "delta": {"content": text},
                 "logprobs": logprobs, "finish_reason": null}));
-        };
-        let delta = self.with_stream(output, index, |stream| stream.push(text));
-        if delta.is_empty() && logprobs.is_null() {
-            return None;
         }
-        Some(
-            json!({"index": index, "delta": delta_json(delta.content, delta.tool_calls),
-            "logprobs": logprobs, "finish_reason": null}),
-        )
+        let delta = self.with_reader(index, |reader| reader.read(text));
+        let empty = delta.reasoning.is_empty() && delta.chat.is_empty();
+        let delta = match (empty, self.tools.is_some()) {
+            // With tools, text the parser holds gives no delta (unless it has log-probabilities).
+            (true, true) if logprobs.is_null() => return None,
+            // Without, every token gives one (empty while a tag may be starting).
+            (true, false) => json!({"content": ""}),
+            _ => delta_json(delta),
+        };
+        Some(json!({"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": null}))
     }
 
     fn final_choice(&self, index: usize, reason: &str) -> Value {
-        let Some(output) = &self.tools else {
+        if self.tools.is_none() && self.reasoning.is_none() {
             return json!({"index": index, "delta": {}, "logprobs": null, "finish_reason": reason});
-        };
-        let (delta, num_calls) = self.with_stream(output, index, |stream| {
-            (stream.finish(), stream.num_calls())
+        }
+        let (delta, num_calls) = self.with_reader(index, |reader| {
+            let delta = reader.finish();
+            (
+                delta,
+                reader.tools.as_ref().map_or(0, ToolCallStream::num_calls),
+            )
         });
-        let reason = finish_reason(output, num_calls, reason);
-        json!({"index": index, "delta": delta_json(delta.content, delta.tool_calls),
+        let reason = match &self.tools {
+            Some(output) => finish_reason(output, num_calls, reason),
+            None => reason,
+        };
+        json!({"index": index, "delta": delta_json(delta),
             "logprobs": null, "finish_reason": reason})
     }
 
@@ -169,30 +240,46 @@ impl ResponseFormat for ChatFormat {
 impl ChatFormat {
     /// A finished choice's message and finish reason.
     fn message(&self, choice: &FinishedChoice) -> (Value, String) {
-        let Some(output) = &self.tools else {
-            let message = json!({"role": "assistant", "content": choice.text});
-            return (message, choice.finish_reason.clone());
+        let (reasoning, text) = match self.reasoning {
+            Some(format) => format.split(&choice.text),
+            None => (None, choice.text.clone()),
         };
-        let (content, calls) = message_parts(output, &choice.text);
-        let reason = finish_reason(output, calls.len(), &choice.finish_reason).to_string();
-        let mut message = json!({"role": "assistant", "content": content});
-        if !calls.is_empty() {
-            message["tool_calls"] = Value::Array(calls);
+        let mut message = match &self.tools {
+            None => json!({"role": "assistant", "content": text}),
+            Some(output) => {
+                let (content, calls) = message_parts(output, &text);
+                let mut message = json!({"role": "assistant", "content": content});
+                if !calls.is_empty() {
+                    message["tool_calls"] = Value::Array(calls);
+                }
+                message
+            }
+        };
+        if self.reasoning.is_some() {
+            message["reasoning_content"] = reasoning.map_or(Value::Null, Value::from);
         }
+        let num_calls = message["tool_calls"].as_array().map_or(0, Vec::len);
+        let reason = match &self.tools {
+            Some(output) => finish_reason(output, num_calls, &choice.finish_reason).to_string(),
+            None => choice.finish_reason.clone(),
+        };
         (message, reason)
     }
 }
 
-/// A streamed delta: `content` and `tool_calls` when they have something.
-fn delta_json(content: String, tool_calls: Vec<Value>) -> Value {
-    let mut delta = Map::new();
-    if !content.is_empty() {
-        delta.insert("content".into(), Value::from(content));
+/// A streamed delta: `reasoning_content`, `content` and `tool_calls` when they have something.
+fn delta_json(delta: ReadDelta) -> Value {
+    let mut json = Map::new();
+    if !delta.reasoning.is_empty() {
+        json.insert("reasoning_content".into(), Value::from(delta.reasoning));
     }
-    if !tool_calls.is_empty() {
-        delta.insert("tool_calls".into(), Value::Array(tool_calls));
+    if !delta.chat.content.is_empty() {
+        json.insert("content".into(), Value::from(delta.chat.content));
     }
-    Value::Object(delta)
+    if !delta.chat.tool_calls.is_empty() {
+        json.insert("tool_calls".into(), Value::Array(delta.chat.tool_calls));
+    }
+    Value::Object(json)
 }
 
 /// `/v1/completions` log-probabilities; offsets count characters from the start of the choice's
