@@ -24,7 +24,8 @@ pub enum ErrorKind {
     Connection,
     /// An HTTP status other than 200 (the status is kept).
     Http(u16),
-    /// The stream ended without `[DONE]`, carried an error event, or could not be parsed.
+    /// The stream ended before a `finish_reason` or `[DONE]`, carried an error event, or could
+    /// not be parsed.
     Stream,
     /// The client's own per-request timeout.
     Timeout,

@@ -102,6 +102,17 @@ impl StreamChunk {
     pub fn content(&self) -> impl Iterator<Item = &str> {
         self.choices.iter().flat_map(ChunkChoice::content)
     }
+
+    /// Whether this chunk marks the arrival of generated output (see
+    /// [`ChunkChoice::is_arrival`]).
+    pub fn is_arrival(&self) -> bool {
+        self.choices.iter().any(ChunkChoice::is_arrival)
+    }
+
+    /// Whether a choice of this chunk carries its `finish_reason`.
+    pub fn has_finish_reason(&self) -> bool {
+        self.choices.iter().any(|c| c.finish_reason.is_some())
+    }
 }
 
 /// One choice of a chunk.
@@ -128,6 +139,22 @@ impl ChunkChoice {
             .into_iter()
             .chain(self.delta.iter().flat_map(ChatDelta::pieces))
             .filter(|piece| !piece.is_empty())
+    }
+
+    /// Whether this choice marks a generated token's arrival, as vLLM's client times them: any
+    /// content, and also an empty `text` or chat `content` (a token whose text is special or
+    /// held back still arrives as its own chunk, and dropping it would merge two gaps into one
+    /// ITL sample) — but not chat's opening delta (`role` and empty content) nor a chunk that
+    /// only carries the `finish_reason`.
+    fn is_arrival(&self) -> bool {
+        if self.content().next().is_some() {
+            return true;
+        }
+        let empty_piece = match &self.delta {
+            Some(delta) => delta.role.is_none() && delta.has_output_field(),
+            None => self.text.is_some(),
+        };
+        empty_piece && self.finish_reason.is_none()
     }
 }
 
@@ -169,6 +196,33 @@ mod tests {
         let usage = chunk(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#);
         assert_eq!(usage.content().count(), 0);
         assert_eq!(usage.usage.map(|u| u.completion_tokens), Some(2));
+    }
+
+    #[test]
+    fn empty_token_chunks_are_arrivals_but_openings_and_finishes_are_not() {
+        let arrival = |json: &str| chunk(json).is_arrival();
+        assert!(arrival(
+            r#"{"choices":[{"delta":{"content":""},"index":0}]}"#
+        ));
+        assert!(arrival(r#"{"choices":[{"text":"","finish_reason":null}]}"#));
+        assert!(arrival(
+            r#"{"choices":[{"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#
+        ));
+        assert!(arrival(
+            r#"{"choices":[{"delta":{"role":"assistant","content":"Hi"}}]}"#
+        ));
+        assert!(!arrival(
+            r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#
+        ));
+        assert!(!arrival(
+            r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#
+        ));
+        assert!(!arrival(
+            r#"{"choices":[{"text":"","finish_reason":"length"}]}"#
+        ));
+        assert!(!arrival(
+            r#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#
+        ));
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Reads one streamed response: SSE events in, with the time each read arrived; out, the arrival
-//! time of every content-bearing chunk, the server's usage and (for the tokenizer fallback) the
-//! generated text. Content is text, reasoning, or tool calls' names and argument fragments. A
+//! time of every output chunk, the server's usage and (for the tokenizer fallback) the
+//! generated text. Content is text, reasoning, or tool calls' names and argument fragments; an
+//! output chunk is one with content, or with an empty `text`/`content` that is neither chat's
+//! opening delta nor a finish-only chunk (a token whose text is empty, as vLLM's client counts
+//! it). A
 //! server that answers one JSON body instead of a stream is read by
 //! [`StreamParser::whole_response`]: its content arrives at once, at the end. Pure: no I/O, no
 //! clock, so every case is unit-tested.
@@ -20,7 +23,8 @@ pub enum Flow {
     Continue,
     /// `data: [DONE]` arrived: the response is complete.
     Done,
-    /// An error event, an unparseable event, or the body ended without `[DONE]`.
+    /// An error event, an unparseable event, or the body ended before a `finish_reason` or
+    /// `[DONE]`.
     Failed(String),
 }
 
@@ -34,6 +38,8 @@ pub struct StreamParser {
     text: Option<String>,
     /// Once `Done` or `Failed`, later bytes are ignored.
     finished: Option<Flow>,
+    /// A choice's `finish_reason` arrived: the body may end without `[DONE]`.
+    saw_finish: bool,
 }
 
 /// What a response left once read.
@@ -54,6 +60,7 @@ impl StreamParser {
             usage: None,
             text: keep_text.then(String::new),
             finished: None,
+            saw_finish: false,
         }
     }
 
@@ -73,7 +80,8 @@ impl StreamParser {
     }
 
     /// The body ended. `Done` when `[DONE]` had arrived (or arrives in an unterminated last
-    /// event), else `Failed`.
+    /// event), or when a `finish_reason` had (some servers close the stream without `[DONE]`,
+    /// which vLLM's client accepts too); else `Failed`: the stream was cut short.
     pub fn end_of_body(&mut self, at_s: f64) -> Flow {
         if let Some(flow) = &self.finished {
             return flow.clone();
@@ -83,7 +91,10 @@ impl StreamParser {
             None => Flow::Continue,
         };
         let flow = match flow {
-            Flow::Continue => Flow::Failed("the stream ended without data: [DONE]".into()),
+            Flow::Continue if self.saw_finish => Flow::Done,
+            Flow::Continue => {
+                Flow::Failed("the stream ended without a finish_reason or data: [DONE]".into())
+            }
             other => other,
         };
         self.finished = Some(flow.clone());
@@ -112,12 +123,15 @@ impl StreamParser {
             }
         };
         self.usage = response.usage;
-        self.take_content(response.content(), at_s);
+        let has_content = self.take_text(response.content());
+        if has_content {
+            self.chunk_times_s.push(at_s);
+        }
         Flow::Done
     }
 
-    /// Appends `pieces` to the text; one arrival at `at_s` when there was any.
-    fn take_content<'a>(&mut self, pieces: impl Iterator<Item = &'a str>, at_s: f64) {
+    /// Appends `pieces` to the text; whether there was any.
+    fn take_text<'a>(&mut self, pieces: impl Iterator<Item = &'a str>) -> bool {
         let mut has_content = false;
         for piece in pieces {
             has_content = true;
@@ -125,9 +139,7 @@ impl StreamParser {
                 text.push_str(piece);
             }
         }
-        if has_content {
-            self.chunk_times_s.push(at_s);
-        }
+        has_content
     }
 
     pub fn into_result(self) -> StreamResult {
@@ -156,7 +168,11 @@ impl StreamParser {
         if chunk.usage.is_some() {
             self.usage = chunk.usage;
         }
-        self.take_content(chunk.content(), at_s);
+        self.take_text(chunk.content());
+        if chunk.is_arrival() {
+            self.chunk_times_s.push(at_s);
+        }
+        self.saw_finish |= chunk.has_finish_reason();
         Flow::Continue
     }
 }
@@ -244,6 +260,28 @@ mod tests {
         }
     }
 
+    /// A token whose text is empty (special, or held back) still arrives as its own chunk.
+    #[test]
+    fn empty_token_chunks_are_timed() {
+        let stream = concat!(
+            "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let mut parser = StreamParser::new(true);
+        let mut flow = Flow::Continue;
+        for (k, event) in stream.split_inclusive("\n\n").enumerate() {
+            flow = parser.push(event.as_bytes(), k as f64);
+        }
+        assert_eq!(flow, Flow::Done);
+        let result = parser.into_result();
+        assert_eq!(result.chunk_times_s, [1.0, 2.0, 3.0]);
+        assert_eq!(result.text.as_deref(), Some("ab"));
+    }
+
     #[test]
     fn crlf_stream() {
         let mut parser = StreamParser::new(false);
@@ -290,13 +328,20 @@ mod tests {
     }
 
     #[test]
-    fn missing_done_and_garbage_fail() {
+    fn a_stream_cut_before_its_finish_and_garbage_fail() {
         let mut parser = StreamParser::new(false);
-        let cut = CHAT.len() - "data: [DONE]\n\n".len();
+        let cut = CHAT
+            .find("data: {\"choices\":[{\"delta\":{},\"finish_reason")
+            .expect("finish");
         assert_eq!(
             feed(&mut parser, &CHAT[..cut], 8),
-            Flow::Failed("the stream ended without data: [DONE]".into())
+            Flow::Failed("the stream ended without a finish_reason or data: [DONE]".into())
         );
+        // A server that closes the stream after the finish (and usage) without `[DONE]`: done.
+        let mut parser = StreamParser::new(false);
+        let cut = CHAT.len() - "data: [DONE]\n\n".len();
+        assert_eq!(feed(&mut parser, &CHAT[..cut], 8), Flow::Done);
+        assert_eq!(parser.into_result().chunk_times_s.len(), 2);
         let mut parser = StreamParser::new(false);
         assert!(matches!(
             feed(&mut parser, "data: {not json\n\n", 100),

@@ -148,7 +148,7 @@ pub fn errors_section(results: &[&ReportResult]) -> String {
             note(
                 "http_NNN: the server answered HTTP status NNN; timeout: the client's \
                  --request-timeout; connection: the connection could not be made or broke (a \
-                 disconnect); stream: the stream ended without [DONE] or carried an error."
+                 disconnect); stream: the stream ended before a finish_reason or [DONE], or carried an error."
             ),
             table(&header(results, "Error kind"), &rows)
         )

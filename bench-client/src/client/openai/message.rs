@@ -23,6 +23,14 @@ pub struct ChatDelta {
 }
 
 impl ChatDelta {
+    /// Whether it has a field that carries generated output (empty or not).
+    pub fn has_output_field(&self) -> bool {
+        self.content.is_some()
+            || self.reasoning_content.is_some()
+            || self.reasoning.is_some()
+            || self.tool_calls.is_some()
+    }
+
     /// Its generated pieces: content, reasoning, and tool calls' names and arguments.
     pub fn pieces(&self) -> impl Iterator<Item = &str> {
         let tool_calls = self.tool_calls.as_deref().unwrap_or(&[]);
