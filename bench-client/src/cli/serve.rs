@@ -72,7 +72,7 @@ fn dataset_config(args: &ServeArgs) -> anyhow::Result<DatasetConfig> {
     Ok(match args.dataset_name {
         DatasetName::Random => DatasetConfig::Random(RandomConfig {
             input_tokens: args.random_input_len,
-            output_tokens: args.random_output_len,
+            output_tokens: args.output_len.unwrap_or(args.random_output_len),
             range_ratio: args.random_range_ratio,
             prefix_tokens: args.random_prefix_len,
         }),
@@ -80,7 +80,7 @@ fn dataset_config(args: &ServeArgs) -> anyhow::Result<DatasetConfig> {
             num_prefixes: args.prefix_repetition_num_prefixes,
             prefix_tokens: args.prefix_repetition_prefix_len,
             suffix_tokens: args.prefix_repetition_suffix_len,
-            output_tokens: args.prefix_repetition_output_len,
+            output_tokens: args.output_len.unwrap_or(args.prefix_repetition_output_len),
         }),
         DatasetName::Sharegpt if args.conversation.multi_turn => {
             DatasetConfig::Conversations(args.conversation.sharegpt(path()?, args.output_len))
@@ -208,13 +208,15 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
         bail!("--lora-modules is not supported with conversations");
     }
     let base_url = args.base_url();
-    readiness_check(
-        &base_url,
-        args.api_key.as_deref(),
-        Duration::from_secs_f64(args.ready_timeout),
-    )
-    .await
-    .with_context(|| format!("the server at {base_url} is not ready"))?;
+    if args.ready_timeout > 0.0 {
+        readiness_check(
+            &base_url,
+            args.api_key.as_deref(),
+            Duration::from_secs_f64(args.ready_timeout),
+        )
+        .await
+        .with_context(|| format!("the server at {base_url} is not ready"))?;
+    }
     let model = match &args.model {
         Some(model) => model.clone(),
         None => discover_model(&base_url, args.api_key.as_deref()).await?,

@@ -53,7 +53,8 @@ pub struct ServeArgs {
     /// Extra request header `NAME:VALUE` (repeatable).
     #[arg(long = "header", value_name = "NAME:VALUE")]
     pub headers: Vec<String>,
-    /// Seconds to wait for the server to answer /v1/models before starting.
+    /// Seconds to wait for the server to answer /v1/models (or /health) before starting; 0
+    /// skips the check (a gateway that serves only the completion routes).
     #[arg(long, default_value_t = 600.0)]
     pub ready_timeout: f64,
     /// Per-request timeout in seconds.
@@ -104,7 +105,9 @@ pub struct ServeArgs {
     /// prefix-repetition: tokens to generate.
     #[arg(long, default_value_t = 128)]
     pub prefix_repetition_output_len: usize,
-    /// sharegpt/custom: tokens to generate for every request. [default: the dataset's]
+    /// Tokens to generate for every request: sharegpt/custom [default: the dataset's]; for
+    /// random and prefix-repetition it overrides --random-output-len /
+    /// --prefix-repetition-output-len (vLLM's general alias).
     #[arg(long)]
     pub output_len: Option<usize>,
     #[command(flatten)]

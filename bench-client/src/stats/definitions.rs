@@ -69,8 +69,9 @@ pub const DEFINITIONS: &[(&str, &str)] = &[
     ),
     (
         "max_concurrent_requests",
-        "Most requests in flight at once; a request is in flight over [send, end), failed \
-         requests included.",
+        "Summary: most requests in flight at once; a request is in flight over [send, end), \
+         failed requests included. The vLLM-compatible top-level key: vLLM's meaning, most \
+         successful requests active during one 1-second bucket from the first send.",
     ),
     (
         "request_goodput",

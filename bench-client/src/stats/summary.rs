@@ -15,7 +15,8 @@ use super::percentile::MetricStats;
 use super::slices::{time_slices, TimeSlices};
 use super::steady_state::{steady_state_window, summarize_window, WindowSummary};
 use super::timeline::{
-    max_output_tokens_per_s, peak_concurrency, per_second, run_end_s, run_start_s,
+    max_concurrent_requests_per_second, max_output_tokens_per_s, peak_concurrency, per_second,
+    run_end_s, run_start_s,
 };
 use crate::record::{ErrorKind, RequestRecord, TokenCountSource};
 
@@ -61,6 +62,9 @@ pub struct BenchSummary {
     pub max_output_tokens_per_s: f64,
     /// Most requests in flight at once.
     pub max_concurrent_requests: usize,
+    /// vLLM's `max_concurrent_requests`: most successful requests active during one 1-second
+    /// bucket (what the vLLM-compatible key of a saved result holds).
+    pub max_concurrent_requests_per_second: usize,
     /// `--metric-percentiles`, as asked.
     pub percentiles: Vec<f64>,
     /// `--percentile-metrics`, as asked: what the report and vLLM's keys show.
@@ -122,6 +126,7 @@ pub fn summarize(records: &[RequestRecord], options: &SummaryOptions) -> BenchSu
         total_token_throughput: per_second(total_tokens, duration_s),
         max_output_tokens_per_s: max_output_tokens_per_s(records, start_s),
         max_concurrent_requests: peak_concurrency(records),
+        max_concurrent_requests_per_second: max_concurrent_requests_per_second(records),
         percentiles: options.percentiles.clone(),
         percentile_metrics: options.percentile_metrics.clone(),
         metrics: metric_summaries(records.iter(), &options.percentiles),

@@ -49,6 +49,34 @@ pub fn peak_concurrency(records: &[RequestRecord]) -> usize {
         .unwrap_or(0)
 }
 
+/// vLLM's `max_concurrent_requests`: successful requests only, each counted in every 1-second
+/// bucket (from the earliest successful send) from the one its send falls in to the one its end
+/// falls in, both included; the fullest bucket. Up to 2–3× the requests in flight at any one
+/// instant ([`peak_concurrency`]) when requests are shorter than a second.
+pub fn max_concurrent_requests_per_second(records: &[RequestRecord]) -> usize {
+    let successful: Vec<&RequestRecord> = records.iter().filter(|r| r.is_success()).collect();
+    let Some(start_s) = successful
+        .iter()
+        .map(|r| r.actual_send_s)
+        .min_by(f64::total_cmp)
+    else {
+        return 0;
+    };
+    let bucket = |t: f64| (t - start_s).max(0.0) as usize;
+    let num_buckets = successful
+        .iter()
+        .map(|r| bucket(r.end_s) + 1)
+        .max()
+        .unwrap_or(0);
+    let mut counts = vec![0usize; num_buckets];
+    for record in successful {
+        for count in &mut counts[bucket(record.actual_send_s)..=bucket(record.end_s)] {
+            *count += 1;
+        }
+    }
+    counts.into_iter().max().unwrap_or(0)
+}
+
 /// The pieces of the concurrency step function inside `[start_s, end_s)`:
 /// `(level, seconds at that level)`.
 pub(super) fn concurrency_segments(
@@ -128,6 +156,21 @@ mod tests {
 
     fn in_flight(send_s: f64, end_s: f64) -> RequestRecord {
         streamed(0, send_s, send_s, &[], end_s, 0)
+    }
+
+    #[test]
+    fn vllms_concurrency_counts_requests_per_second_bucket() {
+        // Three back-to-back 0.4 s requests from 0 to 1.2 s: one at a time, but all three are
+        // active during the first second (the third ends in the second bucket).
+        let records = vec![
+            in_flight(0.0, 0.4),
+            in_flight(0.4, 0.8),
+            in_flight(0.8, 1.2),
+            in_flight(10.0, 10.5),
+        ];
+        assert_eq!(peak_concurrency(&records), 1);
+        assert_eq!(max_concurrent_requests_per_second(&records), 3);
+        assert_eq!(max_concurrent_requests_per_second(&[]), 0);
     }
 
     #[test]

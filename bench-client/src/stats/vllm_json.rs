@@ -187,7 +187,7 @@ fn insert_results(out: &mut Map<String, Value>, summary: &BenchSummary) {
         "output_throughput": summary.output_throughput,
         "total_token_throughput": summary.total_token_throughput,
         "max_output_tokens_per_s": summary.max_output_tokens_per_s,
-        "max_concurrent_requests": summary.max_concurrent_requests,
+        "max_concurrent_requests": summary.max_concurrent_requests_per_second,
         "rtfx": 0.0,
     });
     extend(out, results);

@@ -113,7 +113,10 @@ fn values_keep_vllms_meanings() {
     assert_eq!(json["max_concurrency"], 8);
     assert_eq!(json["endpoint_type"], "openai-chat");
     assert_eq!(json["request_goodput"], serde_json::Value::Null);
-    assert_eq!(json["max_concurrent_requests"], 3);
+    // vLLM's meaning: successful requests per 1-second bucket (two); ours, every request in
+    // flight at once (three, the failed one included), stays in the summary.
+    assert_eq!(json["max_concurrent_requests"], 2);
+    assert_eq!(json["pagoda"]["summary"]["max_concurrent_requests"], 3);
     // Per request, ordered by index: the failed one has zeros and its error.
     assert_eq!(json["output_lens"], serde_json::json!([2, 3, 0]));
     assert_eq!(json["latencies"], serde_json::json!([1.25, 1.0, 0]));
