@@ -347,3 +347,37 @@ pub fn all_records(runs: &[ServeRun]) -> Vec<RequestRecord> {
         .flat_map(|r| r.outcome.records.clone())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::serve_args::ServeArgs;
+
+    #[derive(Debug, Parser)]
+    struct Command {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn output_tokens(flags: &[&str]) -> usize {
+        let args = Command::try_parse_from(std::iter::once("serve").chain(flags.iter().copied()))
+            .expect("parses")
+            .serve;
+        match dataset_config(&args).expect("a dataset") {
+            DatasetConfig::Random(random) => random.output_tokens,
+            DatasetConfig::PrefixRepetition(prefix) => prefix.output_tokens,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// `--output-len` is vLLM's general alias: it sets the random and prefix-repetition lengths.
+    #[test]
+    fn output_len_overrides_the_synthetic_datasets_lengths() {
+        assert_eq!(output_tokens(&["--random-output-len", "4"]), 4);
+        assert_eq!(output_tokens(&["--random-output-len", "4", "--output-len", "7"]), 7);
+        let prefix = ["--dataset-name", "prefix-repetition", "--output-len", "9"];
+        assert_eq!(output_tokens(&prefix), 9);
+    }
+}
