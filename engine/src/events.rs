@@ -53,6 +53,9 @@ pub struct GeneratedToken {
     /// The most likely alternatives, best first, when `logprobs` asked for some.
     pub top_logprobs: Vec<(u32, f32)>,
     pub at: Instant,
+    /// The sequence ends with this token: its `Finished` event follows (stop token, EOS,
+    /// `max_tokens`, the context limit or a complete grammar).
+    pub is_last: bool,
 }
 
 /// One event on a request's stream.

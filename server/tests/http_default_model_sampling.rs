@@ -329,3 +329,50 @@ async fn continue_final_message_goes_on_with_the_last_message() {
     let refused = api.send(api.post(CHAT, &both)).await;
     assert_eq!(refused.status(), reqwest::StatusCode::BAD_REQUEST);
 }
+
+/// A streamed completion sends one chunk per generated token, the last one carrying the
+/// `finish_reason` (as vLLM's server does): a client that times every chunk, as vLLM's does on
+/// completions, sees no extra empty finish chunk.
+#[tokio::test]
+async fn streamed_completions_carry_the_finish_on_the_last_token() {
+    let api = Api::start();
+    for (extra, reason) in [
+        (json!({"max_tokens": 12, "ignore_eos": true}), "length"),
+        (json!({"max_tokens": 64}), "stop"),
+        (
+            json!({"max_tokens": 12, "ignore_eos": true, "n": 2}),
+            "length",
+        ),
+    ] {
+        let body = with(
+            json!({"model": MODEL, "prompt": "The capital of France is", "temperature": 0,
+                "stream": true, "stream_options": {"include_usage": true}}),
+            extra.clone(),
+        );
+        let chunks = api.sse(COMPLETIONS, &body).await;
+        let n = extra["n"].as_u64().unwrap_or(1);
+        let choices: Vec<&Value> = chunks.iter().flat_map(|c| array(&c["choices"])).collect();
+        let completion_tokens = counts(&chunks.last().expect("usage")["usage"]).1;
+        let finishes: Vec<&Value> = choices
+            .iter()
+            .filter(|c| !c["finish_reason"].is_null())
+            .copied()
+            .collect();
+        assert_eq!(finishes.len() as u64, n, "{extra}: {chunks:?}");
+        assert!(
+            finishes.iter().all(|c| c["finish_reason"] == reason),
+            "{extra}"
+        );
+        if n == 1 {
+            assert_eq!(
+                choices.len() as u64,
+                completion_tokens,
+                "{extra}: {chunks:?}"
+            );
+            assert!(!string(&finishes[0]["text"]).is_empty() || reason == "stop");
+        } else {
+            // Several choices: each one's end may come after another's token, then alone.
+            assert!(choices.len() as u64 <= completion_tokens + n, "{extra}");
+        }
+    }
+}

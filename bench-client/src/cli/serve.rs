@@ -376,7 +376,10 @@ mod tests {
     #[test]
     fn output_len_overrides_the_synthetic_datasets_lengths() {
         assert_eq!(output_tokens(&["--random-output-len", "4"]), 4);
-        assert_eq!(output_tokens(&["--random-output-len", "4", "--output-len", "7"]), 7);
+        assert_eq!(
+            output_tokens(&["--random-output-len", "4", "--output-len", "7"]),
+            7
+        );
         let prefix = ["--dataset-name", "prefix-repetition", "--output-len", "9"];
         assert_eq!(output_tokens(&prefix), 9);
     }

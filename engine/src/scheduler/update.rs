@@ -95,6 +95,9 @@ impl RunningState<'_> {
                 grammar_end.or_else(|| seq.check_stop(self.eos_token_ids, self.max_model_len))
             {
                 seq.status = SequenceStatus::Finished(reason);
+                if let Some((_, token)) = update.tokens.last_mut() {
+                    token.is_last = true;
+                }
             }
         }
         self.collect_finished(&mut update);
@@ -126,5 +129,6 @@ fn append(seq: &mut Sequence, token: &SampledToken) -> GeneratedToken {
         logprob: token.logprob.or(seq.sampling.logprobs.map(|_| 0.0)),
         top_logprobs: token.top_logprobs.clone(),
         at,
+        is_last: false,
     }
 }

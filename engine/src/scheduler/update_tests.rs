@@ -159,6 +159,7 @@ fn a_token_not_ready_is_computed_again() {
     assert_eq!(update.num_computed_tokens, 1);
     assert_eq!(update.num_prompt_tokens, 6, "counted at the first token");
     assert_eq!(update.tokens.len(), 1);
+    assert!(!update.tokens[0].1.is_last, "one more token to go");
     // A decode that is not ready recomputes its last token too; the prompt is not counted again.
     let plan = scheduler.schedule();
     assert_eq!(plan.seqs[0].new_token_ids, vec![7]);
@@ -169,6 +170,7 @@ fn a_token_not_ready_is_computed_again() {
     assert_eq!(update.num_prompt_tokens, 0);
     assert_eq!(update.finished.len(), 1);
     assert_eq!(update.finished[0].output_token_ids(), &[7, 8]);
+    assert!(update.tokens[0].1.is_last, "max_tokens reached: the last token says so");
     assert_eq!(scheduler.kv().num_used_blocks(), 0);
 }
 

@@ -33,6 +33,8 @@ pub enum ChoiceEvent {
         index: usize,
         text: String,
         logprobs: Vec<TokenLogprob>,
+        /// The engine ended the choice with this token: `Finished` comes next.
+        is_last: bool,
     },
     Finished {
         index: usize,
@@ -200,6 +202,7 @@ impl ChoiceRun {
             index: self.index,
             text: filtered.text,
             logprobs,
+            is_last: token.is_last && !filtered.stopped,
         });
     }
 
@@ -221,6 +224,7 @@ impl ChoiceRun {
                         index: self.index,
                         text,
                         logprobs: Vec::new(),
+                        is_last: true,
                     });
                 }
                 reason

@@ -21,6 +21,19 @@ pub trait ResponseFormat: Send + Sync + 'static {
     /// The streamed choice a text delta becomes (`None`: nothing to send yet).
     fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Option<Value>;
     fn final_choice(&self, index: usize, finish_reason: &str) -> Value;
+    /// A choice's last delta and its finish reason as one streamed choice, where the endpoint
+    /// writes them so (`None`: a delta, then a final choice). vLLM's server puts a completion's
+    /// `finish_reason` on its last token's chunk; a separate empty one would count as one more
+    /// token for a client that times every chunk (vLLM's, on completions).
+    fn last_delta_choice(
+        &self,
+        _index: usize,
+        _text: &str,
+        _logprobs: &[TokenLogprob],
+        _finish_reason: &str,
+    ) -> Option<Value> {
+        None
+    }
     /// The whole non-streamed response.
     fn response(&self, choices: Vec<FinishedChoice>, usage: Value) -> Value;
 }
@@ -324,6 +337,18 @@ impl ResponseFormat for CompletionFormat {
             Value::Null
         };
         Some(json!({"index": index, "text": text, "logprobs": logprobs, "finish_reason": null}))
+    }
+
+    fn last_delta_choice(
+        &self,
+        index: usize,
+        text: &str,
+        logprobs: &[TokenLogprob],
+        finish_reason: &str,
+    ) -> Option<Value> {
+        let mut choice = self.delta_choice(index, text, logprobs)?;
+        choice["finish_reason"] = Value::from(finish_reason);
+        Some(choice)
     }
 
     fn final_choice(&self, index: usize, finish_reason: &str) -> Value {

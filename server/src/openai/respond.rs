@@ -8,6 +8,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::stream::{self, BoxStream, StreamExt};
+use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::metrics::Metrics;
@@ -29,6 +30,42 @@ fn events_of(run: ChoiceRun) -> BoxStream<'static, ChoiceEvent> {
 /// Every choice's events, interleaved as they come.
 fn merged(runs: Vec<ChoiceRun>) -> BoxStream<'static, ChoiceEvent> {
     stream::select_all(runs.into_iter().map(events_of)).boxed()
+}
+
+/// Events as a stream writes them: alone, or a choice's last delta with its `Finished` when that
+/// is already there (the engine sends a sequence's last token and its end in the same step), so
+/// that both can go out in one chunk.
+enum Written {
+    One(ChoiceEvent),
+    Last(ChoiceEvent, ChoiceEvent),
+}
+
+fn coalesced(events: BoxStream<'static, ChoiceEvent>) -> BoxStream<'static, Written> {
+    let state = (events, None::<ChoiceEvent>);
+    stream::unfold(state, |(mut events, held)| async move {
+        let event = match held {
+            Some(event) => event,
+            None => events.next().await?,
+        };
+        let ChoiceEvent::Delta { index, is_last, .. } = &event else {
+            return Some((Written::One(event), (events, None)));
+        };
+        let index = *index;
+        // The last delta waits for its `Finished`, which the engine sends right after it (with
+        // several choices another's event may come first: then each goes out alone); any other
+        // delta takes only what is ready now, and is never held back.
+        let next = match is_last {
+            true => events.next().await,
+            false => events.next().now_or_never().flatten(),
+        };
+        match next {
+            Some(next @ ChoiceEvent::Finished { index: i, .. }) if i == index => {
+                Some((Written::Last(event, next), (events, None)))
+            }
+            next => Some((Written::One(event), (events, next))),
+        }
+    })
+    .boxed()
 }
 
 /// The response a request asked for: streamed (`stream: true`) or whole; `trace` records its
@@ -77,6 +114,7 @@ pub async fn collect<F: ResponseFormat>(
                 index,
                 text,
                 logprobs,
+                ..
             } => {
                 let choice = choice_at(&mut choices, index);
                 choice.text.push_str(&text);
@@ -165,10 +203,20 @@ pub fn stream_sse<F: ResponseFormat>(
         let totals = Arc::clone(&totals);
         let usage_field = usage_field.clone();
         let trace = trace.clone();
-        merged(runs).filter_map(move |event| {
-            note_finished(trace.as_ref(), &event);
-            let chunk = chunk_of(format.as_ref(), &totals, event, usage_field.clone());
-            async move { chunk.map(|(value, kind)| (data(&value), kind)) }
+        coalesced(merged(runs)).flat_map(move |written| {
+            let chunks = match written {
+                Written::One(event) => {
+                    note_finished(trace.as_ref(), &event);
+                    chunk_of(format.as_ref(), &totals, event, usage_field.clone())
+                        .into_iter()
+                        .collect()
+                }
+                Written::Last(delta, finished) => {
+                    note_finished(trace.as_ref(), &finished);
+                    last_chunks(format.as_ref(), &totals, delta, finished, &usage_field)
+                }
+            };
+            stream::iter(chunks.into_iter().map(|(value, kind)| (data(&value), kind)))
         })
     };
     let ending = stream::once(async move {
@@ -209,6 +257,50 @@ fn note_finished(trace: Option<&SharedTrace>, event: &ChoiceEvent) {
     }
 }
 
+/// A choice's last delta and its end: one chunk where the format writes them so, else two.
+fn last_chunks<F: ResponseFormat>(
+    format: &F,
+    totals: &Mutex<UsageTotals>,
+    delta: ChoiceEvent,
+    finished: ChoiceEvent,
+    usage_field: &Option<Value>,
+) -> Vec<(Value, WriteKind)> {
+    let merged = match (&delta, &finished) {
+        (
+            ChoiceEvent::Delta {
+                index,
+                text,
+                logprobs,
+                ..
+            },
+            ChoiceEvent::Finished {
+                finish_reason,
+                usage,
+                ..
+            },
+        ) => format
+            .last_delta_choice(*index, text, logprobs, finish_reason)
+            .map(|choice| (choice, *index, *usage)),
+        _ => None,
+    };
+    match merged {
+        Some((choice, index, usage)) => {
+            if let Ok(mut totals) = totals.lock() {
+                totals.add(index, &usage);
+            }
+            // A token's text: a delta write, as the timeline counts them.
+            vec![(
+                format.chunk(vec![choice], usage_field.clone()),
+                WriteKind::Delta,
+            )]
+        }
+        None => [delta, finished]
+            .into_iter()
+            .filter_map(|event| chunk_of(format, totals, event, usage_field.clone()))
+            .collect(),
+    }
+}
+
 /// The chunk one event becomes, and what it carries; an error becomes an OpenAI error object.
 fn chunk_of<F: ResponseFormat>(
     format: &F,
@@ -221,6 +313,7 @@ fn chunk_of<F: ResponseFormat>(
             index,
             text,
             logprobs,
+            ..
         } => format
             .delta_choice(index, &text, &logprobs)
             .map(|choice| (format.chunk(vec![choice], usage_field), WriteKind::Delta)),
