@@ -64,6 +64,6 @@ pub use timeline::{
     concurrency_steps, max_output_tokens_per_s, output_tokens_per_second, peak_concurrency,
 };
 pub use vllm_json::{
-    vllm_result_json, PAGODA_KEY, PAGODA_SCHEMA_VERSION, VLLM_DETAILED_KEYS, VLLM_RAMP_UP_KEYS,
-    VLLM_RESULT_KEYS, VLLM_SETUP_KEYS, VLLM_UNFILLED_KEYS,
+    vllm_result_json, PAGODA_KEY, PAGODA_SCHEMA_VERSION, VLLM_DETAILED_KEYS, VLLM_PER_REQUEST_KEYS,
+    VLLM_RAMP_UP_KEYS, VLLM_RESULT_KEYS, VLLM_SETUP_KEYS, VLLM_UNFILLED_KEYS,
 };

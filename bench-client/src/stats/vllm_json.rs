@@ -12,7 +12,8 @@
 //! - per metric, for each `--percentile-metrics` name `M` and `--metric-percentiles` `P`:
 //!   `mean_M_ms`, `median_M_ms`, `std_M_ms`, `pP_M_ms` ([`percentile_key`]); 0 for a metric
 //!   without samples (vLLM's `np.mean(x or 0)`; `pagoda.summary.metrics` has `null` there);
-//! - per request ([`VLLM_DETAILED_KEYS`], only with `--save-detailed`, as vLLM): ordered by
+//! - per request ([`VLLM_PER_REQUEST_KEYS`] always, [`VLLM_DETAILED_KEYS`] only with
+//!   `--save-detailed`, as vLLM): ordered by
 //!   (client, index); seconds; a failed request has output length 0, latency 0, TTFT 0 unless a
 //!   token came, its error text in `errors` (`""` on success); `start_times` are seconds from
 //!   the run's start (vLLM writes raw `perf_counter` values, meaningful only as differences);
@@ -66,18 +67,19 @@ pub const VLLM_RESULT_KEYS: &[&str] = &[
     "rtfx",
 ];
 
-/// Per-request arrays, written with `--save-detailed` only.
+/// Per-request arrays written with `--save-detailed` only.
 pub const VLLM_DETAILED_KEYS: &[&str] = &[
     "input_lens",
     "output_lens",
     "ttfts",
     "itls",
     "generated_texts",
-    "latencies",
     "start_times",
-    "queue_times",
     "errors",
 ];
+
+/// Per-request arrays written always (vLLM 0.33 keeps them without `--save-detailed`).
+pub const VLLM_PER_REQUEST_KEYS: &[&str] = &["latencies", "queue_times"];
 
 /// vLLM keys we never write, and why: see the module's doc.
 pub const VLLM_UNFILLED_KEYS: &[&str] = &[
@@ -122,9 +124,7 @@ pub fn vllm_result_json(
     }
     insert_setup(&mut out, meta);
     insert_results(&mut out, summary);
-    if save_detailed {
-        insert_per_request(&mut out, records);
-    }
+    insert_per_request(&mut out, records, save_detailed);
     insert_percentile_metrics(&mut out, summary);
     let definitions: Map<String, Value> = DEFINITIONS
         .iter()
@@ -193,14 +193,14 @@ fn insert_results(out: &mut Map<String, Value>, summary: &BenchSummary) {
     extend(out, results);
 }
 
-fn insert_per_request(out: &mut Map<String, Value>, records: &[RequestRecord]) {
+fn insert_per_request(out: &mut Map<String, Value>, records: &[RequestRecord], detailed: bool) {
     let mut ordered: Vec<&RequestRecord> = records.iter().collect();
     ordered.sort_by_key(|r| (r.client_id, r.index));
     let column = |f: &dyn Fn(&RequestRecord) -> Value| -> Value {
         Value::Array(ordered.iter().map(|r| f(r)).collect())
     };
     let succeeded = |r: &RequestRecord, value: Value| if r.is_success() { value } else { json!(0) };
-    let columns = json!({
+    let mut columns = json!({
         "input_lens": column(&|r| json!(r.input_tokens)),
         "output_lens": column(&|r| succeeded(r, json!(r.output_tokens))),
         "ttfts": column(&|r| json!(r.ttft_s().unwrap_or(0.0))),
@@ -211,6 +211,9 @@ fn insert_per_request(out: &mut Map<String, Value>, records: &[RequestRecord]) {
         "queue_times": column(&|r| json!(r.actual_send_s - r.target_send_s)),
         "errors": column(&|r| json!(error_text(r))),
     });
+    if let (false, Value::Object(columns)) = (detailed, &mut columns) {
+        columns.retain(|key, _| VLLM_PER_REQUEST_KEYS.contains(&key.as_str()));
+    }
     extend(out, columns);
 }
 

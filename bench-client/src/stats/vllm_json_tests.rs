@@ -76,11 +76,16 @@ fn every_vllm_key_is_written() {
     let summary = summarize(&records(), &options);
     let json = vllm_result_json(&summary, &records(), &meta(), true).expect("builds");
     let object = json.as_object().expect("an object");
-    let mut expected: Vec<String> = [VLLM_SETUP_KEYS, VLLM_RESULT_KEYS, VLLM_DETAILED_KEYS]
-        .concat()
-        .iter()
-        .map(|k| k.to_string())
-        .collect();
+    let mut expected: Vec<String> = [
+        VLLM_SETUP_KEYS,
+        VLLM_RESULT_KEYS,
+        VLLM_PER_REQUEST_KEYS,
+        VLLM_DETAILED_KEYS,
+    ]
+    .concat()
+    .iter()
+    .map(|k| k.to_string())
+    .collect();
     for name in ["ttft", "tpot", "itl", "e2el"] {
         for stat in ["mean", "median", "std", "p50", "p99", "p99.9"] {
             expected.push(format!("{stat}_{name}_ms"));
@@ -154,6 +159,12 @@ fn detail_goodput_and_ramp_up_are_optional() {
     let json = vllm_result_json(&summary, &records(), &ramped, false).expect("builds");
     for key in VLLM_DETAILED_KEYS {
         assert!(json.get(*key).is_none(), "{key} without --save-detailed");
+    }
+    for key in VLLM_PER_REQUEST_KEYS {
+        let column = json[*key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} always written"));
+        assert_eq!(column.len(), records().len(), "{key}");
     }
     for key in VLLM_RAMP_UP_KEYS {
         assert!(json.get(*key).is_some(), "{key} missing");
