@@ -24,6 +24,7 @@ mod conversation_summary;
 mod cpu;
 mod dispatch;
 mod health;
+mod interrupt;
 mod lag;
 mod outcome;
 mod steps;
@@ -52,6 +53,7 @@ use crate::workload::RequestSpec;
 use config::{validate, START_DELAY};
 use dispatch::{Dispatch, StopFlag, Ticket};
 use health::RunEvidence;
+use interrupt::InterruptWatch;
 use steps::{collect, unix_now_s, warm_up, Finished, StopOnDrop};
 
 /// Sends `specs[i]` at `arrival_times_s[i]` (seconds after `t = 0`, non-decreasing) and returns
@@ -74,6 +76,7 @@ pub async fn run(
     let (_cancel_tx, cancel_rx) = watch::channel(());
     let stop = StopFlag::default();
     let _stop_on_drop = StopOnDrop(stop.clone());
+    let interrupt = InterruptWatch::start(stop.clone());
     let clock = RunClock {
         start: Instant::now() + START_DELAY,
     };
@@ -106,6 +109,7 @@ pub async fn run(
     progress.finish();
     let report = report.await.unwrap_or_default();
     Ok(RunOutcome {
+        interrupted: interrupt.finish(),
         start_unix_s,
         duration_s,
         num_scheduled: specs.len(),

@@ -147,3 +147,70 @@ fn no_server_is_a_failed_run() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("not ready"), "{stderr}");
 }
+
+/// Finished requests the server counted (every `finished_reason`).
+async fn num_finished(client: &reqwest::Client, server: &ServerProcess) -> f64 {
+    let text = match client.get(server.url("/metrics")).send().await {
+        Ok(response) => response.text().await.unwrap_or_default(),
+        Err(_) => return 0.0,
+    };
+    text.lines()
+        .filter(|line| line.starts_with("pagoda:request_success_total{"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Ctrl-C (SIGINT) during a run stops the sending, lets the requests in flight finish, and still
+/// writes the result (what was sent, `pagoda.interrupted`); the exit status is 1.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_writes_the_result_of_what_was_sent() {
+    let server = mock_server();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().display().to_string();
+    let mut args = serve_args(&server.base_url, &out, "interrupted.json", "200");
+    args.extend(
+        [
+            "--model",
+            "mock",
+            "--request-rate",
+            "10",
+            "--num-warmups",
+            "0",
+        ]
+        .map(String::from),
+    );
+    let mut bench = std::process::Command::new(pagoda_e2e::binaries::binary_path("pagoda-bench"))
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("pagoda-bench starts");
+    // Interrupt once a few requests have finished (the run is 20 s long at 10 per second).
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while num_finished(&client, &server).await < 3.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &bench.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let status = bench.wait().expect("pagoda-bench exits");
+    assert_eq!(status.code(), Some(1), "interrupted: {status}");
+    let result = read_json(&dir.path().join("interrupted.json"));
+    assert_eq!(
+        result.pointer("/pagoda/interrupted"),
+        Some(&Value::Bool(true))
+    );
+    let completed = number(&result, "completed");
+    assert!((3.0..200.0).contains(&completed), "{completed} of 200");
+    assert_eq!(
+        number(&result, "failed"),
+        0.0,
+        "the requests in flight finished"
+    );
+}

@@ -91,7 +91,15 @@ pub fn check_result_failures(
     for counts in results.iter().filter_map(FailureCounts::of_result) {
         check_failures(&counts, max_failure_rate)?;
     }
+    if results.iter().any(was_interrupted) {
+        bail!("interrupted (Ctrl-C): the result holds the requests sent before it");
+    }
     Ok(())
+}
+
+/// Whether Ctrl-C stopped the run (`pagoda.interrupted`).
+fn was_interrupted(result: &Value) -> bool {
+    result.pointer("/pagoda/interrupted") == Some(&Value::Bool(true))
 }
 
 /// Parses `--max-failure-rate`: a fraction in `[0, 1]`.
@@ -150,6 +158,12 @@ mod tests {
         assert!(error.to_string().contains("--max-failure-rate"), "{error}");
         assert!(check_failures(&summary(10, 0), Some(0.0)).is_ok());
         assert!(check_failures(&summary(0, 0), Some(0.0)).is_ok());
+        let ok = serde_json::json!({"completed": 3, "failed": 0, "pagoda": {}});
+        assert!(check_result_failures(std::slice::from_ref(&ok), None).is_ok());
+        let interrupted =
+            serde_json::json!({"completed": 3, "failed": 0, "pagoda": {"interrupted": true}});
+        let error = check_result_failures(&[ok, interrupted], None).expect_err("interrupted");
+        assert!(error.to_string().contains("interrupted"), "{error}");
     }
 
     #[test]

@@ -77,6 +77,9 @@ fn metadata(
 
 /// The result JSON of one run; raw records under `pagoda.records` with `--save-detailed` (and
 /// with `--html`, which draws them; [`drop_unsaved_records`] takes them out before saving).
+/// `pagoda.interrupted`: Ctrl-C stopped the run's sending (the result holds what was sent).
+pub const INTERRUPTED_KEY: &str = "interrupted";
+
 fn result_json(
     args: &ServeArgs,
     summary: &BenchSummary,
@@ -86,6 +89,9 @@ fn result_json(
     let mut result = vllm_result_json(summary, &outcome.records, meta, args.save_detailed)?;
     if let Some(pagoda) = result.get_mut("pagoda").and_then(Value::as_object_mut) {
         pagoda.insert("client".into(), serde_json::to_value(&outcome.client)?);
+        if outcome.interrupted {
+            pagoda.insert(INTERRUPTED_KEY.into(), Value::Bool(true));
+        }
         if let Some(conversations) = &outcome.conversations {
             pagoda.insert("conversations".into(), serde_json::to_value(conversations)?);
         }
@@ -181,6 +187,9 @@ pub async fn run_repeated(
             }
         }
         results.push(result);
+        if outcome.interrupted {
+            break;
+        }
     }
     Ok(results)
 }

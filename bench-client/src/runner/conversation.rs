@@ -120,6 +120,8 @@ pub async fn run_conversations(
     let report = report.await.unwrap_or_default();
     let summary = summarize(&tally, start_times_s.len(), conversation);
     Ok(RunOutcome {
+        // Ctrl-C ends a conversation run at once (its turns would go on after a stop).
+        interrupted: false,
         start_unix_s,
         duration_s,
         num_scheduled,

@@ -41,6 +41,9 @@ pub struct RunOutcome {
     pub num_warmups: usize,
     pub num_warmup_errors: usize,
     pub client: ClientHealth,
+    /// Ctrl-C stopped the sending: the requests sent before are all there.
+    #[serde(default)]
+    pub interrupted: bool,
     /// How the conversations went, for a conversation run ([`super::run_conversations`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversations: Option<ConversationSummary>,
