@@ -375,4 +375,15 @@ async fn streamed_completions_carry_the_finish_on_the_last_token() {
             assert!(choices.len() as u64 <= completion_tokens + n, "{extra}");
         }
     }
+    // Chat too: after the opening (role) chunk, one chunk per token, the last with the finish.
+    let body = with(
+        chat(FRANCE, 12),
+        json!({"ignore_eos": true, "stream": true, "stream_options": {"include_usage": true}}),
+    );
+    let chunks = api.sse(CHAT, &body).await;
+    let choices: Vec<&Value> = chunks.iter().flat_map(|c| array(&c["choices"])).collect();
+    assert_eq!(choices.len() as u64, 1 + 12, "{chunks:?}");
+    let last = choices.last().expect("chunks");
+    assert_eq!(last["finish_reason"], "length");
+    assert!(last["delta"]["content"].is_string(), "{last}");
 }

@@ -211,6 +211,22 @@ impl ResponseFormat for ChatFormat {
         Some(json!({"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": null}))
     }
 
+    fn last_delta_choice(
+        &self,
+        index: usize,
+        text: &str,
+        logprobs: &[TokenLogprob],
+        finish_reason: &str,
+    ) -> Option<Value> {
+        // With tools or reasoning the end flushes the readers: a final choice of its own.
+        if self.tools.is_some() || self.reasoning.is_some() {
+            return None;
+        }
+        let mut choice = self.delta_choice(index, text, logprobs)?;
+        choice["finish_reason"] = Value::from(finish_reason);
+        Some(choice)
+    }
+
     fn final_choice(&self, index: usize, reason: &str) -> Value {
         if self.tools.is_none() && self.reasoning.is_none() {
             return json!({"index": index, "delta": {}, "logprobs": null, "finish_reason": reason});
