@@ -222,9 +222,8 @@ impl ResponseFormat for ChatFormat {
         if self.tools.is_some() || self.reasoning.is_some() {
             return None;
         }
-        let mut choice = self.delta_choice(index, text, logprobs)?;
-        choice["finish_reason"] = Value::from(finish_reason);
-        Some(choice)
+        let choice = self.delta_choice(index, text, logprobs)?;
+        Some(with_finish(choice, finish_reason))
     }
 
     fn final_choice(&self, index: usize, reason: &str) -> Value {
@@ -296,6 +295,12 @@ impl ChatFormat {
     }
 }
 
+/// A streamed choice that also ends its choice.
+fn with_finish(mut choice: Value, finish_reason: &str) -> Value {
+    choice["finish_reason"] = Value::from(finish_reason);
+    choice
+}
+
 /// A streamed delta: `reasoning_content`, `content` and `tool_calls` when they have something.
 fn delta_json(delta: ReadDelta) -> Value {
     let mut json = Map::new();
@@ -362,9 +367,8 @@ impl ResponseFormat for CompletionFormat {
         logprobs: &[TokenLogprob],
         finish_reason: &str,
     ) -> Option<Value> {
-        let mut choice = self.delta_choice(index, text, logprobs)?;
-        choice["finish_reason"] = Value::from(finish_reason);
-        Some(choice)
+        let choice = self.delta_choice(index, text, logprobs)?;
+        Some(with_finish(choice, finish_reason))
     }
 
     fn final_choice(&self, index: usize, finish_reason: &str) -> Value {

@@ -14,6 +14,8 @@
 
 use std::str::FromStr;
 
+use crate::tool_calls::marker_start_len;
+
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
 
@@ -158,23 +160,13 @@ impl ReasoningStream {
                     self.phase = Phase::Content;
                     return;
                 }
-                let keep = tag_start_len(&self.held, THINK_CLOSE);
+                let keep = marker_start_len(&self.held, THINK_CLOSE);
                 let sendable = self.held.len() - keep;
                 delta.reasoning.push_str(&self.held[..sendable]);
                 self.held.drain(..sendable);
             }
         }
     }
-}
-
-/// The length of the longest suffix of `text` that is a proper prefix of `tag`.
-fn tag_start_len(text: &str, tag: &str) -> usize {
-    (1..tag.len().min(text.len() + 1))
-        .rev()
-        .find(|&len| {
-            text.is_char_boundary(text.len() - len) && tag.starts_with(&text[text.len() - len..])
-        })
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ mod json_scan;
 mod parse;
 mod streaming;
 
+pub(crate) use content_watch::marker_start_len;
 pub use format::{ParsedOutput, ParsedToolCall, ToolCallFormat, UnknownToolCallFormat};
 pub use streaming::{StreamingToolCallParser, ToolStreamDelta};
 

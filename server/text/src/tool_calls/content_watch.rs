@@ -45,7 +45,7 @@ impl ContentWatch {
 }
 
 /// The length of the longest suffix of `text` that is a proper prefix of `marker`.
-fn marker_start_len(text: &str, marker: &str) -> usize {
+pub(crate) fn marker_start_len(text: &str, marker: &str) -> usize {
     (1..marker.len().min(text.len() + 1))
         .rev()
         .find(|&len| {
