@@ -168,13 +168,22 @@ fn request_config(
             .headers
             .push((name.trim().to_string(), value.trim().to_string()));
     }
-    let extra_body = match &args.extra_body {
+    let mut extra_body = match &args.extra_body {
         None => serde_json::Map::new(),
         Some(text) => match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(map)) => map,
             _ => bail!("--extra-body must be a JSON object, got {text:?}"),
         },
     };
+    if let Some(text) = &args.chat_template_kwargs {
+        let kwargs = match serde_json::from_str::<Value>(text) {
+            Ok(kwargs @ Value::Object(_)) => kwargs,
+            _ => bail!("--chat-template-kwargs must be a JSON object, got {text:?}"),
+        };
+        if endpoint(endpoint_arg) == Endpoint::Chat {
+            extra_body.entry("chat_template_kwargs").or_insert(kwargs);
+        }
+    }
     request.sampling = Sampling {
         temperature: Some(args.temperature),
         top_p: args.top_p,
@@ -361,10 +370,14 @@ mod tests {
         serve: ServeArgs,
     }
 
-    fn output_tokens(flags: &[&str]) -> usize {
-        let args = Command::try_parse_from(std::iter::once("serve").chain(flags.iter().copied()))
+    fn parse(flags: &[&str]) -> ServeArgs {
+        Command::try_parse_from(std::iter::once("serve").chain(flags.iter().copied()))
             .expect("parses")
-            .serve;
+            .serve
+    }
+
+    fn output_tokens(flags: &[&str]) -> usize {
+        let args = parse(flags);
         match dataset_config(&args).expect("a dataset") {
             DatasetConfig::Random(random) => random.output_tokens,
             DatasetConfig::PrefixRepetition(prefix) => prefix.output_tokens,
@@ -382,5 +395,31 @@ mod tests {
         );
         let prefix = ["--dataset-name", "prefix-repetition", "--output-len", "9"];
         assert_eq!(output_tokens(&prefix), 9);
+    }
+
+    /// vLLM's `--chat-template-kwargs` goes into chat bodies; its no-op flags are accepted.
+    #[test]
+    fn chat_template_kwargs_reach_chat_bodies_only() {
+        let kwargs = r#"{"enable_thinking": false}"#;
+        let body = |flags: &[&str]| {
+            let config = request_config(&parse(flags), "m", StructuredOutput::default());
+            config.map(|c| c.sampling.extra_body.get("chat_template_kwargs").cloned())
+        };
+        let chat = [
+            "--chat-template-kwargs",
+            kwargs,
+            "--disable-shuffle",
+            "--skip-chat-template",
+        ];
+        let sent = body(&chat).expect("valid").expect("sent");
+        assert_eq!(sent["enable_thinking"], false);
+        let completions = [
+            "--chat-template-kwargs",
+            kwargs,
+            "--endpoint",
+            "/v1/completions",
+        ];
+        assert_eq!(body(&completions).expect("valid"), None);
+        assert!(body(&["--chat-template-kwargs", "[1]"]).is_err());
     }
 }

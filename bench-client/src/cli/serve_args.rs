@@ -157,6 +157,17 @@ pub struct ServeArgs {
     /// JSON object merged into every request body, e.g. '{"top_k": 20}'.
     #[arg(long, value_name = "JSON")]
     pub extra_body: Option<String>,
+    /// vLLM's: a JSON object sent as every chat request's `chat_template_kwargs` (e.g.
+    /// '{"enable_thinking": false}'); --extra-body's own key wins.
+    #[arg(long, value_name = "JSON")]
+    pub chat_template_kwargs: Option<String>,
+    /// vLLM's, accepted for its command lines: custom JSONL is always sent in file order here.
+    #[arg(long)]
+    pub disable_shuffle: bool,
+    /// vLLM's, accepted for its command lines: custom JSONL prompts are always sent as written
+    /// here (no chat template applied by the client).
+    #[arg(long)]
+    pub skip_chat_template: bool,
     #[command(flatten)]
     pub structured_output: StructuredOutputArgs,
     #[command(flatten)]
