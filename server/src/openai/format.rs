@@ -21,18 +21,12 @@ pub trait ResponseFormat: Send + Sync + 'static {
     /// The streamed choice a text delta becomes (`None`: nothing to send yet).
     fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Option<Value>;
     fn final_choice(&self, index: usize, finish_reason: &str) -> Value;
-    /// A choice's last delta and its finish reason as one streamed choice, where the endpoint
-    /// writes them so (`None`: a delta, then a final choice). vLLM's server puts a completion's
-    /// `finish_reason` on its last token's chunk; a separate empty one would count as one more
-    /// token for a client that times every chunk (vLLM's, on completions).
-    fn last_delta_choice(
-        &self,
-        _index: usize,
-        _text: &str,
-        _logprobs: &[TokenLogprob],
-        _finish_reason: &str,
-    ) -> Option<Value> {
-        None
+    /// Whether a choice's last delta carries its finish reason (one chunk, as vLLM's server
+    /// writes it), instead of a delta, then a final choice of its own. A separate empty final
+    /// chunk would count as one more token for a client that times every chunk (vLLM's, on
+    /// completions).
+    fn joins_last_delta(&self) -> bool {
+        true
     }
     /// The whole non-streamed response.
     fn response(&self, choices: Vec<FinishedChoice>, usage: Value) -> Value;
@@ -211,19 +205,9 @@ impl ResponseFormat for ChatFormat {
         Some(json!({"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": null}))
     }
 
-    fn last_delta_choice(
-        &self,
-        index: usize,
-        text: &str,
-        logprobs: &[TokenLogprob],
-        finish_reason: &str,
-    ) -> Option<Value> {
+    fn joins_last_delta(&self) -> bool {
         // With tools or reasoning the end flushes the readers: a final choice of its own.
-        if self.tools.is_some() || self.reasoning.is_some() {
-            return None;
-        }
-        let choice = self.delta_choice(index, text, logprobs)?;
-        Some(with_finish(choice, finish_reason))
+        self.tools.is_none() && self.reasoning.is_none()
     }
 
     fn final_choice(&self, index: usize, reason: &str) -> Value {
@@ -295,12 +279,6 @@ impl ChatFormat {
     }
 }
 
-/// A streamed choice that also ends its choice.
-fn with_finish(mut choice: Value, finish_reason: &str) -> Value {
-    choice["finish_reason"] = Value::from(finish_reason);
-    choice
-}
-
 /// A streamed delta: `reasoning_content`, `content` and `tool_calls` when they have something.
 fn delta_json(delta: ReadDelta) -> Value {
     let mut json = Map::new();
@@ -358,17 +336,6 @@ impl ResponseFormat for CompletionFormat {
             Value::Null
         };
         Some(json!({"index": index, "text": text, "logprobs": logprobs, "finish_reason": null}))
-    }
-
-    fn last_delta_choice(
-        &self,
-        index: usize,
-        text: &str,
-        logprobs: &[TokenLogprob],
-        finish_reason: &str,
-    ) -> Option<Value> {
-        let choice = self.delta_choice(index, text, logprobs)?;
-        Some(with_finish(choice, finish_reason))
     }
 
     fn final_choice(&self, index: usize, finish_reason: &str) -> Value {

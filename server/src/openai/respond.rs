@@ -278,9 +278,14 @@ fn last_chunks<F: ResponseFormat>(
                 usage,
                 ..
             },
-        ) => format
-            .last_delta_choice(*index, text, logprobs, finish_reason)
-            .map(|choice| (choice, *index, *usage)),
+        ) if format.joins_last_delta() => {
+            format
+                .delta_choice(*index, text, logprobs)
+                .map(|mut choice| {
+                    choice["finish_reason"] = Value::from(*finish_reason);
+                    (choice, *index, *usage)
+                })
+        }
         _ => None,
     };
     match merged {
