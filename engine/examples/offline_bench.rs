@@ -83,6 +83,7 @@ fn run_one(
             }
             TokenEvent::Finished { .. } => break,
             TokenEvent::Error(e) => return Err(e.to_string()),
+            TokenEvent::PromptLogprobs(_) => {}
         }
     }
     let first = first.ok_or("no token generated")?;

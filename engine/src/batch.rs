@@ -1,4 +1,5 @@
-//! What crosses the scheduler ↔ runner seam: a plan goes down, logits come up.
+//! What crosses the scheduler ↔ runner seam: a plan goes down, tokens (and the prompt
+//! log-probabilities asked for) come up.
 
 use std::sync::Arc;
 
@@ -19,6 +20,19 @@ pub struct ScheduledSeq {
     pub sample: bool,
     /// The LoRA adapter the sequence runs with (`None`: the base model).
     pub lora: Option<Arc<LoraAdapter>>,
+    /// Rows of this step whose log-probabilities of the next prompt token are returned (the
+    /// request's `prompt_logprobs`).
+    pub prompt_logprobs: Option<PromptLogprobRows>,
+}
+
+/// Which of a step's tokens yield prompt log-probabilities: the token at `first_row + k` of
+/// `new_token_ids` predicts `target_ids[k]`, the prompt token after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptLogprobRows {
+    pub first_row: usize,
+    pub target_ids: Vec<u32>,
+    /// Alternatives returned per row.
+    pub num_top: usize,
 }
 
 impl ScheduledSeq {
@@ -43,6 +57,13 @@ impl BatchPlan {
     /// Number of sequences that sample a token this step (one logits row each, in plan order).
     pub fn num_sampled(&self) -> usize {
         self.seqs.iter().filter(|s| s.sample).count()
+    }
+
+    /// The sequences that return prompt log-probabilities this step, in plan order.
+    pub fn prompt_logprob_seqs(&self) -> impl Iterator<Item = (&ScheduledSeq, &PromptLogprobRows)> {
+        self.seqs
+            .iter()
+            .filter_map(|s| s.prompt_logprobs.as_ref().map(|rows| (s, rows)))
     }
 }
 

@@ -272,6 +272,16 @@ impl EngineCore {
                 plan.num_sampled()
             )));
         }
+        let expected: Vec<usize> = plan
+            .prompt_logprob_seqs()
+            .map(|(_, rows)| rows.target_ids.len())
+            .collect();
+        let returned: Vec<usize> = output.prompt_logprobs.iter().map(Vec::len).collect();
+        if returned != expected {
+            return Err(EngineError::Execution(format!(
+                "the step returned prompt log-probabilities for {returned:?} rows, not {expected:?}"
+            )));
+        }
         Ok(output)
     }
 
@@ -281,6 +291,12 @@ impl EngineCore {
         // Publish before sending: a caller that sees its request finish then reads stats that
         // already count it.
         self.publish_stats();
+        for (id, entries) in update.prompt_logprobs {
+            if let Some(tx) = self.streams.get(&id) {
+                // A closed stream is noticed (and aborted) when its token is sent below.
+                let _ = tx.send(TokenEvent::PromptLogprobs(entries));
+            }
+        }
         for (id, token) in update.tokens {
             let delivered = self
                 .streams

@@ -1,4 +1,5 @@
-//! What flows back to a caller: one event per generated token, then one final event.
+//! What flows back to a caller: the prompt's log-probabilities when asked for, one event per
+//! generated token, then one final event.
 
 use std::time::Instant;
 
@@ -58,9 +59,24 @@ pub struct GeneratedToken {
     pub is_last: bool,
 }
 
+/// The log-probability of one prompt token given the tokens before it (the request's
+/// `prompt_logprobs`), from the model's raw logits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptTokenLogprob {
+    pub token_id: u32,
+    pub logprob: f32,
+    /// 1 for the most likely token: one more than the number of tokens more likely than it.
+    pub rank: u32,
+    /// The most likely alternatives, best first (`prompt_logprobs` of them).
+    pub top_logprobs: Vec<(u32, f32)>,
+}
+
 /// One event on a request's stream.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TokenEvent {
+    /// Before the first token when the request asked for `prompt_logprobs`: one entry per prompt
+    /// token after the first, in order.
+    PromptLogprobs(Vec<PromptTokenLogprob>),
     Token(GeneratedToken),
     Finished {
         reason: FinishReason,

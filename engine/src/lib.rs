@@ -38,6 +38,7 @@ internal_modules! {
     mod gpu;
     mod kv;
     mod mock;
+    mod prompt_logprobs;
     mod runner;
     mod sampling;
     mod scheduler;
@@ -50,7 +51,9 @@ pub use config::{EngineConfig, ItlTarget};
 pub use constraint::{ConstraintMatcher, TokenConstraint, TokenMask};
 pub use device::DeviceSpec;
 pub use error::{EngineError, Result};
-pub use events::{FinishReason, GeneratedToken, RequestTimings, TokenEvent, Usage};
+pub use events::{
+    FinishReason, GeneratedToken, PromptTokenLogprob, RequestTimings, TokenEvent, Usage,
+};
 pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};
 pub use lora::{LoraAdapter, LoraId};
 pub use mock::{start_mock_engine, MockConfig, MockOutputLen, MockStall};

@@ -189,6 +189,10 @@ pub struct EngineRequest {
     /// The LoRA adapter to run with (`None`: the base model). The request holds it, so an
     /// adapter unloaded meanwhile still serves it to the end.
     pub lora: Option<Arc<LoraAdapter>>,
+    /// Return the log-probability of every prompt token after the first (from the model's raw
+    /// logits), plus this many alternatives each; at most [`MAX_TOP_LOGPROBS`]. The prompt is
+    /// then computed in full: it takes no blocks from the prefix cache (it still fills it).
+    pub prompt_logprobs: Option<usize>,
 }
 
 impl EngineRequest {
@@ -207,6 +211,7 @@ impl EngineRequest {
             cache_salt: None,
             constraint: None,
             lora: None,
+            prompt_logprobs: None,
         }
     }
 }

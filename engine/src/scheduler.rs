@@ -29,6 +29,7 @@ use crate::error::EngineError;
 use crate::events::FinishReason;
 use crate::kv::manager::KvCacheManager;
 use crate::lora::adapter::LoraId;
+use crate::prompt_logprobs::cap_chunk;
 use crate::request::RequestId;
 use crate::runner::StepOutput;
 use crate::sequence::{Sequence, SequenceStatus};
@@ -186,7 +187,8 @@ impl Scheduler {
         let mut index = 0;
         while index < self.running.len() && budget.num_tokens > 0 {
             let num_uncomputed = self.running[index].num_uncomputed_tokens();
-            let num_new = budget.grant(num_uncomputed);
+            let chunked = self.limits.enable_chunked_prefill;
+            let num_new = chunk_of(chunked, &self.running[index], budget.grant(num_uncomputed));
             if num_new == 0 {
                 // A prefill past the step's prefill cap: the decodes behind it still run.
                 index += 1;
@@ -236,7 +238,8 @@ impl Scheduler {
             }
             let computed = self.kv.get_computed_blocks(seq);
             let num_uncomputed = seq.num_tokens() - computed.num_tokens;
-            let num_new = budget.grant(num_uncomputed);
+            let chunked = self.limits.enable_chunked_prefill;
+            let num_new = chunk_of(chunked, seq, budget.grant(num_uncomputed));
             if num_new == 0 || (num_new < num_uncomputed && !self.limits.enable_chunked_prefill) {
                 break;
             }
@@ -376,6 +379,15 @@ impl StepBudget {
     }
 }
 
+/// Tokens a sequence computes this step out of the `granted` ones: fewer while its prompt
+/// log-probabilities are computed, when prefills may be chunked.
+fn chunk_of(enable_chunked_prefill: bool, seq: &Sequence, granted: usize) -> usize {
+    match enable_chunked_prefill {
+        true => cap_chunk(seq.prompt_logprobs.as_ref(), granted),
+        false => granted,
+    }
+}
+
 fn push_scheduled(plan: &mut BatchPlan, seq: &Sequence, num_new: usize) {
     let start = seq.num_computed_tokens;
     plan.seqs.push(ScheduledSeq {
@@ -385,6 +397,9 @@ fn push_scheduled(plan: &mut BatchPlan, seq: &Sequence, num_new: usize) {
         block_table: seq.block_table.clone(),
         sample: start + num_new == seq.num_tokens(),
         lora: seq.lora.clone(),
+        prompt_logprobs: seq.prompt_logprobs.as_ref().and_then(|progress| {
+            progress.rows_for(&seq.token_ids[..seq.num_prompt_tokens], start, num_new)
+        }),
     });
     plan.num_batched_tokens += num_new;
 }

@@ -7,6 +7,7 @@ use crate::events::{FinishReason, RequestTimings, Usage};
 use crate::kv::block_pool::BlockId;
 use crate::kv::hash::{BlockHash, CacheScope};
 use crate::lora::adapter::LoraAdapter;
+use crate::prompt_logprobs::PromptLogprobsProgress;
 use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
 
 /// Where a sequence is in its life.
@@ -45,6 +46,9 @@ pub struct Sequence {
     pub first_scheduled: Option<Instant>,
     pub first_token: Option<Instant>,
     pub num_preemptions: u32,
+    /// The prompt log-probabilities collected so far, while the request wants them and they
+    /// have not been sent (`None` otherwise).
+    pub prompt_logprobs: Option<PromptLogprobsProgress>,
 }
 
 impl Sequence {
@@ -71,6 +75,7 @@ impl Sequence {
             first_scheduled: None,
             first_token: None,
             num_preemptions: 0,
+            prompt_logprobs: request.prompt_logprobs.map(PromptLogprobsProgress::new),
         }
     }
 

@@ -3,7 +3,7 @@
 //! (through `EngineHandle::validate`), so a bad request fails before it reaches the queue.
 
 use crate::error::EngineError;
-use crate::request::{EngineRequest, RequestId};
+use crate::request::{EngineRequest, RequestId, MAX_TOP_LOGPROBS};
 
 /// A request that passed every check, with the most tokens it may generate. Only
 /// [`RequestLimits::validate`] makes one, so the engine never re-checks what it queues.
@@ -111,6 +111,12 @@ impl RequestLimits {
             ));
         }
         request.sampling.validate()?;
+        if let Some(n) = request.prompt_logprobs.filter(|&n| n > MAX_TOP_LOGPROBS) {
+            return Err(invalid(
+                "prompt_logprobs",
+                format!("must be at most {MAX_TOP_LOGPROBS}, got {n}"),
+            ));
+        }
         if request.stop.max_tokens == Some(0) {
             return Err(invalid("max_tokens", "must be at least 1".into()));
         }

@@ -36,6 +36,7 @@ fn prefill_logits(dir: &std::path::Path, seed: u64) -> Vec<f32> {
             block_table: vec![BlockId(0)],
             sample: true,
             lora: None,
+            prompt_logprobs: None,
         }],
         num_batched_tokens: PROMPT.len(),
     };

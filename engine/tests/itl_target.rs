@@ -83,6 +83,7 @@ fn drain(mut stream: RequestStream, max_tokens: usize) -> (Vec<GeneratedToken>, 
                 return (tokens, timings);
             }
             TokenEvent::Error(error) => panic!("engine error: {error}"),
+            TokenEvent::PromptLogprobs(_) => panic!("prompt log-probabilities were not asked for"),
         }
     }
 }

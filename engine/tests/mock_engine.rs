@@ -91,6 +91,7 @@ fn drain(mut stream: RequestStream) -> Outcome {
                 };
             }
             TokenEvent::Error(error) => panic!("engine error: {error}"),
+            TokenEvent::PromptLogprobs(_) => panic!("prompt log-probabilities were not asked for"),
         }
     }
 }
@@ -352,6 +353,36 @@ fn stats_count_what_a_model_would_compute() {
     // steps found a token not ready.
     let expected = num_prompt + num_output - prompts.len();
     assert_eq!(stats.num_computed_tokens_total, expected as u64);
+    handle.shutdown();
+}
+
+#[test]
+fn prompt_logprobs_come_first_certain_and_whole_even_in_small_chunks() {
+    let config = EngineConfig {
+        max_num_batched_tokens: 16,
+        ..EngineConfig::default()
+    };
+    let handle = start(mock(0, 1, MockOutputLen::MaxTokens), config);
+    let prompt: Vec<u32> = (0..50).map(|t| 100 + t).collect();
+    let mut request = EngineRequest::new(
+        handle.next_request_id(),
+        prompt.clone(),
+        SamplingParams::default(),
+        stop(3),
+    );
+    request.prompt_logprobs = Some(2);
+    let mut stream = handle.submit(handle.validate(request).unwrap()).unwrap();
+    let TokenEvent::PromptLogprobs(entries) = stream.blocking_next().expect("an event") else {
+        panic!("prompt log-probabilities come first");
+    };
+    let ids: Vec<u32> = entries.iter().map(|e| e.token_id).collect();
+    assert_eq!(ids, prompt[1..]);
+    for entry in &entries {
+        assert_eq!((entry.logprob, entry.rank), (0.0, 1));
+        assert_eq!(entry.top_logprobs, vec![(entry.token_id, 0.0)]);
+    }
+    let outcome = drain(stream);
+    assert_eq!(outcome.tokens.len(), 3);
     handle.shutdown();
 }
 

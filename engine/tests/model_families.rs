@@ -76,6 +76,7 @@ fn engine_prefill_logits(path: &Path, format: WeightFormat, tokens: &[u32]) -> V
             block_table: scrambled_block_table(tokens.len()),
             sample: true,
             lora: None,
+            prompt_logprobs: None,
         }],
         num_batched_tokens: tokens.len(),
     };
@@ -104,6 +105,7 @@ fn engine_chunked_logits(path: &Path, tokens: &[u32]) -> Vec<(usize, Vec<f32>)> 
                 block_table: scrambled_block_table(tokens.len()),
                 sample: true,
                 lora: None,
+                prompt_logprobs: None,
             }],
             num_batched_tokens: len,
         };

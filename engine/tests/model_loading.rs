@@ -41,6 +41,7 @@ fn prefill_logits(path: &std::path::Path, format: WeightFormat, prompt: &[u32]) 
             block_table: (0..prompt.len().div_ceil(16) as u32).map(BlockId).collect(),
             sample: true,
             lora: None,
+            prompt_logprobs: None,
         }],
         num_batched_tokens: prompt.len(),
     };

@@ -153,6 +153,8 @@ impl TextGenerator {
                     return Ok(finished(detokenizer, reason, usage, timings, submitted));
                 }
                 Some(TokenEvent::Error(error)) => return Err(error.into()),
+                // Never asked for here.
+                Some(TokenEvent::PromptLogprobs(_)) => {}
                 None => return Err(EngineError::ShutDown.into()),
             }
         }

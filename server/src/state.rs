@@ -18,7 +18,9 @@ use crate::metrics::Metrics;
 use crate::openai::admission::Admission;
 use crate::openai::choice::{ChoiceContext, ChoiceRun, Submission};
 use crate::openai::error::ApiError;
+use crate::openai::params::Echo;
 use crate::openai::params::{GenerationParams, ParamDefaults};
+use crate::openai::prompt_side::{EchoPrompt, PromptSide};
 use crate::openai::tools::ToolCallConfig;
 use crate::timeline::{RequestTrace, TimelineWriter};
 
@@ -218,6 +220,7 @@ impl AppState {
         params: &GenerationParams,
         first_index: usize,
         want_logprobs: bool,
+        echo: Option<Arc<EchoPrompt>>,
     ) -> Result<Vec<ChoiceRun>, ApiError> {
         if self.is_draining() {
             return Err(ApiError::shutting_down());
@@ -232,7 +235,13 @@ impl AppState {
             include_stop_str_in_output: params.include_stop_str_in_output,
             skip_special_tokens: params.skip_special_tokens,
             want_logprobs,
+            echo_only: params.echo == Some(Echo::PromptOnly),
         };
+        let prompt = PromptSide::new(
+            params.prompt_logprobs,
+            echo,
+            params.sampling.logprobs.filter(|_| want_logprobs),
+        );
         let submission = Submission {
             at: request.request().arrival,
             num_prompt_tokens: request.request().prompt.len(),
@@ -255,6 +264,7 @@ impl AppState {
                 context.clone(),
                 slot,
                 submission,
+                prompt.clone(),
             ));
         }
         Ok(runs)

@@ -63,6 +63,7 @@ fn greedy_tokens(
             TokenEvent::Token(token) => tokens.push(token.token_id),
             TokenEvent::Finished { .. } => return tokens,
             TokenEvent::Error(e) => panic!("{e}"),
+            TokenEvent::PromptLogprobs(_) => panic!("prompt log-probabilities were not asked for"),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The official `openai` Python SDK drives the real server: chat, streaming, completions, `n` with
 //! a seed, logprobs, stop strings, the model list, and errors surfacing as the SDK's exception
-//! types (`tests/python/test_openai_sdk.py`); structured outputs and tool calls
+//! types (`tests/python/test_openai_sdk.py`); lm-eval-harness's log-likelihood requests and
+//! vLLM's `prompt_logprobs` (`tests/python/test_loglikelihood_sdk.py`); structured outputs and tool calls
 //! (`tests/python/test_structured_outputs_sdk.py`); LoRA adapters made by
 //! `scripts/make-lora-adapter.py`, selected by `model` (`tests/python/test_lora_sdk.py`).
 //! The checks are plain unittest files; these
@@ -110,6 +111,12 @@ fn the_openai_python_sdk_drives_the_server() {
     let server = start_server(&[]);
     run_python_tests(
         "test_openai_sdk.py",
+        &[("PAGODA_BASE_URL", server.url("/v1"))],
+    );
+    // lm-eval-harness's loglikelihood requests (echo, logprobs, prompt token ids) and vLLM's
+    // `prompt_logprobs`.
+    run_python_tests(
+        "test_loglikelihood_sdk.py",
         &[("PAGODA_BASE_URL", server.url("/v1"))],
     );
 }

@@ -40,7 +40,7 @@ pub async fn run_batch(
 async fn finish(mut stream: RequestStream) -> Result<Usage, OfflineError> {
     while let Some(event) = stream.next().await {
         match event {
-            TokenEvent::Token(_) => {}
+            TokenEvent::Token(_) | TokenEvent::PromptLogprobs(_) => {}
             TokenEvent::Finished { usage, .. } => return Ok(usage),
             TokenEvent::Error(error) => return Err(error.into()),
         }

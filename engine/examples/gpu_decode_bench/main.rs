@@ -150,6 +150,7 @@ impl Batch {
             block_table: (first..first + blocks).map(|b| BlockId(b as u32)).collect(),
             sample: true,
             lora: None,
+            prompt_logprobs: None,
         }
     }
 

@@ -84,7 +84,7 @@ mod tests {
                     new_token_ids: vec![7, 8],
                     block_table: vec![BlockId(5), BlockId(2)],
                     sample: true,
-                    lora: None,
+                    lora: None, prompt_logprobs: None,
                 },
                 ScheduledSeq {
                     id: RequestId(2),
@@ -92,7 +92,7 @@ mod tests {
                     new_token_ids: vec![1],
                     block_table: vec![BlockId(0)],
                     sample: true,
-                    lora: None,
+                    lora: None, prompt_logprobs: None,
                 },
             ],
             num_batched_tokens: 3,

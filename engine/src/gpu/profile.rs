@@ -38,6 +38,7 @@ pub fn profile_plan(config: &EngineConfig, max_model_len: usize) -> (BatchPlan, 
             block_table: (next_block..next_block + num_blocks).map(BlockId).collect(),
             sample: true,
             lora: None,
+            prompt_logprobs: None,
         });
         next_block += num_blocks;
     }

@@ -73,9 +73,10 @@ impl KvCacheManager {
     }
 
     /// The longest run of cached full blocks that starts the sequence. The last token is never
-    /// taken from the cache, so that a fully cached prompt still yields logits.
+    /// taken from the cache, so that a fully cached prompt still yields logits; nothing is taken
+    /// while the sequence still needs its prompt's log-probabilities.
     pub fn get_computed_blocks(&mut self, seq: &mut Sequence) -> ComputedBlocks {
-        if !self.enable_prefix_caching {
+        if !self.enable_prefix_caching || seq.prompt_logprobs.is_some() {
             return ComputedBlocks::default();
         }
         let max_blocks = (seq.num_tokens() - 1) / self.block_size;

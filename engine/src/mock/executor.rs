@@ -12,6 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::{MockConfig, MockOutputLen, MockStall};
 use crate::batch::BatchPlan;
 use crate::error::{EngineError, Result};
+use crate::events::PromptTokenLogprob;
 use crate::models::ModelConfig;
 use crate::request::{EngineRequest, RequestId};
 use crate::runner::{StepExecutor, StepOutput};
@@ -175,7 +176,10 @@ impl StepExecutor for MockExecutor {
         } else {
             None
         };
-        Ok(StepOutput::from_ids(tokens))
+        Ok(StepOutput {
+            prompt_logprobs: certain_prompt_logprobs(plan),
+            ..StepOutput::from_ids(tokens)
+        })
     }
 
     fn add_request(&mut self, request: &EngineRequest, max_output_tokens: usize) {
@@ -215,3 +219,24 @@ fn jittered(rng: &mut ChaCha8Rng, base: Duration, jitter: f64) -> Duration {
 #[cfg(test)]
 #[path = "executor_tests.rs"]
 mod tests;
+
+/// The mock's prompt log-probabilities: it has no distribution, so each prompt token is certain
+/// (log-probability 0, rank 1, and itself as the one alternative), as its own tokens are.
+fn certain_prompt_logprobs(plan: &BatchPlan) -> Vec<Vec<PromptTokenLogprob>> {
+    plan.prompt_logprob_seqs()
+        .map(|(_, rows)| {
+            rows.target_ids
+                .iter()
+                .map(|&token_id| PromptTokenLogprob {
+                    token_id,
+                    logprob: 0.0,
+                    rank: 1,
+                    top_logprobs: match rows.num_top {
+                        0 => Vec::new(),
+                        _ => vec![(token_id, 0.0)],
+                    },
+                })
+                .collect()
+        })
+        .collect()
+}

@@ -55,7 +55,7 @@ fn plan(ids: &[u64]) -> BatchPlan {
             new_token_ids: vec![1],
             block_table: Vec::new(),
             sample: true,
-            lora: None,
+            lora: None, prompt_logprobs: None,
         })
         .collect::<Vec<_>>();
     BatchPlan {

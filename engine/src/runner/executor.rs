@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crate::batch::BatchPlan;
 use crate::error::Result;
+use crate::events::PromptTokenLogprob;
 use crate::request::{EngineRequest, RequestId};
 use crate::sampling::SampledToken;
 
@@ -36,6 +37,9 @@ pub trait StepExecutor: Send + std::fmt::Debug {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StepOutput {
     pub tokens: Vec<Option<SampledToken>>,
+    /// One entry per sequence with `prompt_logprobs` rows in the plan, in plan order: one
+    /// log-probability per row.
+    pub prompt_logprobs: Vec<Vec<PromptTokenLogprob>>,
 }
 
 impl StepOutput {
@@ -51,6 +55,7 @@ impl StepOutput {
                 .into_iter()
                 .map(|id| id.map(SampledToken::chosen))
                 .collect(),
+            prompt_logprobs: Vec::new(),
         }
     }
 }

@@ -9,7 +9,8 @@ use crate::lora::batch::LoraBatch;
 use crate::models::ModelInput;
 
 /// Token ids and positions of every scheduled token, which rows produce logits (the last token
-/// of each sequence that samples) and which rows use which LoRA adapter.
+/// of each sequence that samples, then the prompt log-probability rows) and which rows use which
+/// LoRA adapter.
 pub fn build_model_input(
     plan: &BatchPlan,
     meta: &AttnMetadata,
@@ -20,13 +21,19 @@ pub fn build_model_input(
         .iter()
         .flat_map(|s| s.new_token_ids.iter().copied())
         .collect();
-    let logits_indices: Vec<u32> = plan
+    let mut logits_indices: Vec<u32> = plan
         .seqs
         .iter()
         .enumerate()
         .filter(|(_, s)| s.sample)
         .map(|(i, _)| meta.query_start_loc[i + 1] - 1)
         .collect();
+    for (i, seq) in plan.seqs.iter().enumerate() {
+        if let Some(rows) = &seq.prompt_logprobs {
+            let first = meta.query_start_loc[i] + rows.first_row as u32;
+            logits_indices.extend((0..rows.target_ids.len() as u32).map(|k| first + k));
+        }
+    }
     let num_tokens = token_ids.len();
     let num_sampled = logits_indices.len();
     let lora = if plan.seqs.iter().any(|s| s.lora.is_some()) {

@@ -4,6 +4,7 @@
 pub mod executor;
 pub mod input;
 mod polling;
+mod prompt_logprobs;
 
 pub use executor::{StepExecutor, StepOutput};
 
@@ -54,7 +55,7 @@ impl ModelRunner {
     }
 
     /// Runs one step's forward pass; returns one logits row per sequence that samples, in plan
-    /// order, copied to the host (for tests and tools that look at logits; serving samples them
+    /// order (then the prompt log-probability rows, if any), copied to the host (for tests and tools that look at logits; serving samples them
     /// where they are, through `StepExecutor::execute`).
     #[cfg(any(feature = "testing", feature = "cuda"))]
     pub fn execute(&mut self, plan: &BatchPlan) -> Result<StepLogits> {
@@ -121,12 +122,21 @@ impl StepExecutor for ModelRunner {
         let Some(logits) = self.forward_and_masks(plan, &ids)? else {
             return Ok(StepOutput::default());
         };
+        let prompt_logprobs = prompt_logprobs::prompt_logprobs(&logits, ids.len(), plan)?;
         if ids.is_empty() {
-            return Ok(StepOutput::default());
+            return Ok(StepOutput {
+                tokens: Vec::new(),
+                prompt_logprobs,
+            });
         }
-        let tokens = self.sampler.sample(&logits, &ids)?;
+        let sampling_logits = match prompt_logprobs.is_empty() {
+            true => logits,
+            false => logits.narrow(0, 0, ids.len())?,
+        };
+        let tokens = self.sampler.sample(&sampling_logits, &ids)?;
         Ok(StepOutput {
             tokens: tokens.into_iter().map(Some).collect(),
+            prompt_logprobs,
         })
     }
 

@@ -147,7 +147,7 @@ mod tests {
             new_token_ids: vec![1; n],
             block_table: Vec::new(),
             sample: true,
-            lora: None,
+            lora: None, prompt_logprobs: None,
         };
         let plan = BatchPlan {
             seqs: vec![seq(1), seq(16), seq(1), seq(100)],

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::batch::BatchPlan;
-use crate::events::{FinishReason, GeneratedToken};
+use crate::events::{FinishReason, GeneratedToken, PromptTokenLogprob};
 use crate::kv::manager::KvCacheManager;
 use crate::request::RequestId;
 use crate::runner::StepOutput;
@@ -16,6 +16,8 @@ use crate::sequence::{Sequence, SequenceStatus};
 /// What one step changed: tokens to report, sequences that ended.
 #[derive(Debug, Default)]
 pub struct StepUpdate {
+    /// Prompt log-probabilities complete this step, sent before the request's first token.
+    pub prompt_logprobs: Vec<(RequestId, Vec<PromptTokenLogprob>)>,
     pub tokens: Vec<(RequestId, GeneratedToken)>,
     /// Prompt tokens of the requests that produced their first token this step.
     pub num_prompt_tokens: usize,
@@ -62,6 +64,7 @@ impl RunningState<'_> {
             .map(|(i, s)| (s.id, i))
             .collect();
         let mut row = 0;
+        let mut prompt_logprobs_row = 0;
         for scheduled in &plan.seqs {
             let next = if scheduled.sample {
                 row += 1;
@@ -69,10 +72,17 @@ impl RunningState<'_> {
             } else {
                 Next::NoSample
             };
+            let prompt_entries = scheduled.prompt_logprobs.as_ref().and_then(|_| {
+                prompt_logprobs_row += 1;
+                output.prompt_logprobs.get(prompt_logprobs_row - 1)
+            });
             let Some(&index) = positions.get(&scheduled.id) else {
                 continue;
             };
             let seq = &mut self.running[index];
+            if let (Some(entries), Some(progress)) = (prompt_entries, seq.prompt_logprobs.as_mut()) {
+                progress.extend(entries.clone());
+            }
             // A token not ready leaves the sequence's last token to be computed again next step.
             let num_computed =
                 scheduled.new_token_ids.len() - usize::from(matches!(next, Next::NotReady));
@@ -85,6 +95,11 @@ impl RunningState<'_> {
             };
             if seq.num_output_tokens() == 1 {
                 update.num_prompt_tokens += seq.num_prompt_tokens;
+                if let Some(progress) = seq.prompt_logprobs.take() {
+                    update
+                        .prompt_logprobs
+                        .push((seq.id, progress.into_entries()));
+                }
             }
             update.tokens.push((seq.id, token));
             // A complete grammar ends the output, whatever the stop settings say.

@@ -142,6 +142,7 @@ pub fn prefill_plan(
             block_table: (0..num_blocks as u32).map(BlockId).collect(),
             sample: true,
             lora,
+            prompt_logprobs: None,
         }],
         num_batched_tokens: prompt.len(),
     }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use pagoda_engine::testing::TinyLlamaSpec;
 use pagoda_engine::{
     start_engine, EngineConfig, EngineHandle, EngineRequest, FinishReason, GeneratedToken,
-    SamplingParams, StopConditions, TokenEvent,
+    PromptTokenLogprob, SamplingParams, StopConditions, TokenEvent,
 };
 use rand::{Rng, SeedableRng};
 
@@ -37,6 +37,9 @@ pub struct Outcome {
     pub tokens: Vec<GeneratedToken>,
     pub reason: FinishReason,
     pub num_preemptions: u32,
+    /// The `PromptLogprobs` event, which must come before any token.
+    pub prompt_logprobs: Option<Vec<PromptTokenLogprob>>,
+    pub num_cached_tokens: usize,
 }
 
 impl Outcome {
@@ -64,12 +67,17 @@ pub fn request(
 
 fn drain(mut stream: pagoda_engine::RequestStream) -> Outcome {
     let mut tokens = Vec::new();
+    let mut prompt_logprobs = None;
     loop {
         match stream
             .blocking_next()
             .expect("stream ended without a final event")
         {
             TokenEvent::Token(token) => tokens.push(token),
+            TokenEvent::PromptLogprobs(entries) => {
+                assert!(tokens.is_empty() && prompt_logprobs.is_none());
+                prompt_logprobs = Some(entries);
+            }
             TokenEvent::Finished {
                 reason,
                 timings,
@@ -80,6 +88,8 @@ fn drain(mut stream: pagoda_engine::RequestStream) -> Outcome {
                     tokens,
                     reason,
                     num_preemptions: timings.num_preemptions,
+                    prompt_logprobs,
+                    num_cached_tokens: usage.num_cached_tokens,
                 };
             }
             TokenEvent::Error(e) => panic!("engine error: {e}"),

@@ -48,6 +48,7 @@ fn generate(engine: &EngineHandle, metrics: &Metrics, prompt: Vec<u32>, max_toke
                 return metrics.record_finished(&finished);
             }
             TokenEvent::Error(error) => panic!("engine error: {error}"),
+            TokenEvent::PromptLogprobs(_) => panic!("prompt log-probabilities were not asked for"),
         }
     }
 }

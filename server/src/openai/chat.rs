@@ -98,7 +98,7 @@ pub async fn chat_completions(
         .validate_prompt(prompt, &params)
         .map_err(|e| e.naming_prompt("messages"))?;
     record_accepted(&state, "chat", num_prompt_tokens, &params);
-    let runs = state.start_choices(&request, &params, 0, logprobs.is_some())?;
+    let runs = state.start_choices(&request, &params, 0, logprobs.is_some(), None)?;
     let meta = ResponseMeta {
         id: format!("chatcmpl-{}", request_id.compact()),
         created_unix_s: unix_now_s(),

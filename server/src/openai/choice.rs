@@ -6,25 +6,19 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pagoda_engine::{
-    EngineHandle, FinishReason, GeneratedToken, RequestStream, RequestTimings, TokenEvent, Usage,
+    EngineHandle, FinishReason, GeneratedToken, PromptTokenLogprob, RequestStream, RequestTimings,
+    TokenEvent, Usage,
 };
 use pagoda_text::detokenizer::IncrementalDetokenizer;
 use pagoda_text::stop_strings::StopStringMatcher;
 use pagoda_text::tokenizer::TextTokenizer;
+use serde_json::Value;
 
 use crate::metrics::{FinishedSequence, Metrics};
 use crate::openai::admission::WaitingSlot;
 use crate::openai::error::ApiError;
-
-/// A token's log-probability, with its text and the most likely alternatives.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TokenLogprob {
-    pub token: String,
-    pub logprob: f32,
-    pub top: Vec<(String, f32)>,
-    /// Where the token's text starts in the choice's generated text, in characters.
-    pub text_offset: usize,
-}
+use crate::openai::logprob::TokenLogprob;
+use crate::openai::prompt_side::PromptSide;
 
 /// What a choice produces, in order: deltas, then one `Finished` (or one `Error`).
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +41,11 @@ pub enum ChoiceEvent {
         index: usize,
         error: ApiError,
     },
+    /// vLLM's `prompt_logprobs` of the choice's prompt (before its first delta).
+    PromptLogprobs {
+        index: usize,
+        logprobs: Value,
+    },
 }
 
 /// Everything one choice needs besides its engine stream.
@@ -63,6 +62,8 @@ pub struct ChoiceContext {
     pub include_stop_str_in_output: bool,
     pub skip_special_tokens: bool,
     pub want_logprobs: bool,
+    /// Completions' `echo` with `max_tokens: 0`: the generated token is left out.
+    pub echo_only: bool,
 }
 
 /// Drives one engine request to its end.
@@ -86,6 +87,7 @@ pub struct ChoiceRun {
     submitted: Instant,
     first_token_at: Option<Instant>,
     num_prompt_tokens: usize,
+    prompt: PromptSide,
 }
 
 /// When and with what prompt an engine request was submitted.
@@ -102,6 +104,7 @@ impl ChoiceRun {
         context: ChoiceContext,
         waiting: WaitingSlot,
         submission: Submission,
+        prompt: PromptSide,
     ) -> Self {
         let detokenizer = IncrementalDetokenizer::new(
             Arc::clone(&context.tokenizer),
@@ -128,6 +131,7 @@ impl ChoiceRun {
             submitted: submission.at,
             first_token_at: None,
             num_prompt_tokens: submission.num_prompt_tokens,
+            prompt,
         }
     }
 
@@ -152,6 +156,7 @@ impl ChoiceRun {
 
     fn handle(&mut self, event: Option<TokenEvent>) {
         match event {
+            Some(TokenEvent::PromptLogprobs(entries)) => self.on_prompt_logprobs(entries),
             Some(TokenEvent::Token(token)) => self.on_token(token),
             Some(TokenEvent::Finished {
                 reason,
@@ -163,8 +168,39 @@ impl ChoiceRun {
         }
     }
 
+    fn on_prompt_logprobs(&mut self, entries: Vec<PromptTokenLogprob>) {
+        if let Some(logprobs) = self.prompt.on_entries(entries, &self.context.tokenizer) {
+            self.pending.push_back(ChoiceEvent::PromptLogprobs {
+                index: self.index,
+                logprobs,
+            });
+        }
+    }
+
+    /// The echoed prompt, once, before anything generated.
+    fn write_echo(&mut self) {
+        let Some((text, logprobs)) = self.prompt.take_echo(&self.context.tokenizer) else {
+            return;
+        };
+        self.num_text_chars += text.chars().count();
+        let logprobs = match self.context.want_logprobs {
+            true => logprobs,
+            false => Vec::new(),
+        };
+        self.pending.push_back(ChoiceEvent::Delta {
+            index: self.index,
+            text,
+            logprobs,
+            is_last: false,
+        });
+    }
+
     fn on_token(&mut self, token: GeneratedToken) {
+        self.write_echo();
         self.waiting = None;
+        if self.context.echo_only {
+            return;
+        }
         if let Some(previous) = self.last_token_at {
             self.context
                 .metrics
@@ -208,7 +244,14 @@ impl ChoiceRun {
 
     fn on_finished(&mut self, reason: FinishReason, mut usage: Usage, timings: RequestTimings) {
         self.done = true;
+        self.write_echo();
+        if self.context.echo_only && reason != FinishReason::Abort {
+            // `max_tokens: 0`: the one token generated is not part of the answer.
+            usage.completion_tokens = 0;
+            self.stopped_after = Some(0);
+        }
         let reason = match self.stopped_after {
+            Some(_) if self.context.echo_only => FinishReason::Length,
             Some(num_tokens) => {
                 usage.completion_tokens = num_tokens;
                 FinishReason::Stop {
@@ -264,7 +307,7 @@ impl ChoiceRun {
         };
         vec![TokenLogprob {
             token: text_of(token.token_id),
-            logprob,
+            logprob: Some(logprob),
             top: token
                 .top_logprobs
                 .iter()

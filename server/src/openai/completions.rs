@@ -1,5 +1,6 @@
 //! `POST /v1/completions`: prompts as text or token ids, one or several.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::State;
@@ -13,6 +14,7 @@ use crate::openai::format::{CompletionFormat, ResponseMeta};
 use crate::openai::json_body::JsonBody;
 use crate::openai::output_spec::requested_spec;
 use crate::openai::params::GenerationParams;
+use crate::openai::prompt_side::EchoPrompt;
 use crate::openai::requests::{parse_body, CompletionRequest, PromptInput};
 use crate::openai::usage::UsageTotals;
 use crate::openai::{record_accepted, respond, tokenize_blocking};
@@ -45,6 +47,9 @@ pub async fn completions(
     };
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
     params.lora = lora;
+    if request.echo == Some(true) {
+        params.set_echo();
+    }
     if let Some(requested) = requested_spec(&request.fields, request.response_format.as_ref())? {
         let compiler = state.grammar_compiler.as_deref();
         params.constraint = Some(compile_requested(compiler, &state.metrics, &requested).await?);
@@ -52,7 +57,12 @@ pub async fn completions(
             .metrics
             .record_structured_request(requested.spec.kind());
     }
+    let prompt_texts = prompt_texts(&request.prompt);
     let prompts = prompt_ids(&state, request.prompt).await?;
+    let echoes: Vec<Option<Arc<EchoPrompt>>> = match params.echo {
+        Some(_) => echo_prompts(&state, &prompts, prompt_texts).await?,
+        None => vec![None; prompts.len()],
+    };
     let num_prompt_tokens_each: Vec<usize> = prompts.iter().map(Vec::len).collect();
     let num_prompt_tokens: usize = num_prompt_tokens_each.iter().sum();
     // Every prompt is checked before any is started.
@@ -63,12 +73,13 @@ pub async fn completions(
         .map_err(|e| e.naming_prompt("prompt"))?;
     record_accepted(&state, "completion", num_prompt_tokens, &params);
     let mut runs = Vec::with_capacity(requests.len() * params.n);
-    for (prompt_index, request) in requests.iter().enumerate() {
+    for (prompt_index, (request, echo)) in requests.iter().zip(echoes).enumerate() {
         runs.extend(state.start_choices(
             request,
             &params,
             prompt_index * params.n,
             logprobs.is_some(),
+            echo,
         )?);
     }
     let meta = ResponseMeta {
@@ -83,9 +94,6 @@ pub async fn completions(
 }
 
 fn reject_unsupported(request: &CompletionRequest) -> Result<(), ApiError> {
-    if request.echo == Some(true) {
-        return Err(ApiError::unsupported("echo", "`echo`"));
-    }
     if request.suffix.as_deref().is_some_and(|s| !s.is_empty()) {
         return Err(ApiError::unsupported(
             "suffix",
@@ -101,6 +109,47 @@ fn reject_unsupported(request: &CompletionRequest) -> Result<(), ApiError> {
         }
     }
     Ok(())
+}
+
+/// The prompts as the client wrote them, when it wrote text.
+fn prompt_texts(prompt: &PromptInput) -> Option<Vec<String>> {
+    match prompt {
+        PromptInput::Text(text) => Some(vec![text.clone()]),
+        PromptInput::Texts(texts) => Some(texts.clone()),
+        PromptInput::TokenIds(_) | PromptInput::TokenIdLists(_) => None,
+    }
+}
+
+/// What `echo` writes of each prompt: the client's text, or its token ids decoded (special
+/// tokens included: the echo shows what the model read).
+async fn echo_prompts(
+    state: &SharedState,
+    prompts: &[Vec<u32>],
+    texts: Option<Vec<String>>,
+) -> Result<Vec<Option<Arc<EchoPrompt>>>, ApiError> {
+    let texts = match texts {
+        Some(texts) => texts,
+        None => {
+            let (state, prompts) = (state.clone(), prompts.to_vec());
+            tokenize_blocking(move || {
+                prompts
+                    .iter()
+                    .map(|ids| Ok(state.tokenizer.decode(ids, false)?))
+                    .collect()
+            })
+            .await?
+        }
+    };
+    Ok(prompts
+        .iter()
+        .zip(texts)
+        .map(|(ids, text)| {
+            Some(Arc::new(EchoPrompt {
+                text,
+                token_ids: ids.clone(),
+            }))
+        })
+        .collect())
 }
 
 /// Token ids of every prompt; text is tokenized with the model's BOS when it wants one.

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use pagoda_text::reasoning::{ReasoningFormat, ReasoningStream};
 
-use crate::openai::choice::TokenLogprob;
+use crate::openai::logprob::TokenLogprob;
 use crate::openai::tool_output::{
     finish_reason, message_parts, ChatDelta, ToolCallStream, ToolOutput,
 };
@@ -39,6 +39,8 @@ pub struct FinishedChoice {
     pub text: String,
     pub finish_reason: String,
     pub logprobs: Vec<TokenLogprob>,
+    /// vLLM's `prompt_logprobs`, when asked for.
+    pub prompt_logprobs: Option<Value>,
 }
 
 /// The response identity shared by every chunk of one response.
@@ -159,7 +161,7 @@ fn chat_logprobs(logprobs: &[TokenLogprob]) -> Value {
     let content: Vec<Value> = logprobs
         .iter()
         .map(|lp| {
-            let mut item = entry(&lp.token, lp.logprob);
+            let mut item = entry(&lp.token, lp.logprob.unwrap_or(f32::NEG_INFINITY));
             item["top_logprobs"] = lp.top.iter().map(|(t, l)| entry(t, *l)).collect();
             item
         })
@@ -229,7 +231,8 @@ impl ResponseFormat for ChatFormat {
             "logprobs": null, "finish_reason": reason})
     }
 
-    fn response(&self, choices: Vec<FinishedChoice>, usage: Value) -> Value {
+    fn response(&self, mut choices: Vec<FinishedChoice>, usage: Value) -> Value {
+        let prompt_logprobs = choices.first_mut().and_then(|c| c.prompt_logprobs.take());
         let choices = choices
             .into_iter()
             .map(|c| {
@@ -245,6 +248,10 @@ impl ResponseFormat for ChatFormat {
             .collect();
         let mut map = envelope(&self.meta, "chat.completion", choices);
         map.insert("usage".into(), usage);
+        if let Some(logprobs) = prompt_logprobs {
+            // vLLM's place: the response's, as every choice has the same prompt.
+            map.insert("prompt_logprobs".into(), logprobs);
+        }
         Value::Object(map)
     }
 }
@@ -303,13 +310,17 @@ fn completion_logprobs(logprobs: &[TokenLogprob]) -> Value {
     let mut offsets = Vec::new();
     for lp in logprobs {
         tokens.push(Value::from(lp.token.clone()));
-        token_logprobs.push(Value::from(lp.logprob));
+        // An echoed prompt's first token has neither (`null`, as OpenAI writes it).
+        token_logprobs.push(lp.logprob.map_or(Value::Null, Value::from));
         let alternatives: Map<String, Value> = lp
             .top
             .iter()
             .map(|(t, l)| (t.clone(), Value::from(*l)))
             .collect();
-        top.push(Value::Object(alternatives));
+        top.push(match lp.logprob {
+            Some(_) => Value::Object(alternatives),
+            None => Value::Null,
+        });
         offsets.push(Value::from(lp.text_offset));
     }
     json!({"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top,
@@ -351,8 +362,12 @@ impl ResponseFormat for CompletionFormat {
                 } else {
                     Value::Null
                 };
-                json!({"index": c.index, "text": c.text, "logprobs": logprobs,
-                    "finish_reason": c.finish_reason})
+                let mut choice = json!({"index": c.index, "text": c.text, "logprobs": logprobs,
+                    "finish_reason": c.finish_reason});
+                if let Some(prompt_logprobs) = c.prompt_logprobs {
+                    choice["prompt_logprobs"] = prompt_logprobs;
+                }
+                choice
             })
             .collect();
         let mut map = envelope(&self.0, "text_completion", choices);

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
+use pagoda_engine::request::MAX_TOP_LOGPROBS;
 use pagoda_engine::{
     EngineRequest, LoraAdapter, RequestId, SamplingParams, StopConditions, TokenConstraint,
 };
@@ -41,6 +42,20 @@ pub struct GenerationParams {
     pub constraint: Option<SharedConstraint>,
     /// The LoRA adapter the request selected by `model` (`None`: the base model).
     pub lora: Option<Arc<LoraAdapter>>,
+    /// vLLM's `prompt_logprobs`: each prompt token's log-probability, with this many
+    /// alternatives, returned beside the choices (not with `stream`).
+    pub prompt_logprobs: Option<usize>,
+    /// Completions' `echo`: the prompt comes before each choice's text.
+    pub echo: Option<Echo>,
+}
+
+/// What `echo` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Echo {
+    /// The prompt, then the generated text.
+    PromptAndOutput,
+    /// The prompt alone (`max_tokens: 0`): one token is generated and left out, as vLLM does.
+    PromptOnly,
 }
 
 /// A compiled output constraint, shared by the choices of a request; equal only to itself.
@@ -113,7 +128,31 @@ impl GenerationParams {
             cache_salt: fields.cache_salt.clone(),
             constraint: None,
             lora: None,
+            prompt_logprobs: prompt_logprobs(fields, stream)?,
+            echo: None,
         })
+    }
+
+    /// Completions' `echo`: with `max_tokens: 0` the prompt alone.
+    pub fn set_echo(&mut self) {
+        self.echo = Some(match self.stop.max_tokens {
+            Some(0) => {
+                self.stop.max_tokens = Some(1);
+                self.stop.min_tokens = 0;
+                Echo::PromptOnly
+            }
+            _ => Echo::PromptAndOutput,
+        });
+    }
+
+    /// The prompt log-probabilities the engine computes: those asked for, and the echoed
+    /// prompt's when `logprobs` is (with the larger number of alternatives).
+    pub fn engine_prompt_logprobs(&self) -> Option<usize> {
+        let echoed = self.echo.and(self.sampling.logprobs);
+        match (self.prompt_logprobs, echoed) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The engine request of choice 0 for one prompt (to be validated by the engine).
@@ -122,6 +161,7 @@ impl GenerationParams {
         request.cache_salt = self.cache_salt.clone();
         request.constraint = self.constraint.as_ref().map(|c| Arc::clone(&c.0));
         request.lora = self.lora.clone();
+        request.prompt_logprobs = self.engine_prompt_logprobs();
         request
     }
 
@@ -210,6 +250,27 @@ fn stop_conditions(
         stop_token_ids,
         ignore_eos,
     })
+}
+
+/// vLLM's `prompt_logprobs`: 0 to 20 alternatives (vLLM's default `max_logprobs`), not with
+/// `stream`.
+fn prompt_logprobs(fields: &CommonFields, stream: bool) -> Result<Option<usize>, ApiError> {
+    let Some(n) = fields.prompt_logprobs else {
+        return Ok(None);
+    };
+    if stream {
+        return Err(ApiError::invalid(
+            "prompt_logprobs",
+            "`prompt_logprobs` are not available when `stream` is true",
+        ));
+    }
+    match usize::try_from(n) {
+        Ok(n) if n <= MAX_TOP_LOGPROBS => Ok(Some(n)),
+        _ => Err(ApiError::invalid(
+            "prompt_logprobs",
+            format!("`prompt_logprobs` must be between 0 and {MAX_TOP_LOGPROBS}, got {n}"),
+        )),
+    }
 }
 
 fn stop_strings(fields: &CommonFields) -> Result<Vec<String>, ApiError> {

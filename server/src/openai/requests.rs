@@ -62,6 +62,8 @@ pub struct CommonFields {
     pub guided_regex: Option<Value>,
     pub guided_choice: Option<Value>,
     pub guided_grammar: Option<Value>,
+    /// vLLM's: the log-probability of each prompt token, with this many alternatives.
+    pub prompt_logprobs: Option<i64>,
 }
 
 /// `POST /v1/chat/completions`.

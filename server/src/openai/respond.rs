@@ -133,6 +133,9 @@ pub async fn collect<F: ResponseFormat>(
                 choice_at(&mut choices, index).finish_reason = finish_reason.to_string();
             }
             ChoiceEvent::Error { error, .. } => return Err(error),
+            ChoiceEvent::PromptLogprobs { index, logprobs } => {
+                choice_at(&mut choices, index).prompt_logprobs = Some(logprobs);
+            }
         }
     }
     metrics.record_max_num_generation_tokens(totals.max_choice_completion_tokens());
@@ -337,5 +340,7 @@ fn chunk_of<F: ResponseFormat>(
         ChoiceEvent::Error { error, .. } => serde_json::from_str(&error.to_json())
             .ok()
             .map(|value| (value, WriteKind::Error)),
+        // Not streamed (refused with `stream`, as vLLM does).
+        ChoiceEvent::PromptLogprobs { .. } => None,
     }
 }

@@ -341,7 +341,16 @@ fn unsupported_cases() -> Vec<Case> {
             json!({"messages": image}),
             "messages",
         ),
-        Case::completion("echo true on completions", json!({"echo": true}), "echo"),
+        Case::completion(
+            "prompt_logprobs above 20",
+            json!({"prompt_logprobs": 21}),
+            "prompt_logprobs",
+        ),
+        Case::chat(
+            "prompt_logprobs with stream",
+            json!({"prompt_logprobs": 0, "stream": true}),
+            "prompt_logprobs",
+        ),
     ]
 }
 

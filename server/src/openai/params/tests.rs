@@ -216,3 +216,54 @@ fn seeds_differ_per_choice() {
     assert_eq!(p.seed_for_choice(0), Some(41));
     assert_eq!(p.seed_for_choice(2), Some(43));
 }
+
+#[test]
+fn prompt_logprobs_are_checked_and_echo_with_logprobs_asks_the_engine_for_them() {
+    let asked = |n: i64, stream: bool| {
+        params(CommonFields {
+            prompt_logprobs: Some(n),
+            stream: Some(stream),
+            ..CommonFields::default()
+        })
+    };
+    let five = asked(5, false).expect("valid");
+    assert_eq!(five.prompt_logprobs, Some(5));
+    assert_eq!(
+        five.engine_request(RequestId(1), vec![1]).prompt_logprobs,
+        Some(5)
+    );
+    for bad in [asked(21, false), asked(-1, false), asked(0, true)] {
+        assert_eq!(
+            bad.expect_err("refused").param.as_deref(),
+            Some("prompt_logprobs")
+        );
+    }
+    let with_echo = |max_tokens: u64, logprobs: Option<usize>| {
+        let fields = CommonFields {
+            max_tokens: Some(max_tokens),
+            ..CommonFields::default()
+        };
+        let mut params =
+            GenerationParams::from_common(&fields, logprobs, &ParamDefaults::default())
+                .expect("valid");
+        params.set_echo();
+        params
+    };
+    let prompt_only = with_echo(0, Some(2));
+    assert_eq!(prompt_only.echo, Some(Echo::PromptOnly));
+    let request = prompt_only.engine_request(RequestId(1), vec![1, 2]);
+    assert_eq!(
+        (request.stop.max_tokens, request.prompt_logprobs),
+        (Some(1), Some(2))
+    );
+    LIMITS
+        .validate(request)
+        .expect("one token is generated, then left out");
+    let echoed = with_echo(4, None);
+    assert_eq!(echoed.echo, Some(Echo::PromptAndOutput));
+    assert_eq!(
+        echoed.engine_prompt_logprobs(),
+        None,
+        "no logprobs: no prompt rows"
+    );
+}

@@ -1,0 +1,139 @@
+//! The prompt's part of a choice: vLLM's `prompt_logprobs` (each prompt token's log-probability
+//! beside the choice) and completions' `echo` (the prompt before the choice's text, with its
+//! tokens' log-probabilities when `logprobs` is asked for: what lm-eval's loglikelihood reads).
+
+use std::sync::Arc;
+
+use pagoda_engine::PromptTokenLogprob;
+use pagoda_text::tokenizer::TextTokenizer;
+use serde_json::{json, Map, Value};
+
+use crate::openai::logprob::TokenLogprob;
+
+/// What vLLM writes for a log-probability of `-inf` (JSON has no infinity).
+const MIN_LOGPROB: f32 = -9999.0;
+
+/// The prompt `echo` writes: its text and its tokens.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EchoPrompt {
+    pub text: String,
+    pub token_ids: Vec<u32>,
+}
+
+/// One choice's prompt side, from its settings and the engine's `PromptLogprobs` event.
+#[derive(Debug, Clone, Default)]
+pub struct PromptSide {
+    /// Alternatives of vLLM's `prompt_logprobs` (`None`: not asked for).
+    pub num_prompt_logprobs: Option<usize>,
+    /// The prompt to echo, until it is written.
+    pub echo: Option<Arc<EchoPrompt>>,
+    /// Alternatives of the echoed tokens' log-probabilities (`None`: no `logprobs`).
+    pub num_echo_logprobs: Option<usize>,
+    entries: Option<Vec<PromptTokenLogprob>>,
+}
+
+impl PromptSide {
+    pub fn new(
+        num_prompt_logprobs: Option<usize>,
+        echo: Option<Arc<EchoPrompt>>,
+        num_echo_logprobs: Option<usize>,
+    ) -> Self {
+        Self {
+            num_prompt_logprobs,
+            echo,
+            num_echo_logprobs,
+            entries: None,
+        }
+    }
+
+    /// Keeps the engine's entries for the echo; returns vLLM's `prompt_logprobs` when asked for.
+    pub fn on_entries(
+        &mut self,
+        entries: Vec<PromptTokenLogprob>,
+        tokenizer: &TextTokenizer,
+    ) -> Option<Value> {
+        let json = self
+            .num_prompt_logprobs
+            .map(|num_top| vllm_prompt_logprobs(&entries, num_top, tokenizer));
+        self.entries = Some(entries);
+        json
+    }
+
+    /// The echoed prompt's text and log-probabilities, once (`None` after, or without `echo`).
+    pub fn take_echo(&mut self, tokenizer: &TextTokenizer) -> Option<(String, Vec<TokenLogprob>)> {
+        let echo = self.echo.take()?;
+        let logprobs = match self.num_echo_logprobs {
+            Some(num_top) => {
+                echo_logprobs(&echo.token_ids, self.entries.as_deref(), num_top, tokenizer)
+            }
+            None => Vec::new(),
+        };
+        Some((echo.text.clone(), logprobs))
+    }
+}
+
+fn clamped(logprob: f32) -> f32 {
+    logprob.max(MIN_LOGPROB)
+}
+
+fn text_of(tokenizer: &TextTokenizer, id: u32) -> String {
+    tokenizer.decode(&[id], false).unwrap_or_default()
+}
+
+/// vLLM's shape: `null` for the first token, then per token an object keyed by token id with
+/// `logprob`, `rank` and `decoded_token` for the prompt token and each alternative.
+fn vllm_prompt_logprobs(
+    entries: &[PromptTokenLogprob],
+    num_top: usize,
+    tokenizer: &TextTokenizer,
+) -> Value {
+    let position = |entry: &PromptTokenLogprob| {
+        let mut map = Map::new();
+        let mut put = |id: u32, logprob: f32, rank: u32| {
+            map.entry(id.to_string()).or_insert_with(|| {
+                json!({"logprob": clamped(logprob), "rank": rank,
+                    "decoded_token": text_of(tokenizer, id)})
+            });
+        };
+        put(entry.token_id, entry.logprob, entry.rank);
+        for (i, &(id, logprob)) in entry.top_logprobs.iter().take(num_top).enumerate() {
+            put(id, logprob, i as u32 + 1);
+        }
+        Value::Object(map)
+    };
+    let mut list = vec![Value::Null];
+    list.extend(entries.iter().map(position));
+    Value::Array(list)
+}
+
+/// The echoed tokens' log-probabilities: none for the first token, then each from its entry
+/// (alternatives cut to `num_top`); offsets count characters of the token texts.
+fn echo_logprobs(
+    token_ids: &[u32],
+    entries: Option<&[PromptTokenLogprob]>,
+    num_top: usize,
+    tokenizer: &TextTokenizer,
+) -> Vec<TokenLogprob> {
+    let mut text_offset = 0;
+    let mut logprobs = Vec::with_capacity(token_ids.len());
+    for (position, &id) in token_ids.iter().enumerate() {
+        let token = text_of(tokenizer, id);
+        let entry = position
+            .checked_sub(1)
+            .and_then(|i| entries.and_then(|e| e.get(i)));
+        logprobs.push(TokenLogprob {
+            logprob: entry.map(|e| clamped(e.logprob)),
+            top: entry
+                .map(|e| {
+                    let top = e.top_logprobs.iter().take(num_top);
+                    top.map(|&(id, lp)| (text_of(tokenizer, id), clamped(lp)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            text_offset,
+            token: token.clone(),
+        });
+        text_offset += token.chars().count();
+    }
+    logprobs
+}
