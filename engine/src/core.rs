@@ -308,8 +308,12 @@ impl EngineCore {
             }
         }
         let now = Instant::now();
+        let mut failed = update.failed;
         for seq in update.finished {
-            self.send_finished(&seq, now);
+            match failed.iter().position(|(id, _)| *id == seq.id) {
+                Some(index) => self.send_error(seq.id, failed.swap_remove(index).1),
+                None => self.send_finished(&seq, now),
+            }
         }
     }
 

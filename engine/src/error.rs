@@ -38,6 +38,10 @@ pub enum EngineError {
     /// A forward pass failed; the requests in that step are ended with this error.
     #[error("model execution failed: {0}")]
     Execution(String),
+    /// A structured output's grammar could not go on (it refused the sampled token or allowed
+    /// none): the request ends with this error rather than with output that breaks it.
+    #[error("structured output failed: {0}")]
+    Constraint(String),
     /// The engine thread has stopped.
     #[error("engine is shut down")]
     ShutDown,

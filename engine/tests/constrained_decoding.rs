@@ -194,3 +194,82 @@ fn different_seeds_draw_different_allowed_tokens() {
         "the mask restricts the draw, it does not make it greedy: {constrained:?}"
     );
 }
+
+/// Allows tokens `10..20` but refuses the `refuse_at`-th token it is given (a mask and a matcher
+/// that disagree), or allows nothing from then on (`empty_mask`).
+#[derive(Debug)]
+struct BreaksAt {
+    refuse_at: usize,
+    empty_mask: bool,
+}
+
+#[derive(Debug)]
+struct BreakingMatcher {
+    refuse_at: usize,
+    empty_mask: bool,
+    num_accepted: usize,
+}
+
+impl TokenConstraint for BreaksAt {
+    fn start(&self) -> Box<dyn ConstraintMatcher> {
+        Box::new(BreakingMatcher {
+            refuse_at: self.refuse_at,
+            empty_mask: self.empty_mask,
+            num_accepted: 0,
+        })
+    }
+}
+
+impl ConstraintMatcher for BreakingMatcher {
+    fn fill_next_mask(&mut self, mask: &mut TokenMask) -> Result<(), String> {
+        if !(self.empty_mask && self.num_accepted == self.refuse_at) {
+            (10..20).for_each(|id| mask.allow(id));
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, token_id: u32) -> Result<(), String> {
+        if self.num_accepted == self.refuse_at {
+            return Err(format!("token {token_id} refused"));
+        }
+        self.num_accepted += 1;
+        Ok(())
+    }
+
+    fn is_finished(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_grammar_that_cannot_go_on_ends_its_request_with_an_error_not_a_stop() {
+    let model = tiny_model(&TinyLlamaSpec::default());
+    let handle = start(&model, EngineConfig::default());
+    for empty_mask in [false, true] {
+        let mut request = request(&handle, vec![1, 2, 3], greedy(MAX_TOKENS));
+        request.constraint = Some(Arc::new(BreaksAt {
+            refuse_at: 4,
+            empty_mask,
+        }));
+        let mut stream = handle.submit(handle.validate(request).unwrap()).unwrap();
+        let mut tokens = Vec::new();
+        let error = loop {
+            match stream.blocking_next().expect("a final event") {
+                pagoda_engine::TokenEvent::Token(token) => tokens.push(token.token_id),
+                pagoda_engine::TokenEvent::Error(error) => break error,
+                other => panic!("empty_mask {empty_mask}: expected an error, got {other:?}"),
+            }
+        };
+        assert!(
+            matches!(error, pagoda_engine::EngineError::Constraint(_)),
+            "{error}"
+        );
+        assert_eq!(tokens.len(), 4, "the breaking token is not output");
+        assert!(tokens.iter().all(|id| (10..20).contains(id)), "{tokens:?}");
+        wait_until_idle(&handle);
+    }
+    // The engine goes on serving.
+    let after = run_one(&handle, request(&handle, vec![1, 2, 3], greedy(3)));
+    assert_eq!(after.tokens.len(), 3);
+    handle.shutdown();
+}

@@ -2,8 +2,9 @@
 //!
 //! The mask is computed once per step (ahead of sampling, while the forward pass runs, when the
 //! runner asks) and the chosen token is then accepted by the matcher. A matcher that fails — it
-//! cannot compute a mask or refuses a token — ends the sequence: the next token may only be an
-//! EOS, and it is reported as ending the grammar so the sequence stops whatever its stop settings.
+//! cannot compute a mask or refuses a token — ends the sequence with an error (the token is
+//! reported with the failure, and the scheduler ends the request with it instead of the token);
+//! its mask then allows only EOS.
 
 use crate::constraint::{ConstraintMatcher, TokenMask};
 
@@ -72,6 +73,11 @@ impl ConstraintState {
             return true;
         }
         self.matcher.is_finished()
+    }
+
+    /// Why the grammar cannot go on, once it could not.
+    pub(super) fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
     }
 
     fn fail(&mut self, reason: String) {

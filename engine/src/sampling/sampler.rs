@@ -41,6 +41,9 @@ pub struct SampledToken {
     pub top_logprobs: Vec<(u32, f32)>,
     /// The sequence's grammar is complete (or could not go on) with this token: it ends here.
     pub ends_constraint: bool,
+    /// Why the grammar could not go on (it refused the token, or allowed none): the sequence
+    /// ends with this error instead of the token.
+    pub constraint_failure: Option<String>,
 }
 
 impl SampledToken {
@@ -51,6 +54,7 @@ impl SampledToken {
             logprob: None,
             top_logprobs: Vec::new(),
             ends_constraint: false,
+            constraint_failure: None,
         }
     }
 }
@@ -230,6 +234,7 @@ impl SequenceSampler {
             logprob: scratch.raw_logprobs.get(token_id as usize).copied(),
             top_logprobs: top_n(&scratch.raw_logprobs, num_top_logprobs),
             ends_constraint: false,
+            constraint_failure: None,
         }
     }
 }

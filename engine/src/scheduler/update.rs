@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::batch::BatchPlan;
+use crate::error::EngineError;
 use crate::events::{FinishReason, GeneratedToken, PromptTokenLogprob};
 use crate::kv::manager::KvCacheManager;
 use crate::request::RequestId;
@@ -25,6 +26,9 @@ pub struct StepUpdate {
     /// sequence whose next token was not ready (it is computed again in a later step).
     pub num_computed_tokens: usize,
     pub finished: Vec<Sequence>,
+    /// Finished sequences that end with an error instead of `Finished` (a grammar that could
+    /// not go on).
+    pub failed: Vec<(RequestId, EngineError)>,
 }
 
 /// What the step's output says about one scheduled sequence.
@@ -91,7 +95,16 @@ impl RunningState<'_> {
             self.kv.cache_full_blocks(seq);
             let (token, ends_constraint) = match next {
                 Next::NoSample | Next::NotReady => continue,
-                Next::Chosen(token) => (append(seq, token), token.ends_constraint),
+                Next::Chosen(token) => {
+                    if let Some(reason) = &token.constraint_failure {
+                        // The token breaks the grammar: it is not output.
+                        seq.status = SequenceStatus::Finished(FinishReason::Abort);
+                        let error = EngineError::Constraint(reason.clone());
+                        update.failed.push((seq.id, error));
+                        continue;
+                    }
+                    (append(seq, token), token.ends_constraint)
+                }
             };
             if seq.num_output_tokens() == 1 {
                 update.num_prompt_tokens += seq.num_prompt_tokens;

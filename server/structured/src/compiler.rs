@@ -21,6 +21,9 @@ use crate::matcher::{CompiledGrammar, MaskObserver};
 use crate::spec::OutputSpec;
 use crate::vocabulary::tok_env;
 
+/// The widest Earley row a grammar may reach (see `GrammarCompiler::new`).
+const MAX_EARLEY_ITEMS_IN_ROW: usize = 20_000;
+
 /// Limits on compilation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompileLimits {
@@ -87,6 +90,11 @@ impl GrammarCompiler {
         let mut factory = ParserFactory::new_simple(&env)
             .map_err(|e| StructuredError::Vocabulary(e.to_string()))?;
         factory.quiet();
+        // An object of many optional properties makes Earley rows of about 8 items per property
+        // (any of the rest may come next): llguidance's default (2,000) fails mid-output near
+        // 250 of them. Ten times that serves 2,500; the per-token fuel limits still bound a
+        // step's work.
+        factory.limits_mut().max_items_in_row = MAX_EARLEY_ITEMS_IN_ROW;
         Ok(Self {
             factory: Arc::new(factory),
             cache: Mutex::new(GrammarCache::new(limits.cache_capacity)),

@@ -142,6 +142,62 @@ fn json_object_regex_choice_and_grammar_walks_stay_in_their_language() {
 }
 
 #[test]
+fn walks_through_multi_byte_characters_stay_in_their_language() {
+    // Choices that share the first 3 bytes of 4: the grammar forces an incomplete character.
+    let compiler = compiler(CompileLimits::default());
+    let thumbs = vec!["👍".to_string(), "👎".to_string()];
+    let choice = compile(&compiler, &OutputSpec::Choice(thumbs.clone())).unwrap();
+    let schema = json!({
+        "type": "object",
+        "properties": {"emoji_😀": {"enum": ["🌟", "🌙"]}, "r": {"type": "string", "maxLength": 3}},
+        "required": ["emoji_😀", "r"],
+        "additionalProperties": false,
+    });
+    let object = compile(&compiler, &OutputSpec::JsonSchema(schema)).unwrap();
+    for seed in 0..6 {
+        let text = random_walk(choice.constraint.as_ref(), seed);
+        assert!(thumbs.contains(&text), "{text:?}");
+        let text = random_walk(object.constraint.as_ref(), seed);
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(
+            ["🌟", "🌙"].contains(&value["emoji_😀"].as_str().unwrap()),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn objects_of_many_optional_properties_take_any_of_them() {
+    let compiler = compiler(CompileLimits::default());
+    let tokenizer = tokenizer();
+    let eos = tokenizer.eos_token_ids();
+    for num_properties in [500, 1_500] {
+        let properties: serde_json::Map<String, serde_json::Value> = (0..num_properties)
+            .map(|i| (format!("field_{i}"), json!({"type": "integer"})))
+            .collect();
+        let schema = json!({"type": "object", "properties": properties});
+        let compiled = compile(&compiler, &OutputSpec::JsonSchema(schema)).unwrap();
+        // `{` then `"` alone (every property may come next), then the last property.
+        let last = format!("field_{}\": 7}}", num_properties - 1);
+        let tokens: Vec<u32> = ["{", "\"", last.as_str()]
+            .iter()
+            .flat_map(|piece| tokenizer.encode_as_text(piece, false).unwrap())
+            .collect();
+        let mut matcher = compiled.constraint.start();
+        let mut mask = TokenMask::new(49_152);
+        for &token in &tokens {
+            mask.clear();
+            matcher.fill_next_mask(&mut mask).unwrap();
+            assert!(mask.allows(token), "{num_properties}: token {token}");
+            matcher.accept(token).unwrap();
+        }
+        mask.clear();
+        matcher.fill_next_mask(&mut mask).unwrap();
+        assert!(mask.allows(eos[0]), "{num_properties}: the object may end");
+    }
+}
+
+#[test]
 fn required_tool_calls_walks_are_calls_to_known_functions() {
     let functions = vec![
         ToolFunction {

@@ -28,13 +28,17 @@ impl TokenizerEnv for ModelTokEnv {
         &self.trie
     }
 
+    /// llguidance tokenizes the bytes a grammar forces (and allows only their first token), so
+    /// these must be the bytes' own tokens: valid UTF-8 through the model's tokenizer, and the
+    /// rest — the start of a multi-byte character, as in `["👍", "👎"]`, whose forced prefix is
+    /// 3 bytes of 4 — by the trie's greedy split, never as U+FFFD.
     fn tokenize_bytes(&self, bytes: &[u8]) -> Vec<TokenId> {
-        let text = String::from_utf8_lossy(bytes);
-        match self.tokenizer.encode_as_text(&text, false) {
-            Ok(ids) => ids,
-            // Not expected for valid text; the trie's greedy split is always available.
-            Err(_) => self.trie.greedy_tokenize(bytes),
-        }
+        self.trie.tokenize_with_greedy_fallback(bytes, |text| {
+            self.tokenizer
+                .encode_as_text(text, false)
+                // Not expected for valid text; the trie's greedy split is always available.
+                .unwrap_or_else(|_| self.trie.greedy_tokenize(text.as_bytes()))
+        })
     }
 }
 
