@@ -406,3 +406,37 @@ fn sharded_checkpoint_loads_like_a_single_file() {
         "sharded and single-file models compute different logits"
     );
 }
+
+/// transformers 5 writes RoPE's base and scaling as one `rope_parameters` object (no top-level
+/// `rope_theta` or `rope_scaling`): the same model, the same logits.
+#[test]
+fn transformers_5_rope_parameters_mean_rope_theta_and_rope_scaling() {
+    let spec = TinyHfSpec {
+        rope_theta: 50_000.0,
+        ..llama_with_rope_scaling(llama3_scaling())
+    };
+    let (_dir, path) = write(&spec);
+    let tokens = sequence(spec.vocab_size);
+    let classic = engine_prefill_logits(&path, WeightFormat::F32, &tokens);
+    let mut config = spec.config_json();
+    let fields = config.as_object_mut().unwrap();
+    let theta = fields.remove("rope_theta").unwrap();
+    let mut parameters = fields.remove("rope_scaling").unwrap();
+    parameters["rope_theta"] = theta;
+    fields.insert("rope_parameters".into(), parameters);
+    let write_config = |config: &serde_json::Value| {
+        std::fs::write(path.join("config.json"), config.to_string()).unwrap();
+    };
+    write_config(&config);
+    assert_eq!(
+        engine_prefill_logits(&path, WeightFormat::F32, &tokens),
+        classic
+    );
+    // Without it, the default base and no scaling: other logits.
+    config.as_object_mut().unwrap().remove("rope_parameters");
+    write_config(&config);
+    assert_ne!(
+        engine_prefill_logits(&path, WeightFormat::F32, &tokens),
+        classic
+    );
+}

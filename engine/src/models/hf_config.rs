@@ -31,9 +31,10 @@ pub struct HfConfig {
     pub head_dim: Option<usize>,
     #[serde(default = "default_rms_norm_eps")]
     pub rms_norm_eps: f64,
-    #[serde(default = "default_rope_theta")]
-    pub rope_theta: f32,
+    pub rope_theta: Option<f32>,
     pub rope_scaling: Option<serde_json::Value>,
+    /// transformers 5's form of both: `{"rope_theta", "rope_type", "factor", …}`.
+    pub rope_parameters: Option<serde_json::Value>,
     pub max_position_embeddings: usize,
     #[serde(default)]
     pub tie_word_embeddings: bool,
@@ -51,9 +52,8 @@ fn default_rms_norm_eps() -> f64 {
     1e-6
 }
 
-fn default_rope_theta() -> f32 {
-    10_000.0
-}
+/// RoPE's base when config.json gives none (transformers' default).
+const DEFAULT_ROPE_THETA: f32 = 10_000.0;
 
 fn invalid(path: &Path, message: impl std::fmt::Display) -> EngineError {
     EngineError::model_load(format!("{}: {message}", path.display()))
@@ -99,6 +99,26 @@ impl HfConfig {
         Ok(arch)
     }
 
+    /// RoPE's base: `rope_theta`, or transformers 5's `rope_parameters.rope_theta`.
+    fn rope_theta(&self) -> f32 {
+        let nested = self
+            .rope_parameters
+            .as_ref()
+            .and_then(|p| p.get("rope_theta"))
+            .and_then(serde_json::Value::as_f64);
+        self.rope_theta
+            .or(nested.map(|theta| theta as f32))
+            .unwrap_or(DEFAULT_ROPE_THETA)
+    }
+
+    /// RoPE's scaling: `rope_scaling`, or transformers 5's `rope_parameters` (same fields).
+    fn rope_scaling_fields(&self) -> Option<&serde_json::Value> {
+        fn given(value: &Option<serde_json::Value>) -> Option<&serde_json::Value> {
+            value.as_ref().filter(|v| !v.is_null())
+        }
+        given(&self.rope_scaling).or(given(&self.rope_parameters))
+    }
+
     /// The dtype the checkpoint was saved in, as config.json states it.
     pub fn saved_dtype(&self) -> Option<&str> {
         self.dtype.as_deref().or(self.torch_dtype.as_deref())
@@ -111,8 +131,8 @@ impl HfConfig {
         generation: &GenerationConfig,
     ) -> Result<ModelConfig> {
         let arch = self.architecture(path)?;
-        let rope_scaling =
-            parse_rope_scaling(self.rope_scaling.as_ref()).map_err(|e| invalid(path, e))?;
+        let rope_scaling = parse_rope_scaling(self.rope_scaling_fields())
+            .map_err(|e| invalid(path, e))?;
         let context_length = match rope_scaling {
             Some(RopeScaling::Linear { factor } | RopeScaling::Dynamic { factor }) => {
                 (self.max_position_embeddings as f32 * factor) as usize
@@ -145,7 +165,7 @@ impl HfConfig {
             num_kv_heads: self.num_key_value_heads.unwrap_or(num_heads),
             head_dim: self.head_dim.unwrap_or(self.hidden_size / num_heads.max(1)),
             rms_norm_eps: self.rms_norm_eps,
-            rope_theta: self.rope_theta,
+            rope_theta: self.rope_theta(),
             rope_interleaved: false,
             rope_scaling,
             context_length,
