@@ -21,9 +21,8 @@ use crate::state::SharedState;
 struct LoadAdapterRequest {
     lora_name: String,
     lora_path: PathBuf,
-    /// vLLM accepts it; the file's own adapter config decides what is loaded.
+    /// vLLM's: replace an adapter of that name instead of refusing the name.
     #[serde(default)]
-    #[allow(dead_code)]
     load_inplace: Option<bool>,
 }
 
@@ -51,7 +50,9 @@ impl From<LoraRegistryError> for ApiError {
                 param: Some("lora_name".into()),
                 ..ApiError::not_found(error.to_string())
             },
-            LoraRegistryError::AlreadyLoaded(_) | LoraRegistryError::BaseModelName(_) => {
+            LoraRegistryError::AlreadyLoaded(_)
+            | LoraRegistryError::BaseModelName(_)
+            | LoraRegistryError::InvalidName(_) => {
                 ApiError::invalid("lora_name", error.to_string())
             }
             LoraRegistryError::Invalid(_) => ApiError::invalid("lora_path", error.to_string()),
@@ -70,7 +71,10 @@ pub async fn load_lora_adapter(
         path: request.lora_path.clone(),
         base_model_name: None,
     };
-    registry.add(spec).await?;
+    match request.load_inplace.unwrap_or(false) {
+        true => registry.replace(spec).await?,
+        false => registry.add(spec).await?,
+    };
     state.metrics.register_model(&request.lora_name);
     tracing::info!(
         adapter = request.lora_name,

@@ -60,6 +60,23 @@ async fn the_least_recently_used_adapter_is_evicted_and_reloaded_on_demand() {
         registry.add(spec("tiny")).await,
         Err(LoraRegistryError::BaseModelName(_))
     ));
+    // vLLM's `load_inplace`: the name takes a new load; holders of the old one keep it.
+    let old_b = registry.get("b").await.unwrap().unwrap();
+    let new_b = registry.replace(spec("b")).await.unwrap();
+    assert_ne!(new_b.id(), old_b.id());
+    assert_eq!(registry.get("b").await.unwrap().unwrap().id(), new_b.id());
+    assert!(matches!(
+        registry.replace(spec("tiny")).await,
+        Err(LoraRegistryError::BaseModelName(_))
+    ));
+    let unnamed = LoraModuleSpec {
+        name: " ".into(),
+        ..spec("c")
+    };
+    assert!(matches!(
+        registry.add(unnamed).await,
+        Err(LoraRegistryError::InvalidName(_))
+    ));
     registry.remove("a").unwrap();
     assert!(matches!(
         registry.remove("a"),

@@ -89,6 +89,15 @@ class LoraAdapters(unittest.TestCase):
         late, models = answer("late")
         self.assertEqual(models, {"late"})
         self.assertTrue(late)
+        again = {"lora_name": "late", "lora_path": LATE_ADAPTER}
+        status, text = post("/load_lora_adapter", again)
+        self.assertEqual(status, 400, text)
+        # vLLM's load_inplace: the name takes a fresh load of the directory.
+        status, text = post("/load_lora_adapter", {**again, "load_inplace": True})
+        self.assertEqual(status, 200, text)
+        self.assertEqual(answer("late")[0], late)
+        status, text = post("/load_lora_adapter", {"lora_name": " ", "lora_path": LATE_ADAPTER})
+        self.assertEqual((status, json.loads(text)["error"]["param"]), (400, "lora_name"), text)
         status, text = post("/unload_lora_adapter", {"lora_name": "late"})
         self.assertEqual(status, 200, text)
         with self.assertRaises(openai.NotFoundError):

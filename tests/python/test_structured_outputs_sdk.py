@@ -301,7 +301,42 @@ class RegexChoiceGrammar(unittest.TestCase):
             self.assertRegex(completion.choices[0].text, r"^The answer is [1-9][0-9]{0,2}\.$")
 
 
+    def test_choices_of_multi_byte_characters_hold(self):
+        # The two share 3 of their 4 bytes: the grammar forces an incomplete character.
+        choices = ["👍", "👎"]
+        for seed in range(3):
+            completion = CLIENT.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": "Thumbs up or down?"}],
+                max_tokens=10, temperature=0.8, seed=seed,
+                extra_body={"structured_outputs": {"choice": choices}},
+            )
+            self.assertIn(completion.choices[0].message.content, choices)
+            self.assertEqual(completion.choices[0].finish_reason, "stop")
+
+
 class ToolCalls(unittest.TestCase):
+    def test_tool_parameters_with_definitions_are_called_by_them(self):
+        # What pydantic writes for nested models: `$defs` and `$ref`s to them.
+        booking = {"type": "function", "function": {"name": "book", "parameters": {
+            "type": "object",
+            "$defs": {"City": {"type": "string", "enum": ["Paris", "Rome"]}},
+            "properties": {"from": {"$ref": "#/$defs/City"}, "to": {"$ref": "#/$defs/City"}},
+            "required": ["from", "to"], "additionalProperties": False,
+        }}}
+        for tool_choice in ("required", {"type": "function", "function": {"name": "book"}}):
+            completion = CLIENT.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "Book Paris to Rome."}],
+                tools=[WEATHER, booking], tool_choice=tool_choice, parallel_tool_calls=False,
+                max_tokens=120, temperature=0,
+            )
+            calls = completion.choices[0].message.tool_calls
+            self.assertEqual(len(calls), 1, completion)
+            if calls[0].function.name == "book":
+                arguments = json.loads(calls[0].function.arguments)
+                self.assertIn(arguments["from"], ("Paris", "Rome"))
+                self.assertIn(arguments["to"], ("Paris", "Rome"))
+
     def test_required_tool_choice_always_calls_a_tool_with_valid_arguments(self):
         # One call per answer: with parallel calls allowed a 135M model may keep adding calls
         # until max_tokens (the array is then cut, as it would be on any server).

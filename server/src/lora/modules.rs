@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 /// One adapter the server is told about at start or at runtime.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LoraModuleSpec {
     pub name: String,
     pub path: PathBuf,
@@ -72,7 +73,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(json.base_model_name.as_deref(), Some("smol"));
-        for bad in ["sql", "=/p", "a b=/p", "sql=", r#"{"name": "x"}"#] {
+        let unknown_field = r#"{"name": "x", "path": "/p", "bogus": 1}"#;
+        for bad in [
+            "sql",
+            "=/p",
+            "a b=/p",
+            "sql=",
+            r#"{"name": "x"}"#,
+            unknown_field,
+        ] {
             let error = LoraModuleSpec::parse(bad).unwrap_err();
             assert!(error.starts_with("--lora-modules"), "{error}");
         }

@@ -23,6 +23,9 @@ pub enum LoraRegistryError {
     AlreadyLoaded(String),
     #[error("`{0}` is the base model's name, not an adapter's.")]
     BaseModelName(String),
+    /// The name cannot name an adapter (empty, too long, whitespace).
+    #[error("{0}")]
+    InvalidName(String),
     /// The adapter's directory cannot be served (the message names the file, field or tensor).
     #[error("{0}")]
     Invalid(String),
@@ -77,10 +80,7 @@ impl LoraRegistry {
     /// Loads an adapter now and registers it under its name (at start and from
     /// `/v1/load_lora_adapter`).
     pub async fn add(&self, spec: LoraModuleSpec) -> Result<Arc<LoraAdapter>, LoraRegistryError> {
-        check_name(&spec.name).map_err(LoraRegistryError::Invalid)?;
-        if self.base_model_names.contains(&spec.name) {
-            return Err(LoraRegistryError::BaseModelName(spec.name));
-        }
+        self.check_new_name(&spec.name)?;
         if self.lock().by_name.contains_key(&spec.name) {
             return Err(LoraRegistryError::AlreadyLoaded(spec.name));
         }
@@ -89,7 +89,36 @@ impl LoraRegistry {
         if entries.by_name.contains_key(&spec.name) {
             return Err(LoraRegistryError::AlreadyLoaded(spec.name));
         }
-        let cell = Arc::new(OnceCell::new_with(Some(Arc::clone(&adapter))));
+        self.register(&mut entries, spec, &adapter);
+        Ok(adapter)
+    }
+
+    /// Loads an adapter and registers it under its name, in place of one already there (vLLM's
+    /// `load_inplace`); requests holding the old one finish with it, and the two never share
+    /// cached prefixes (each load has its own id).
+    pub async fn replace(
+        &self,
+        spec: LoraModuleSpec,
+    ) -> Result<Arc<LoraAdapter>, LoraRegistryError> {
+        self.check_new_name(&spec.name)?;
+        let adapter = self.load_blocking(&spec.name, &spec.path).await?;
+        let mut entries = self.lock();
+        entries.by_name.remove(&spec.name);
+        self.register(&mut entries, spec, &adapter);
+        Ok(adapter)
+    }
+
+    fn check_new_name(&self, name: &str) -> Result<(), LoraRegistryError> {
+        check_name(name).map_err(LoraRegistryError::InvalidName)?;
+        if self.base_model_names.iter().any(|base| base == name) {
+            return Err(LoraRegistryError::BaseModelName(name.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Enters a loaded adapter, evicting the least recently used beyond `max_cpu_loras`.
+    fn register(&self, entries: &mut Entries, spec: LoraModuleSpec, adapter: &Arc<LoraAdapter>) {
+        let cell = Arc::new(OnceCell::new_with(Some(Arc::clone(adapter))));
         let name = spec.name.clone();
         entries.clock += 1;
         let last_used = entries.clock;
@@ -101,8 +130,7 @@ impl LoraRegistry {
                 last_used,
             },
         );
-        self.evict_beyond_capacity(&mut entries, &name);
-        Ok(adapter)
+        self.evict_beyond_capacity(entries, &name);
     }
 
     /// Forgets an adapter; requests already holding it finish with it.
