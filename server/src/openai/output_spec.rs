@@ -37,7 +37,7 @@ pub fn requested_spec(
         found.extend(from_response_format(format)?);
     }
     if let Some(value) = fields.structured_outputs.as_ref().filter(|v| !v.is_null()) {
-        found.extend(from_structured_outputs(value)?);
+        found.push(from_structured_outputs(value)?);
     }
     found.extend(from_guided_fields(fields)?);
     if found.len() > 1 {
@@ -107,7 +107,7 @@ fn from_response_format(format: &Value) -> Result<Option<RequestedSpec>, ApiErro
 
 /// vLLM's `structured_outputs`: exactly one of `json`, `regex`, `choice`, `grammar`,
 /// `json_object` (options such as `disable_any_whitespace` are accepted and ignored).
-fn from_structured_outputs(value: &Value) -> Result<Option<RequestedSpec>, ApiError> {
+fn from_structured_outputs(value: &Value) -> Result<RequestedSpec, ApiError> {
     let object = value.as_object().ok_or_else(|| {
         ApiError::invalid(
             "structured_outputs",
@@ -123,7 +123,12 @@ fn from_structured_outputs(value: &Value) -> Result<Option<RequestedSpec>, ApiEr
         })
         .collect();
     let key = match present.as_slice() {
-        [] => return Ok(None),
+        [] => {
+            return Err(ApiError::invalid(
+                "structured_outputs",
+                "`structured_outputs` needs one of json, regex, choice, grammar or json_object",
+            ))
+        }
         [key] => *key,
         _ => {
             return Err(ApiError::invalid(
@@ -138,7 +143,7 @@ fn from_structured_outputs(value: &Value) -> Result<Option<RequestedSpec>, ApiEr
     };
     let field = format!("structured_outputs.{key}");
     let spec = spec_of_kind(key, &object[key], &field)?;
-    Ok(Some(RequestedSpec { spec, field }))
+    Ok(RequestedSpec { spec, field })
 }
 
 /// The spec one kind of constraint asks for, its value checked and `field` named on error.

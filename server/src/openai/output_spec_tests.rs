@@ -83,7 +83,7 @@ fn every_spelling_gives_its_spec_and_field() {
         json!({}),
         json!({"response_format": {"type": "text"}}),
         json!({"response_format": null}),
-        json!({"structured_outputs": {}}),
+        json!({"structured_outputs": null}),
     ] {
         assert_eq!(spec_of(body(none.clone())).expect("valid"), None, "{none}");
     }
@@ -92,6 +92,12 @@ fn every_spelling_gives_its_spec_and_field() {
 #[test]
 fn bad_fields_are_400s_naming_the_field() {
     let cases = [
+        // vLLM: "You must use one kind of structured outputs constraint".
+        (json!({"structured_outputs": {}}), "structured_outputs"),
+        (
+            json!({"structured_outputs": {"disable_any_whitespace": true}}),
+            "structured_outputs",
+        ),
         (
             json!({"response_format": {"type": "yaml"}}),
             "response_format.type",

@@ -214,13 +214,22 @@ fn start_matcher(
     let mut matcher = Matcher::new(Ok(parser));
     let first = matcher
         .compute_mask()
-        .map_err(|e| StructuredError::Invalid(e.to_string()))?;
+        .map_err(|e| StructuredError::Invalid(without_parser_state(&e.to_string())))?;
     if first.num_set() == 0 {
         return Err(StructuredError::Invalid(
             "the grammar allows no output at all".to_string(),
         ));
     }
     Ok(matcher)
+}
+
+/// llguidance's message without the parser state it appends (`<state>…</state>`, hundreds of
+/// characters of internals a client cannot use).
+fn without_parser_state(message: &str) -> String {
+    match message.find("<state>") {
+        Some(start) => message[..start].trim_end().to_string(),
+        None => message.to_string(),
+    }
 }
 
 #[cfg(test)]
