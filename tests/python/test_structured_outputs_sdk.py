@@ -316,6 +316,22 @@ class RegexChoiceGrammar(unittest.TestCase):
 
 
 class ToolCalls(unittest.TestCase):
+    def test_tokenize_counts_the_tools_as_chat_renders_them(self):
+        messages = [{"role": "user", "content": "Weather in Paris?"}]
+        completion = CLIENT.chat.completions.create(
+            model=MODEL, messages=messages, tools=TOOLS, tool_choice="required",
+            parallel_tool_calls=False, max_tokens=60, temperature=0,
+        )
+        root = BASE_URL[: -len("/v1")]
+        request = urllib.request.Request(
+            f"{root}/tokenize", method="POST",
+            data=json.dumps({"model": MODEL, "messages": messages, "tools": TOOLS}).encode(),
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {API_KEY}"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            counted = json.load(response)["count"]
+        self.assertEqual(counted, completion.usage.prompt_tokens)
+
     def test_tool_parameters_with_definitions_are_called_by_them(self):
         # What pydantic writes for nested models: `$defs` and `$ref`s to them.
         booking = {"type": "function", "function": {"name": "book", "parameters": {

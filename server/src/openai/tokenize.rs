@@ -22,6 +22,9 @@ struct TokenizeRequest {
     add_generation_prompt: Option<bool>,
     continue_final_message: Option<bool>,
     chat_template_kwargs: Option<Value>,
+    /// The tools a chat request offers (OpenAI tool objects), rendered by the template as the
+    /// chat endpoint renders them, so the count is the prompt's.
+    tools: Option<Vec<Value>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -52,7 +55,7 @@ pub async fn tokenize(
                 let kwargs = template_kwargs(request.chat_template_kwargs.as_ref())?;
                 let conversation = Conversation {
                     messages: &messages,
-                    tools: None,
+                    tools: request.tools.as_deref(),
                     add_generation_prompt,
                     continue_final_message,
                     template_kwargs: &kwargs,
