@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::kv::BlockId;
 use crate::lora::adapter::LoraAdapter;
+pub use crate::prompt_logprobs::PromptLogprobRows;
 use crate::request::RequestId;
 
 /// One sequence's share of a step.
@@ -23,16 +24,6 @@ pub struct ScheduledSeq {
     /// Rows of this step whose log-probabilities of the next prompt token are returned (the
     /// request's `prompt_logprobs`).
     pub prompt_logprobs: Option<PromptLogprobRows>,
-}
-
-/// Which of a step's tokens yield prompt log-probabilities: the token at `first_row + k` of
-/// `new_token_ids` predicts `target_ids[k]`, the prompt token after it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PromptLogprobRows {
-    pub first_row: usize,
-    pub target_ids: Vec<u32>,
-    /// Alternatives returned per row.
-    pub num_top: usize,
 }
 
 impl ScheduledSeq {

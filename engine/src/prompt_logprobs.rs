@@ -9,8 +9,17 @@
 //! bounds the logits a step holds (rows × vocabulary). After a preemption the prompt is computed
 //! again, and only the rows still missing are returned.
 
-use crate::batch::PromptLogprobRows;
 use crate::events::PromptTokenLogprob;
+
+/// Which of a step's tokens yield prompt log-probabilities: the token at `first_row + k` of
+/// `new_token_ids` predicts `target_ids[k]`, the prompt token after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptLogprobRows {
+    pub first_row: usize,
+    pub target_ids: Vec<u32>,
+    /// Alternatives returned per row.
+    pub num_top: usize,
+}
 
 /// The most prompt tokens a sequence that still needs prompt log-probabilities computes in one
 /// step (2048 rows of a 128k vocabulary are 1 GiB of f32 logits).
