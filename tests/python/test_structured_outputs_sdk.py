@@ -301,6 +301,14 @@ class RegexChoiceGrammar(unittest.TestCase):
             self.assertRegex(completion.choices[0].text, r"^The answer is [1-9][0-9]{0,2}\.$")
 
 
+    def test_gbnf_grammar_as_vllm_examples_write_it(self):
+        grammar = 'root ::= "The answer is " number "."\nnumber ::= [1-9] [0-9]{0,2}\n'
+        completion = CLIENT.completions.create(
+            model=MODEL, prompt="Q: 2+2? A:", max_tokens=40, temperature=0.7, seed=5,
+            extra_body={"structured_outputs": {"grammar": grammar}},
+        )
+        self.assertRegex(completion.choices[0].text, r"^The answer is [1-9][0-9]{0,2}\.$")
+
     def test_choices_of_multi_byte_characters_hold(self):
         # The two share 3 of their 4 bytes: the grammar forces an incomplete character.
         choices = ["👍", "👎"]

@@ -142,6 +142,43 @@ fn json_object_regex_choice_and_grammar_walks_stay_in_their_language() {
 }
 
 #[test]
+fn gbnf_grammars_walk_in_their_language() {
+    let compiler = compiler(CompileLimits::default());
+    // vLLM's own example (its docs' SQL grammar), and classes with repetitions.
+    let sql = r#"
+root ::= select_statement
+select_statement ::= "SELECT " column " from " table " where " condition
+column ::= "col_1 " | "col_2 "
+table ::= "table_1 " | "table_2 "
+condition ::= column "= " number
+number ::= "1 " | "2 "
+"#;
+    let ids = "root ::= \"id-\" [0-9]{3} (\"-\" hex)?\nhex ::= [a-f]{1,4}\n";
+    let sql = compile(&compiler, &OutputSpec::Grammar(sql.into())).unwrap();
+    let ids = compile(&compiler, &OutputSpec::Grammar(ids.into())).unwrap();
+    for seed in 0..6 {
+        let text = random_walk(sql.constraint.as_ref(), seed);
+        let words: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(
+            (words[0], words[2], words[4], words[6]),
+            ("SELECT", "from", "where", "="),
+            "{text:?}"
+        );
+        let text = random_walk(ids.constraint.as_ref(), seed);
+        let (digits, rest) = text["id-".len()..].split_at(3);
+        assert!(
+            text.starts_with("id-") && digits.chars().all(|c| c.is_ascii_digit()),
+            "{text}"
+        );
+        let hex = rest.strip_prefix('-').unwrap_or(rest);
+        assert!(
+            hex.len() <= 4 && hex.chars().all(|c| ('a'..='f').contains(&c)),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn walks_through_multi_byte_characters_stay_in_their_language() {
     // Choices that share the first 3 bytes of 4: the grammar forces an incomplete character.
     let compiler = compiler(CompileLimits::default());

@@ -3,6 +3,8 @@
 //! cache; its kind labels the metrics.
 
 use llguidance::api::TopLevelGrammar;
+
+use crate::gbnf::{gbnf_to_lark, is_gbnf};
 use serde_json::{json, Value};
 
 /// One structured-output request.
@@ -71,6 +73,10 @@ impl OutputSpec {
             )?)),
             OutputSpec::Regex(regex) => Ok(TopLevelGrammar::from_regex(regex)),
             OutputSpec::Choice(choices) => Ok(TopLevelGrammar::from_lark(choice_lark(choices)?)),
+            // GBNF (llama.cpp's, and vLLM's EBNF examples) is converted to Lark first.
+            OutputSpec::Grammar(grammar) if is_gbnf(grammar) => {
+                Ok(TopLevelGrammar::from_lark(gbnf_to_lark(grammar)?))
+            }
             OutputSpec::Grammar(grammar) => {
                 TopLevelGrammar::from_lark_or_grammar_list(grammar).map_err(|e| e.to_string())
             }
