@@ -127,6 +127,7 @@ impl EngineCore {
         match command {
             EngineCommand::Submit(request, events) => self.admit(*request, events),
             EngineCommand::Abort(id) => self.abort(id),
+            EngineCommand::StopAfter(id, num_kept) => self.stop_after(id, num_kept),
             EngineCommand::AbortOwned(id, owner) => {
                 if self
                     .streams
@@ -172,6 +173,18 @@ impl EngineCore {
     /// command.
     fn abort(&mut self, id: RequestId) {
         if let Some(seq) = self.scheduler.abort(id) {
+            self.publish_stats();
+            self.send_finished(&seq, Instant::now());
+        }
+    }
+
+    /// Aborts a request whose caller keeps `num_kept` of its output tokens; the rest are not
+    /// counted as generated.
+    fn stop_after(&mut self, id: RequestId, num_kept: usize) {
+        if let Some(seq) = self.scheduler.abort(id) {
+            let num_dropped = seq.num_output_tokens().saturating_sub(num_kept) as u64;
+            let total = &mut self.totals.num_generation_tokens_total;
+            *total = total.saturating_sub(num_dropped);
             self.publish_stats();
             self.send_finished(&seq, Instant::now());
         }

@@ -23,6 +23,8 @@ use crate::validate::{RequestLimits, ValidRequest};
 pub(crate) enum EngineCommand {
     Submit(Box<ValidRequest>, UnboundedSender<TokenEvent>),
     Abort(RequestId),
+    /// Abort, the caller keeping only this many output tokens (a stop string matched).
+    StopAfter(RequestId, usize),
     /// Sent when a stream is dropped early: aborts the request only if that stream still owns it
     /// (a stream rejected as a duplicate must not cancel the request that holds the id).
     AbortOwned(RequestId, UnboundedSender<TokenEvent>),
@@ -189,6 +191,15 @@ impl EngineHandle {
     pub fn abort(&self, id: RequestId) -> Result<(), EngineError> {
         self.commands
             .send(EngineCommand::Abort(id))
+            .map_err(|_| EngineError::ShutDown)
+    }
+
+    /// Ends a request whose caller keeps only its first `num_output_tokens` tokens (its text
+    /// matched a stop string): the tokens generated past them before the command arrived are not
+    /// counted in `num_generation_tokens_total`, as vLLM counts only the tokens it returns.
+    pub fn stop_after(&self, id: RequestId, num_output_tokens: usize) -> Result<(), EngineError> {
+        self.commands
+            .send(EngineCommand::StopAfter(id, num_output_tokens))
             .map_err(|_| EngineError::ShutDown)
     }
 

@@ -232,6 +232,41 @@ fn abort_and_dropped_streams_free_their_blocks() {
 }
 
 #[test]
+fn stop_after_counts_only_the_tokens_the_caller_keeps() {
+    let model = tiny_model(&TinyLlamaSpec::default());
+    let gate = Gate::new(3);
+    let inner = load_model(&model.path, &candle_core::Device::Cpu, Default::default()).unwrap();
+    let gated = GatedModel {
+        inner,
+        gate: gate.clone(),
+    };
+    let handle =
+        pagoda_engine::start_engine_with_model(EngineConfig::default(), Box::new(gated)).unwrap();
+    let mut stream = handle
+        .validate(request(&handle, vec![9; 40], greedy(100)))
+        .and_then(|r| handle.submit(r))
+        .unwrap();
+    for _ in 0..3 {
+        assert!(matches!(stream.blocking_next(), Some(TokenEvent::Token(_))));
+    }
+    // A stop string matched in the second token's text; the engine is already inside the
+    // step of the fourth.
+    handle.stop_after(stream.id(), 2).unwrap();
+    gate.open();
+    let events: Vec<TokenEvent> = std::iter::from_fn(|| stream.blocking_next()).collect();
+    assert!(matches!(
+        events.last(),
+        Some(TokenEvent::Finished {
+            reason: FinishReason::Abort,
+            ..
+        })
+    ));
+    wait_until_idle(&handle);
+    assert_eq!(handle.stats().num_generation_tokens_total, 2);
+    handle.shutdown();
+}
+
+#[test]
 fn bad_requests_are_rejected_at_submit_and_the_engine_keeps_serving() {
     let (_model, handle) = engine();
     let field = |prompt: Vec<u32>, params| match handle

@@ -198,7 +198,9 @@ impl ChoiceRun {
     fn on_token(&mut self, token: GeneratedToken) {
         self.write_echo();
         self.waiting = None;
-        if self.context.echo_only {
+        // Tokens past a stop string (generated before the engine stopped) are not output, so
+        // they are not timed either.
+        if self.context.echo_only || self.stopped_after.is_some() {
             return;
         }
         if let Some(previous) = self.last_token_at {
@@ -208,9 +210,6 @@ impl ChoiceRun {
         }
         self.last_token_at = Some(token.at);
         self.first_token_at.get_or_insert(token.at);
-        if self.stopped_after.is_some() {
-            return;
-        }
         self.num_tokens += 1;
         // A stop token ends the choice (the engine bans it before `min_tokens`), and its text is
         // not part of the output unless asked for.
@@ -229,7 +228,10 @@ impl ChoiceRun {
         let logprobs = self.logprobs_of(&token, text_offset);
         if filtered.stopped {
             self.stopped_after = Some(self.num_tokens);
-            let _ = self.context.engine.abort(self.stream.id());
+            let _ = self
+                .context
+                .engine
+                .stop_after(self.stream.id(), self.num_tokens);
         }
         // One delta per token, as vLLM streams: its text is empty while it is held back (an
         // incomplete UTF-8 character, a possible stop string), so a client sees every token's
