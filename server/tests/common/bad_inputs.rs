@@ -7,7 +7,11 @@ use serde_json::{json, Value};
 use super::api::Reply;
 
 mod front_door;
+mod prompts;
 mod structured;
+
+#[allow(unused_imports)] // Not every test binary that shares `common` uses it.
+pub use prompts::huge_prompt_cases;
 
 pub const CHAT: &str = "/v1/chat/completions";
 pub const COMPLETIONS: &str = "/v1/completions";
@@ -163,7 +167,7 @@ pub fn corpus(vocab_size: u32) -> Vec<Case> {
     cases.extend(range_cases());
     cases.extend(unsupported_cases());
     cases.extend(routing_cases());
-    cases.extend(prompt_cases(vocab_size));
+    cases.extend(prompts::prompt_cases(vocab_size));
     cases.extend(front_door::media_type_cases());
     cases.extend(front_door::logit_bias_cases(vocab_size));
     cases.extend(front_door::role_cases());
@@ -381,76 +385,6 @@ fn routing_cases() -> Vec<Case> {
         Case::bare("GET on chat completions", Method::GET, CHAT, 405),
         Case::bare("DELETE on /v1/models", Method::DELETE, "/v1/models", 405),
         Case::bare("PUT on completions", Method::PUT, COMPLETIONS, 405),
-    ]
-}
-
-fn prompt_cases(vocab_size: u32) -> Vec<Case> {
-    vec![
-        Case::completion("empty prompt list", json!({"prompt": []}), "prompt"),
-        Case::completion("empty prompt text", json!({"prompt": ""}), "prompt"),
-        Case::completion(
-            "an empty token list among prompts",
-            json!({"prompt": [[1, 2], []]}),
-            "prompt",
-        ),
-        Case::completion(
-            "token id beyond the vocabulary",
-            json!({"prompt": [1, vocab_size + 7]}),
-            "prompt",
-        ),
-        Case::completion(
-            "token id = vocabulary size",
-            json!({"prompt": [vocab_size]}),
-            "prompt",
-        ),
-        Case::chat(
-            "stop_token_ids beyond the vocabulary",
-            json!({"stop_token_ids": [vocab_size + 1]}),
-            "stop_token_ids",
-        ),
-        Case::json(
-            "detokenize beyond the vocabulary",
-            "/detokenize",
-            json!({"tokens": [vocab_size + 3]}),
-            400,
-            Some("tokens"),
-        ),
-    ]
-}
-
-/// Prompts longer than `max_model_len` (which the server must have been started with).
-pub fn huge_prompt_cases(max_model_len: usize) -> Vec<Case> {
-    let huge = "hello ".repeat(max_model_len * 2);
-    let near = "a".repeat(max_model_len * 3 / 4);
-    vec![
-        Case::json(
-            "huge chat prompt",
-            CHAT,
-            json!({"messages": [{"role": "user", "content": huge}], "max_tokens": 4}),
-            400,
-            Some("messages"),
-        ),
-        Case::json(
-            "huge completions prompt",
-            COMPLETIONS,
-            json!({"prompt": huge, "max_tokens": 4}),
-            400,
-            Some("prompt"),
-        ),
-        Case::json(
-            "huge completions prompt, no max_tokens",
-            COMPLETIONS,
-            json!({"prompt": huge}),
-            400,
-            Some("prompt"),
-        ),
-        Case::json(
-            "prompt + max_tokens > max_model_len",
-            COMPLETIONS,
-            json!({"prompt": near, "max_tokens": max_model_len}),
-            400,
-            Some("prompt"),
-        ),
     ]
 }
 
