@@ -216,6 +216,9 @@ async fn adapters_load_and_unload_at_runtime_under_load() {
         "--allow-runtime-lora-updating".into(),
         "--api-key".into(),
         "k".into(),
+        // vLLM's names, so the LoRA gauge is checked against vLLM's exact label set.
+        "--metrics-namespace".into(),
+        "vllm".into(),
     ]);
     let server = start(&extra);
     let client = reqwest::Client::builder()
@@ -310,10 +313,18 @@ async fn adapters_load_and_unload_at_runtime_under_load() {
         .map(|m| m["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids[1..], ["a1"]);
-    wait_for_metrics(&client, &server, Duration::from_secs(30), |s| {
-        engine_idle(s, "pagoda")
+    let idle = wait_for_metrics(&client, &server, Duration::from_secs(30), |s| {
+        engine_idle(s, "vllm")
     })
     .await;
+    let info: Vec<_> = idle.series("vllm:lora_requests_info", &[]).collect();
+    assert_eq!(info.len(), 1, "{info:?}");
+    let label_names: Vec<&str> = info[0].labels.keys().map(String::as_str).collect();
+    assert_eq!(
+        label_names,
+        ["max_lora", "running_lora_adapters", "waiting_lora_adapters"],
+        "vLLM's labels, no more"
+    );
     let unauthorized = post_json(
         &reqwest::Client::new(),
         &server.url("/v1/unload_lora_adapter"),

@@ -40,7 +40,11 @@ impl LoraCollector {
         max_loras: usize,
         series: SeriesBuilder<'_>,
     ) -> Result<Self, MetricsError> {
-        let info_opts = series.opts(LORA_REQUESTS_INFO, "Running stats on lora requests.");
+        let mut info_opts = series.opts(LORA_REQUESTS_INFO, "Running stats on lora requests.");
+        if !series.namespace.exports_pagoda_extras() {
+            // vLLM's gauge carries only its three labels (no `engine`, no `model_name`).
+            info_opts.const_labels.clear();
+        }
         let loaded_opts = series.namespace.exports_pagoda_extras().then(|| {
             series.opts(
                 LORA_ADAPTER_LOADED,
