@@ -106,8 +106,10 @@ class LoglikelihoodTest(unittest.TestCase):
         self.assertEqual(choice.finish_reason, "length")
         self.assertEqual(response.usage.completion_tokens, 0)
         self.assertEqual(len(choice.logprobs.tokens), len(ids))
-        for top in choice.logprobs.top_logprobs[1:]:
-            self.assertEqual(len(top), 2)
+        for token, top in zip(choice.logprobs.tokens[1:], choice.logprobs.top_logprobs[1:]):
+            # The 2 most likely and the prompt's own token (OpenAI's up to logprobs + 1).
+            self.assertIn(token, top)
+            self.assertIn(len(top), (2, 3))
 
     def test_prompt_logprobs_agree_with_the_echo_and_ignore_the_prefix_cache(self):
         ids = tokenize(CONTEXT + " Paris, and the capital of Italy is Rome.")
@@ -121,6 +123,12 @@ class LoglikelihoodTest(unittest.TestCase):
             temperature=0,
             extra_body={"prompt_logprobs": 1},
         )
+        echoed_logprobs = echoed.choices[0].logprobs
+        for token, logprob, top in zip(
+            echoed_logprobs.tokens[1:], echoed_logprobs.token_logprobs[1:],
+            echoed_logprobs.top_logprobs[1:],
+        ):
+            self.assertEqual(top, {token: logprob}, "logprobs 0: the chosen token alone")
         entries = scored.choices[0].model_extra["prompt_logprobs"]
         self.assertEqual(len(entries), len(ids))
         self.assertIsNone(entries[0])

@@ -302,7 +302,8 @@ fn delta_json(delta: ReadDelta) -> Value {
 }
 
 /// `/v1/completions` log-probabilities; offsets count characters from the start of the choice's
-/// generated text, the same whether streamed or not.
+/// text, the same whether streamed or not; `top_logprobs` holds the chosen token besides the
+/// most likely ones.
 fn completion_logprobs(logprobs: &[TokenLogprob]) -> Value {
     let mut tokens = Vec::new();
     let mut token_logprobs = Vec::new();
@@ -312,11 +313,15 @@ fn completion_logprobs(logprobs: &[TokenLogprob]) -> Value {
         tokens.push(Value::from(lp.token.clone()));
         // An echoed prompt's first token has neither (`null`, as OpenAI writes it).
         token_logprobs.push(lp.logprob.map_or(Value::Null, Value::from));
-        let alternatives: Map<String, Value> = lp
-            .top
-            .iter()
-            .map(|(t, l)| (t.clone(), Value::from(*l)))
-            .collect();
+        // The chosen token and the most likely ones (up to N + 1 entries, OpenAI's rule for
+        // completions, as vLLM writes it).
+        let chosen = lp.logprob.map(|l| (lp.token.clone(), Value::from(l)));
+        let mut alternatives: Map<String, Value> = chosen.into_iter().collect();
+        for (token, logprob) in &lp.top {
+            alternatives
+                .entry(token.clone())
+                .or_insert_with(|| Value::from(*logprob));
+        }
         top.push(match lp.logprob {
             Some(_) => Value::Object(alternatives),
             None => Value::Null,
