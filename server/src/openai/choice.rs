@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::metrics::{FinishedSequence, Metrics};
 use crate::openai::admission::WaitingSlot;
 use crate::openai::error::ApiError;
-use crate::openai::logprob::TokenLogprob;
+use crate::openai::logprob::{token_text, TokenLogprob};
 use crate::openai::prompt_side::PromptSide;
 
 /// What a choice produces, in order: deltas, then one `Finished` (or one `Error`).
@@ -301,12 +301,7 @@ impl ChoiceRun {
         let (true, Some(logprob)) = (self.context.want_logprobs, token.logprob) else {
             return Vec::new();
         };
-        let text_of = |id: u32| {
-            self.context
-                .tokenizer
-                .decode(&[id], false)
-                .unwrap_or_default()
-        };
+        let text_of = |id: u32| token_text(&self.context.tokenizer, id);
         vec![TokenLogprob {
             token: text_of(token.token_id),
             logprob: Some(logprob),

@@ -8,7 +8,7 @@ use pagoda_engine::PromptTokenLogprob;
 use pagoda_text::tokenizer::TextTokenizer;
 use serde_json::{json, Map, Value};
 
-use crate::openai::logprob::TokenLogprob;
+use crate::openai::logprob::{token_text, TokenLogprob};
 
 /// What vLLM writes for a log-probability of `-inf` (JSON has no infinity).
 const MIN_LOGPROB: f32 = -9999.0;
@@ -76,10 +76,6 @@ fn clamped(logprob: f32) -> f32 {
     logprob.max(MIN_LOGPROB)
 }
 
-fn text_of(tokenizer: &TextTokenizer, id: u32) -> String {
-    tokenizer.decode(&[id], false).unwrap_or_default()
-}
-
 /// vLLM's shape: `null` for the first token, then per token an object keyed by token id with
 /// `logprob`, `rank` and `decoded_token` for the prompt token and each alternative.
 fn vllm_prompt_logprobs(
@@ -92,7 +88,7 @@ fn vllm_prompt_logprobs(
         let mut put = |id: u32, logprob: f32, rank: u32| {
             map.entry(id.to_string()).or_insert_with(|| {
                 json!({"logprob": clamped(logprob), "rank": rank,
-                    "decoded_token": text_of(tokenizer, id)})
+                    "decoded_token": token_text(tokenizer, id)})
             });
         };
         put(entry.token_id, entry.logprob, entry.rank);
@@ -117,7 +113,7 @@ fn echo_logprobs(
     let mut text_offset = 0;
     let mut logprobs = Vec::with_capacity(token_ids.len());
     for (position, &id) in token_ids.iter().enumerate() {
-        let token = text_of(tokenizer, id);
+        let token = token_text(tokenizer, id);
         let entry = position
             .checked_sub(1)
             .and_then(|i| entries.and_then(|e| e.get(i)));
@@ -126,7 +122,7 @@ fn echo_logprobs(
             top: entry
                 .map(|e| {
                     let top = e.top_logprobs.iter().take(num_top);
-                    top.map(|&(id, lp)| (text_of(tokenizer, id), clamped(lp)))
+                    top.map(|&(id, lp)| (token_text(tokenizer, id), clamped(lp)))
                         .collect()
                 })
                 .unwrap_or_default(),
