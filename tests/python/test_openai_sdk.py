@@ -61,6 +61,13 @@ def greedy_chat():
     return _greedy_chat
 
 
+def greedy_chat_of(max_tokens):
+    """The non-streamed greedy answer to QUESTION in at most `max_tokens` tokens."""
+    return CLIENT.chat.completions.create(
+        model=MODEL, messages=MESSAGES, temperature=0, max_tokens=max_tokens
+    )
+
+
 def tokenize(text):
     """Token ids of `text` from the server's own `/tokenize` (outside /v1; not in the SDK)."""
     root = BASE_URL[: -len("/v1")] if BASE_URL.endswith("/v1") else BASE_URL
@@ -268,6 +275,32 @@ class CompletionsTest(unittest.TestCase):
         self.assertEqual(last.usage.prompt_tokens, expected.usage.prompt_tokens)
         self.assertEqual(last.usage.completion_tokens, expected.usage.completion_tokens)
         self.assertEqual(last.usage.total_tokens, expected.usage.total_tokens)
+
+
+    def test_continuous_usage_stats_count_each_chunk_as_vllm_does(self):
+        stream = CLIENT.chat.completions.create(
+            model=MODEL,
+            messages=MESSAGES,
+            temperature=0,
+            max_tokens=8,
+            stream=True,
+            stream_options={"include_usage": True, "continuous_usage_stats": True},
+        )
+        chunks = list(stream)
+        counts = [chunk.usage.completion_tokens for chunk in chunks[:-1]]
+        self.assertEqual(counts[0], 0, "the role's chunk comes before any token")
+        self.assertEqual(counts, sorted(counts), "counts only grow")
+        prompt_tokens = {chunk.usage.prompt_tokens for chunk in chunks}
+        self.assertEqual(len(prompt_tokens), 1, prompt_tokens)
+        last = chunks[-1]
+        self.assertEqual(last.choices, [])
+        self.assertEqual(counts[-1], last.usage.completion_tokens)
+        self.assertEqual(
+            last.usage.completion_tokens, greedy_chat_of(8).usage.completion_tokens
+        )
+        for chunk in chunks[:-1]:
+            usage = chunk.usage
+            self.assertEqual(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens)
 
 
 class ModelsTest(unittest.TestCase):

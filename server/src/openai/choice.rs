@@ -27,6 +27,9 @@ pub enum ChoiceEvent {
         index: usize,
         text: String,
         logprobs: Vec<TokenLogprob>,
+        /// Generated tokens it stands for: 1 for a token's delta, 0 for the echoed prompt or
+        /// text flushed at the end.
+        num_tokens: usize,
         /// The engine ended the choice with this token: `Finished` comes next.
         is_last: bool,
     },
@@ -191,6 +194,7 @@ impl ChoiceRun {
             index: self.index,
             text,
             logprobs,
+            num_tokens: 0,
             is_last: false,
         });
     }
@@ -240,6 +244,7 @@ impl ChoiceRun {
             index: self.index,
             text: filtered.text,
             logprobs,
+            num_tokens: 1,
             is_last: token.is_last && !filtered.stopped,
         });
     }
@@ -269,6 +274,7 @@ impl ChoiceRun {
                         index: self.index,
                         text,
                         logprobs: Vec::new(),
+                        num_tokens: 0,
                         is_last: true,
                     });
                 }

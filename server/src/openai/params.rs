@@ -29,6 +29,9 @@ pub struct GenerationParams {
     pub n: usize,
     pub stream: bool,
     pub include_usage: bool,
+    /// vLLM's `stream_options.continuous_usage_stats` (with `include_usage`): every chunk
+    /// carries its choice's usage so far.
+    pub continuous_usage_stats: bool,
     pub skip_special_tokens: bool,
     /// Keep the stop string or stop token that ended a choice in its text (vLLM's
     /// `include_stop_str_in_output`; by default neither is in the text).
@@ -105,6 +108,12 @@ impl GenerationParams {
             .as_ref()
             .and_then(|o| o.include_usage)
             .unwrap_or(false);
+        let continuous_usage_stats = include_usage
+            && fields
+                .stream_options
+                .as_ref()
+                .and_then(|o| o.continuous_usage_stats)
+                .unwrap_or(false);
         if fields.stream_options.is_some() && !stream {
             return Err(ApiError::invalid(
                 "stream_options",
@@ -123,6 +132,7 @@ impl GenerationParams {
             n,
             stream,
             include_usage,
+            continuous_usage_stats,
             skip_special_tokens: fields.skip_special_tokens.unwrap_or(true),
             include_stop_str_in_output: fields.include_stop_str_in_output.unwrap_or(false),
             cache_salt: fields.cache_salt.clone(),

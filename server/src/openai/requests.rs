@@ -26,6 +26,9 @@ impl StopField {
 pub struct StreamOptions {
     #[serde(default)]
     pub include_usage: Option<bool>,
+    /// vLLM's: with `include_usage`, every chunk carries its choice's usage so far.
+    #[serde(default)]
+    pub continuous_usage_stats: Option<bool>,
 }
 
 /// The sampling and stopping fields both endpoints share, read from the top level of either

@@ -83,6 +83,7 @@ pub async fn respond<F: ResponseFormat>(
         let keep_alive = state.sse_keep_alive;
         let stream = SseStream {
             include_usage: params.include_usage,
+            continuous_usage: params.continuous_usage_stats,
             keep_alive,
             metrics,
             trace: trace.map(|t| Arc::new(Mutex::new(t))),
@@ -166,9 +167,40 @@ fn data(value: &Value) -> Result<Event, Infallible> {
 #[derive(Debug, Clone)]
 pub struct SseStream {
     pub include_usage: bool,
+    /// vLLM's `continuous_usage_stats`: each chunk carries its choice's usage so far.
+    pub continuous_usage: bool,
     pub keep_alive: std::time::Duration,
     pub metrics: Metrics,
     pub trace: Option<SharedTrace>,
+}
+
+/// The `usage` field a streamed choice's chunk carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChunkUsage {
+    /// No `usage` field (`include_usage` not asked for).
+    Absent,
+    /// `"usage": null`, the totals coming in a last chunk of their own (OpenAI's).
+    Null,
+    /// The choice's usage so far (vLLM's `continuous_usage_stats`), besides the last chunk.
+    Running,
+}
+
+impl ChunkUsage {
+    fn of(include_usage: bool, continuous: bool) -> Self {
+        match (include_usage, continuous) {
+            (false, _) => ChunkUsage::Absent,
+            (true, false) => ChunkUsage::Null,
+            (true, true) => ChunkUsage::Running,
+        }
+    }
+
+    fn field(self, totals: &Mutex<UsageTotals>, choice_index: usize) -> Option<Value> {
+        match self {
+            ChunkUsage::Absent => None,
+            ChunkUsage::Null => Some(Value::Null),
+            ChunkUsage::Running => totals.lock().ok().map(|t| t.running_json(choice_index)),
+        }
+    }
 }
 
 /// A request's timeline, shared by the stream's stages.
@@ -186,37 +218,37 @@ pub fn stream_sse<F: ResponseFormat>(
 ) -> Response {
     let SseStream {
         include_usage,
+        continuous_usage,
         keep_alive,
         metrics,
         trace,
     } = stream;
     let format = Arc::new(format);
-    let usage_field = include_usage.then_some(Value::Null);
+    let usage = ChunkUsage::of(include_usage, continuous_usage);
+    let totals = Arc::new(Mutex::new(totals));
     let openings: Vec<Tagged> = runs
         .iter()
-        .filter_map(|run| format.opening_choice(run.index()))
-        .map(|choice| {
-            let chunk = format.chunk(vec![choice], usage_field.clone());
-            (data(&chunk), WriteKind::Opening)
+        .filter_map(|run| {
+            let choice = format.opening_choice(run.index())?;
+            let chunk = format.chunk(vec![choice], usage.field(&totals, run.index()));
+            Some((data(&chunk), WriteKind::Opening))
         })
         .collect();
-    let totals = Arc::new(Mutex::new(totals));
     let body = {
         let format = Arc::clone(&format);
         let totals = Arc::clone(&totals);
-        let usage_field = usage_field.clone();
         let trace = trace.clone();
         coalesced(merged(runs)).flat_map(move |written| {
             let chunks = match written {
                 Written::One(event) => {
                     note_finished(trace.as_ref(), &event);
-                    chunk_of(format.as_ref(), &totals, event, usage_field.clone())
+                    chunk_of(format.as_ref(), &totals, event, usage)
                         .into_iter()
                         .collect()
                 }
                 Written::Last(delta, finished) => {
                     note_finished(trace.as_ref(), &finished);
-                    last_chunks(format.as_ref(), &totals, delta, finished, &usage_field)
+                    last_chunks(format.as_ref(), &totals, delta, finished, usage)
                 }
             };
             stream::iter(chunks.into_iter().map(|(value, kind)| (data(&value), kind)))
@@ -266,7 +298,7 @@ fn last_chunks<F: ResponseFormat>(
     totals: &Mutex<UsageTotals>,
     delta: ChoiceEvent,
     finished: ChoiceEvent,
-    usage_field: &Option<Value>,
+    usage_field: ChunkUsage,
 ) -> Vec<(Value, WriteKind)> {
     let merged = match (&delta, &finished) {
         (
@@ -274,6 +306,7 @@ fn last_chunks<F: ResponseFormat>(
                 index,
                 text,
                 logprobs,
+                num_tokens,
                 ..
             },
             ChoiceEvent::Finished {
@@ -286,25 +319,26 @@ fn last_chunks<F: ResponseFormat>(
                 .delta_choice(*index, text, logprobs)
                 .map(|mut choice| {
                     choice["finish_reason"] = Value::from(*finish_reason);
-                    (choice, *index, *usage)
+                    (choice, *index, *num_tokens, *usage)
                 })
         }
         _ => None,
     };
     match merged {
-        Some((choice, index, usage)) => {
+        Some((choice, index, num_tokens, usage)) => {
             if let Ok(mut totals) = totals.lock() {
+                totals.note_streamed(index, num_tokens);
                 totals.add(index, &usage);
             }
             // A token's text: a delta write, as the timeline counts them.
             vec![(
-                format.chunk(vec![choice], usage_field.clone()),
+                format.chunk(vec![choice], usage_field.field(totals, index)),
                 WriteKind::Delta,
             )]
         }
         None => [delta, finished]
             .into_iter()
-            .filter_map(|event| chunk_of(format, totals, event, usage_field.clone()))
+            .filter_map(|event| chunk_of(format, totals, event, usage_field))
             .collect(),
     }
 }
@@ -314,17 +348,23 @@ fn chunk_of<F: ResponseFormat>(
     format: &F,
     totals: &Mutex<UsageTotals>,
     event: ChoiceEvent,
-    usage_field: Option<Value>,
+    usage_field: ChunkUsage,
 ) -> Option<(Value, WriteKind)> {
     match event {
         ChoiceEvent::Delta {
             index,
             text,
             logprobs,
+            num_tokens,
             ..
-        } => format
-            .delta_choice(index, &text, &logprobs)
-            .map(|choice| (format.chunk(vec![choice], usage_field), WriteKind::Delta)),
+        } => {
+            if let Ok(mut totals) = totals.lock() {
+                totals.note_streamed(index, num_tokens);
+            }
+            let choice = format.delta_choice(index, &text, &logprobs)?;
+            let usage = usage_field.field(totals, index);
+            Some((format.chunk(vec![choice], usage), WriteKind::Delta))
+        }
         ChoiceEvent::Finished {
             index,
             finish_reason,
@@ -335,7 +375,8 @@ fn chunk_of<F: ResponseFormat>(
                 totals.add(index, &usage);
             }
             let choice = format.final_choice(index, finish_reason);
-            Some((format.chunk(vec![choice], usage_field), WriteKind::Finish))
+            let usage = usage_field.field(totals, index);
+            Some((format.chunk(vec![choice], usage), WriteKind::Finish))
         }
         ChoiceEvent::Error { error, .. } => serde_json::from_str(&error.to_json())
             .ok()

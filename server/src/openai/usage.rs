@@ -12,21 +12,28 @@ pub struct UsageTotals {
     completion_tokens: usize,
     max_choice_completion_tokens: usize,
     n: usize,
+    /// Per choice: tokens streamed so far (the final count once it finished).
+    streamed: Vec<usize>,
 }
 
 impl UsageTotals {
     pub fn new(prompt_lens: Vec<usize>, n: usize) -> Self {
         let cached = vec![0; prompt_lens.len()];
+        let n = n.max(1);
         Self {
+            streamed: vec![0; prompt_lens.len() * n],
             prompt_lens,
             cached,
             completion_tokens: 0,
             max_choice_completion_tokens: 0,
-            n: n.max(1),
+            n,
         }
     }
 
     pub fn add(&mut self, choice_index: usize, usage: &Usage) {
+        if let Some(streamed) = self.streamed.get_mut(choice_index) {
+            *streamed = usage.completion_tokens;
+        }
         self.completion_tokens += usage.completion_tokens;
         self.max_choice_completion_tokens = self
             .max_choice_completion_tokens
@@ -47,6 +54,28 @@ impl UsageTotals {
     /// The most tokens any one choice generated.
     pub fn max_choice_completion_tokens(&self) -> usize {
         self.max_choice_completion_tokens
+    }
+
+    /// A streamed choice produced `num_tokens` more tokens.
+    pub fn note_streamed(&mut self, choice_index: usize, num_tokens: usize) {
+        if let Some(streamed) = self.streamed.get_mut(choice_index) {
+            *streamed += num_tokens;
+        }
+    }
+
+    /// vLLM's `continuous_usage_stats`: one choice's usage so far (its prompt, its tokens).
+    pub fn running_json(&self, choice_index: usize) -> Value {
+        let prompt_tokens = self
+            .prompt_lens
+            .get(choice_index / self.n)
+            .copied()
+            .unwrap_or(0);
+        let completion_tokens = self.streamed.get(choice_index).copied().unwrap_or(0);
+        json!({
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        })
     }
 
     pub fn to_json(&self) -> Value {
@@ -82,5 +111,24 @@ mod tests {
         assert_eq!(json["total_tokens"], 25);
         assert_eq!(json["prompt_tokens_details"]["cached_tokens"], 8);
         assert_eq!(totals.max_choice_completion_tokens(), 5);
+    }
+
+    #[test]
+    fn running_usage_counts_one_choice_streamed_then_finished() {
+        let mut totals = UsageTotals::new(vec![10, 4], 2);
+        totals.note_streamed(3, 1);
+        totals.note_streamed(3, 1);
+        assert_eq!(
+            totals.running_json(3),
+            json!({"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6})
+        );
+        assert_eq!(totals.running_json(0)["completion_tokens"], 0);
+        let finished = Usage {
+            prompt_tokens: 4,
+            completion_tokens: 3,
+            num_cached_tokens: 0,
+        };
+        totals.add(3, &finished);
+        assert_eq!(totals.running_json(3)["completion_tokens"], 3);
     }
 }
