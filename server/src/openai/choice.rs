@@ -252,13 +252,12 @@ impl ChoiceRun {
     fn on_finished(&mut self, reason: FinishReason, mut usage: Usage, timings: RequestTimings) {
         self.done = true;
         self.write_echo();
-        if self.context.echo_only && reason != FinishReason::Abort {
-            // `max_tokens: 0`: the one token generated is not part of the answer.
-            usage.completion_tokens = 0;
-            self.stopped_after = Some(0);
-        }
         let reason = match self.stopped_after {
-            Some(_) if self.context.echo_only => FinishReason::Length,
+            _ if self.context.echo_only && reason != FinishReason::Abort => {
+                // `max_tokens: 0`: the one token generated is not part of the answer.
+                usage.completion_tokens = 0;
+                FinishReason::Length
+            }
             Some(num_tokens) => {
                 usage.completion_tokens = num_tokens;
                 FinishReason::Stop {
