@@ -18,6 +18,7 @@ use crate::metrics::Metrics;
 use crate::openai::admission::Admission;
 use crate::openai::choice::{ChoiceContext, ChoiceRun, Submission};
 use crate::openai::error::ApiError;
+use crate::openai::logprob::TokenNaming;
 use crate::openai::params::Echo;
 use crate::openai::params::{GenerationParams, ParamDefaults};
 use crate::openai::prompt_side::{EchoPrompt, PromptSide};
@@ -235,13 +236,18 @@ impl AppState {
             include_stop_str_in_output: params.include_stop_str_in_output,
             skip_special_tokens: params.skip_special_tokens,
             want_logprobs,
+            naming: TokenNaming::of(params.tokens_as_ids),
             echo_only: params.echo == Some(Echo::PromptOnly),
         };
-        let prompt = PromptSide::new(
+        let mut prompt = PromptSide::new(
             params.prompt_logprobs,
             echo,
             params.sampling.logprobs.filter(|_| want_logprobs),
         );
+        prompt.naming = context.naming;
+        if params.return_token_ids {
+            prompt.token_ids = Some(request.request().prompt.as_slice().into());
+        }
         let submission = Submission {
             at: request.request().arrival,
             num_prompt_tokens: request.request().prompt.len(),

@@ -104,6 +104,7 @@ pub async fn chat_completions(
         created_unix_s: unix_now_s(),
         model: state.response_model_name(&params).to_string(),
         want_logprobs: logprobs.is_some(),
+        return_token_ids: params.return_token_ids,
     };
     let totals = UsageTotals::new(vec![num_prompt_tokens], params.n);
     let format = ChatFormat::new(meta, tool_output, state.reasoning);

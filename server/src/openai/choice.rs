@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::metrics::{FinishedSequence, Metrics};
 use crate::openai::admission::WaitingSlot;
 use crate::openai::error::ApiError;
-use crate::openai::logprob::{token_text, TokenLogprob};
+use crate::openai::logprob::{TokenLogprob, TokenNaming};
 use crate::openai::prompt_side::PromptSide;
 
 /// What a choice produces, in order: deltas, then one `Finished` (or one `Error`).
@@ -32,6 +32,10 @@ pub enum ChoiceEvent {
         num_tokens: usize,
         /// The engine ended the choice with this token: `Finished` comes next.
         is_last: bool,
+        /// The generated tokens it stands for (vLLM's `token_ids`, when asked for).
+        token_ids: Vec<u32>,
+        /// The prompt's token ids, on the choice's first delta when `return_token_ids` asked.
+        prompt_token_ids: Option<Arc<[u32]>>,
     },
     Finished {
         index: usize,
@@ -65,6 +69,8 @@ pub struct ChoiceContext {
     pub include_stop_str_in_output: bool,
     pub skip_special_tokens: bool,
     pub want_logprobs: bool,
+    /// How log-probabilities name tokens (`return_tokens_as_token_ids`).
+    pub naming: TokenNaming,
     /// Completions' `echo` with `max_tokens: 0`: the generated token is left out.
     pub echo_only: bool,
 }
@@ -143,6 +149,31 @@ impl ChoiceRun {
         self.index
     }
 
+    /// The prompt's token ids when `return_token_ids` asked for them and no delta carried them
+    /// yet (chat's opening chunk carries them).
+    pub fn prompt_token_ids(&self) -> Option<Arc<[u32]>> {
+        self.prompt.token_ids.clone()
+    }
+
+    /// A delta of the choice; the first one carries the prompt's token ids when asked for.
+    fn delta(
+        &mut self,
+        text: String,
+        logprobs: Vec<TokenLogprob>,
+        token_ids: Vec<u32>,
+        is_last: bool,
+    ) -> ChoiceEvent {
+        ChoiceEvent::Delta {
+            index: self.index,
+            text,
+            logprobs,
+            num_tokens: token_ids.len(),
+            is_last,
+            token_ids,
+            prompt_token_ids: self.prompt.take_token_ids(),
+        }
+    }
+
     /// The next event; `None` after the final one.
     pub async fn next(&mut self) -> Option<ChoiceEvent> {
         loop {
@@ -190,13 +221,8 @@ impl ChoiceRun {
             true => logprobs,
             false => Vec::new(),
         };
-        self.pending.push_back(ChoiceEvent::Delta {
-            index: self.index,
-            text,
-            logprobs,
-            num_tokens: 0,
-            is_last: false,
-        });
+        let delta = self.delta(text, logprobs, Vec::new(), false);
+        self.pending.push_back(delta);
     }
 
     fn on_token(&mut self, token: GeneratedToken) {
@@ -240,13 +266,9 @@ impl ChoiceRun {
         // One delta per token, as vLLM streams: its text is empty while it is held back (an
         // incomplete UTF-8 character, a possible stop string), so a client sees every token's
         // arrival, not a two-token gap.
-        self.pending.push_back(ChoiceEvent::Delta {
-            index: self.index,
-            text: filtered.text,
-            logprobs,
-            num_tokens: 1,
-            is_last: token.is_last && !filtered.stopped,
-        });
+        let is_last = token.is_last && !filtered.stopped;
+        let delta = self.delta(filtered.text, logprobs, vec![token.token_id], is_last);
+        self.pending.push_back(delta);
     }
 
     fn on_finished(&mut self, reason: FinishReason, mut usage: Usage, timings: RequestTimings) {
@@ -269,13 +291,8 @@ impl ChoiceRun {
                 let mut text = self.matcher.push(&tail).text;
                 text.push_str(&self.matcher.finish());
                 if !text.is_empty() {
-                    self.pending.push_back(ChoiceEvent::Delta {
-                        index: self.index,
-                        text,
-                        logprobs: Vec::new(),
-                        num_tokens: 0,
-                        is_last: true,
-                    });
+                    let delta = self.delta(text, Vec::new(), Vec::new(), true);
+                    self.pending.push_back(delta);
                 }
                 reason
             }
@@ -306,7 +323,7 @@ impl ChoiceRun {
         let (true, Some(logprob)) = (self.context.want_logprobs, token.logprob) else {
             return Vec::new();
         };
-        let text_of = |id: u32| token_text(&self.context.tokenizer, id);
+        let text_of = |id: u32| self.context.naming.name(&self.context.tokenizer, id);
         vec![TokenLogprob {
             token: text_of(token.token_id),
             logprob: Some(logprob),

@@ -8,9 +8,10 @@ use axum::response::Response;
 use axum::Extension;
 
 use crate::middleware::RequestIdValue;
+use crate::openai::completion_format::CompletionFormat;
 use crate::openai::constrain::compile_requested;
 use crate::openai::error::ApiError;
-use crate::openai::format::{CompletionFormat, ResponseMeta};
+use crate::openai::format::ResponseMeta;
 use crate::openai::json_body::JsonBody;
 use crate::openai::output_spec::requested_spec;
 use crate::openai::params::GenerationParams;
@@ -87,6 +88,7 @@ pub async fn completions(
         created_unix_s: unix_now_s(),
         model: state.response_model_name(&params).to_string(),
         want_logprobs: logprobs.is_some(),
+        return_token_ids: params.return_token_ids,
     };
     let totals = UsageTotals::new(num_prompt_tokens_each, params.n);
     let trace = state.request_trace(&request_id.0, received, params.stream);

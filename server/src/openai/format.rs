@@ -1,7 +1,8 @@
-//! The JSON shapes of chat and text completions, full and streamed, as OpenAI writes them.
+//! The JSON shapes of responses: what every endpoint shares (the trait, the envelope, a finished
+//! choice) and chat completions, full and streamed, as OpenAI writes them.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
@@ -18,8 +19,8 @@ pub trait ResponseFormat: Send + Sync + 'static {
     fn chunk(&self, choices: Vec<Value>, usage: Option<Value>) -> Value;
     /// The opening delta of a choice (chat: the role), if the endpoint has one.
     fn opening_choice(&self, index: usize) -> Option<Value>;
-    /// The streamed choice a text delta becomes (`None`: nothing to send yet).
-    fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Option<Value>;
+    /// The streamed choice a delta becomes (`None`: nothing to send yet).
+    fn delta_choice(&self, delta: DeltaParts<'_>) -> Option<Value>;
     fn final_choice(&self, index: usize, finish_reason: &str) -> Value;
     /// Whether a choice's last delta carries its finish reason (one chunk, as vLLM's server
     /// writes it), instead of a delta, then a final choice of its own. A separate empty final
@@ -32,6 +33,18 @@ pub trait ResponseFormat: Send + Sync + 'static {
     fn response(&self, choices: Vec<FinishedChoice>, usage: Value) -> Value;
 }
 
+/// What one streamed delta of a choice writes.
+#[derive(Debug, Clone, Copy)]
+pub struct DeltaParts<'a> {
+    pub index: usize,
+    pub text: &'a str,
+    pub logprobs: &'a [TokenLogprob],
+    /// The generated tokens the delta stands for.
+    pub token_ids: &'a [u32],
+    /// The prompt's token ids, on a choice's first delta when `return_token_ids` asked.
+    pub prompt_token_ids: Option<&'a [u32]>,
+}
+
 /// A choice of a non-streamed response.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FinishedChoice {
@@ -41,6 +54,10 @@ pub struct FinishedChoice {
     pub logprobs: Vec<TokenLogprob>,
     /// vLLM's `prompt_logprobs`, when asked for.
     pub prompt_logprobs: Option<Value>,
+    /// The generated token ids.
+    pub token_ids: Vec<u32>,
+    /// The prompt's token ids, when `return_token_ids` asked for them.
+    pub prompt_token_ids: Option<Arc<[u32]>>,
 }
 
 /// The response identity shared by every chunk of one response.
@@ -50,6 +67,17 @@ pub struct ResponseMeta {
     pub created_unix_s: u64,
     pub model: String,
     pub want_logprobs: bool,
+    /// vLLM's `return_token_ids`: choices carry `token_ids`.
+    pub return_token_ids: bool,
+}
+
+impl ResponseMeta {
+    /// A choice's `token_ids` field, when asked for.
+    pub(crate) fn put_token_ids(&self, choice: &mut Value, token_ids: &[u32]) {
+        if self.return_token_ids {
+            choice["token_ids"] = Value::from(token_ids.to_vec());
+        }
+    }
 }
 
 /// Chat completions; with a reasoning parser, each choice's thinking is split into
@@ -143,10 +171,11 @@ impl ChatFormat {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompletionFormat(pub ResponseMeta);
-
-fn envelope(meta: &ResponseMeta, object: &str, choices: Vec<Value>) -> Map<String, Value> {
+pub(crate) fn envelope(
+    meta: &ResponseMeta,
+    object: &str,
+    choices: Vec<Value>,
+) -> Map<String, Value> {
     let mut map = Map::new();
     map.insert("id".into(), Value::from(meta.id.clone()));
     map.insert("object".into(), Value::from(object));
@@ -185,26 +214,34 @@ impl ResponseFormat for ChatFormat {
         )
     }
 
-    fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Option<Value> {
+    fn delta_choice(&self, parts: DeltaParts<'_>) -> Option<Value> {
+        let DeltaParts { index, text, .. } = parts;
         let logprobs = if self.meta.want_logprobs {
-            chat_logprobs(logprobs)
+            chat_logprobs(parts.logprobs)
         } else {
             Value::Null
         };
-        if self.tools.is_none() && self.reasoning.is_none() {
-            return Some(json!({"index": index, "delta": {"content": text},
-                "logprobs": logprobs, "finish_reason": null}));
-        }
-        let delta = self.with_reader(index, |reader| reader.read(text));
-        let empty = delta.reasoning.is_empty() && delta.chat.is_empty();
-        let delta = match (empty, self.tools.is_some()) {
-            // With tools, text the parser holds gives no delta (unless it has log-probabilities).
-            (true, true) if logprobs.is_null() => return None,
-            // Without, every token gives one (empty while a tag may be starting).
-            (true, false) => json!({"content": ""}),
-            _ => delta_json(delta),
+        let delta = match self.tools.is_none() && self.reasoning.is_none() {
+            true => json!({"content": text}),
+            false => {
+                let read = self.with_reader(index, |reader| reader.read(text));
+                let empty = read.reasoning.is_empty() && read.chat.is_empty();
+                // Held text still sends its tokens' ids or log-probabilities (as vLLM does).
+                let carries_tokens = self.meta.return_token_ids && !parts.token_ids.is_empty();
+                match (empty, self.tools.is_some()) {
+                    // With tools, text the parser holds gives no delta otherwise.
+                    (true, true) if logprobs.is_null() && !carries_tokens => return None,
+                    (true, true) => json!({}),
+                    // Without, every token gives one (empty while a tag may be starting).
+                    (true, false) => json!({"content": ""}),
+                    _ => delta_json(read),
+                }
+            }
         };
-        Some(json!({"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": null}))
+        let mut choice =
+            json!({"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": null});
+        self.meta.put_token_ids(&mut choice, parts.token_ids);
+        Some(choice)
     }
 
     fn joins_last_delta(&self) -> bool {
@@ -233,6 +270,7 @@ impl ResponseFormat for ChatFormat {
 
     fn response(&self, mut choices: Vec<FinishedChoice>, usage: Value) -> Value {
         let prompt_logprobs = choices.first_mut().and_then(|c| c.prompt_logprobs.take());
+        let prompt_token_ids = choices.first_mut().and_then(|c| c.prompt_token_ids.take());
         let choices = choices
             .into_iter()
             .map(|c| {
@@ -242,8 +280,10 @@ impl ResponseFormat for ChatFormat {
                     Value::Null
                 };
                 let (message, reason) = self.message(&c);
-                json!({"index": c.index, "message": message,
-                    "logprobs": logprobs, "finish_reason": reason})
+                let mut choice = json!({"index": c.index, "message": message,
+                    "logprobs": logprobs, "finish_reason": reason});
+                self.meta.put_token_ids(&mut choice, &c.token_ids);
+                choice
             })
             .collect();
         let mut map = envelope(&self.meta, "chat.completion", choices);
@@ -251,6 +291,10 @@ impl ResponseFormat for ChatFormat {
         if let Some(logprobs) = prompt_logprobs {
             // vLLM's place: the response's, as every choice has the same prompt.
             map.insert("prompt_logprobs".into(), logprobs);
+        }
+        if let Some(ids) = prompt_token_ids {
+            // vLLM's place in chat: the response's (every choice has the same prompt).
+            map.insert("prompt_token_ids".into(), Value::from(ids.to_vec()));
         }
         Value::Object(map)
     }
@@ -299,84 +343,4 @@ fn delta_json(delta: ReadDelta) -> Value {
         json.insert("tool_calls".into(), Value::Array(delta.chat.tool_calls));
     }
     Value::Object(json)
-}
-
-/// `/v1/completions` log-probabilities; offsets count characters from the start of the choice's
-/// text, the same whether streamed or not; `top_logprobs` holds the chosen token besides the
-/// most likely ones.
-fn completion_logprobs(logprobs: &[TokenLogprob]) -> Value {
-    let mut tokens = Vec::new();
-    let mut token_logprobs = Vec::new();
-    let mut top = Vec::new();
-    let mut offsets = Vec::new();
-    for lp in logprobs {
-        tokens.push(Value::from(lp.token.clone()));
-        // An echoed prompt's first token has neither (`null`, as OpenAI writes it).
-        token_logprobs.push(lp.logprob.map_or(Value::Null, Value::from));
-        // The chosen token and the most likely ones (up to N + 1 entries, OpenAI's rule for
-        // completions, as vLLM writes it).
-        let chosen = lp.logprob.map(|l| (lp.token.clone(), Value::from(l)));
-        let mut alternatives: Map<String, Value> = chosen.into_iter().collect();
-        for (token, logprob) in &lp.top {
-            alternatives
-                .entry(token.clone())
-                .or_insert_with(|| Value::from(*logprob));
-        }
-        top.push(match lp.logprob {
-            Some(_) => Value::Object(alternatives),
-            None => Value::Null,
-        });
-        offsets.push(Value::from(lp.text_offset));
-    }
-    json!({"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top,
-        "text_offset": offsets})
-}
-
-impl ResponseFormat for CompletionFormat {
-    fn chunk(&self, choices: Vec<Value>, usage: Option<Value>) -> Value {
-        let mut map = envelope(&self.0, "text_completion", choices);
-        if let Some(usage) = usage {
-            map.insert("usage".into(), usage);
-        }
-        Value::Object(map)
-    }
-
-    fn opening_choice(&self, _index: usize) -> Option<Value> {
-        None
-    }
-
-    fn delta_choice(&self, index: usize, text: &str, logprobs: &[TokenLogprob]) -> Option<Value> {
-        let logprobs = if self.0.want_logprobs {
-            completion_logprobs(logprobs)
-        } else {
-            Value::Null
-        };
-        Some(json!({"index": index, "text": text, "logprobs": logprobs, "finish_reason": null}))
-    }
-
-    fn final_choice(&self, index: usize, finish_reason: &str) -> Value {
-        json!({"index": index, "text": "", "logprobs": null, "finish_reason": finish_reason})
-    }
-
-    fn response(&self, choices: Vec<FinishedChoice>, usage: Value) -> Value {
-        let choices = choices
-            .into_iter()
-            .map(|c| {
-                let logprobs = if self.0.want_logprobs {
-                    completion_logprobs(&c.logprobs)
-                } else {
-                    Value::Null
-                };
-                let mut choice = json!({"index": c.index, "text": c.text, "logprobs": logprobs,
-                    "finish_reason": c.finish_reason});
-                if let Some(prompt_logprobs) = c.prompt_logprobs {
-                    choice["prompt_logprobs"] = prompt_logprobs;
-                }
-                choice
-            })
-            .collect();
-        let mut map = envelope(&self.0, "text_completion", choices);
-        map.insert("usage".into(), usage);
-        Value::Object(map)
-    }
 }

@@ -3,6 +3,7 @@
 pub mod admission;
 pub mod chat;
 pub mod choice;
+pub mod completion_format;
 pub mod completions;
 pub mod constrain;
 pub mod error;

@@ -50,6 +50,10 @@ pub struct GenerationParams {
     pub prompt_logprobs: Option<usize>,
     /// Completions' `echo`: the prompt comes before each choice's text.
     pub echo: Option<Echo>,
+    /// vLLM's `return_token_ids`: the prompt's and the choices' token ids are returned.
+    pub return_token_ids: bool,
+    /// vLLM's `return_tokens_as_token_ids`: log-probabilities name tokens `token_id:{id}`.
+    pub tokens_as_ids: bool,
 }
 
 /// What `echo` writes.
@@ -140,6 +144,8 @@ impl GenerationParams {
             lora: None,
             prompt_logprobs: prompt_logprobs(fields, stream)?,
             echo: None,
+            return_token_ids: fields.return_token_ids.unwrap_or(false),
+            tokens_as_ids: fields.return_tokens_as_token_ids.unwrap_or(false),
         })
     }
 

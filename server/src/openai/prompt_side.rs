@@ -8,7 +8,7 @@ use pagoda_engine::PromptTokenLogprob;
 use pagoda_text::tokenizer::TextTokenizer;
 use serde_json::{json, Map, Value};
 
-use crate::openai::logprob::{token_text, TokenLogprob};
+use crate::openai::logprob::{token_text, TokenLogprob, TokenNaming};
 
 /// What vLLM writes for a log-probability of `-inf` (JSON has no infinity).
 const MIN_LOGPROB: f32 = -9999.0;
@@ -29,6 +29,10 @@ pub struct PromptSide {
     pub echo: Option<Arc<EchoPrompt>>,
     /// Alternatives of the echoed tokens' log-probabilities (`None`: no `logprobs`).
     pub num_echo_logprobs: Option<usize>,
+    /// How the echoed tokens' log-probabilities name tokens.
+    pub naming: TokenNaming,
+    /// The prompt's token ids, for vLLM's `return_token_ids` (`None`: not asked for).
+    pub token_ids: Option<Arc<[u32]>>,
     entries: Option<Vec<PromptTokenLogprob>>,
 }
 
@@ -42,8 +46,16 @@ impl PromptSide {
             num_prompt_logprobs,
             echo,
             num_echo_logprobs,
+            naming: TokenNaming::Text,
+            token_ids: None,
             entries: None,
         }
+    }
+
+    /// The prompt's token ids, once, for the choice's first delta (`None` after, or when not
+    /// asked for).
+    pub fn take_token_ids(&mut self) -> Option<Arc<[u32]>> {
+        self.token_ids.take()
     }
 
     /// Keeps the engine's entries for the echo; returns vLLM's `prompt_logprobs` when asked for.
@@ -64,7 +76,9 @@ impl PromptSide {
         let echo = self.echo.take()?;
         let logprobs = match self.num_echo_logprobs {
             Some(num_top) => {
-                echo_logprobs(&echo.token_ids, self.entries.as_deref(), num_top, tokenizer)
+                let entries = self.entries.as_deref();
+                let names = (tokenizer, self.naming);
+                echo_logprobs(&echo.token_ids, entries, num_top, names)
             }
             None => Vec::new(),
         };
@@ -108,12 +122,12 @@ fn echo_logprobs(
     token_ids: &[u32],
     entries: Option<&[PromptTokenLogprob]>,
     num_top: usize,
-    tokenizer: &TextTokenizer,
+    (tokenizer, naming): (&TextTokenizer, TokenNaming),
 ) -> Vec<TokenLogprob> {
     let mut text_offset = 0;
     let mut logprobs = Vec::with_capacity(token_ids.len());
     for (position, &id) in token_ids.iter().enumerate() {
-        let token = token_text(tokenizer, id);
+        let text = token_text(tokenizer, id);
         let entry = position
             .checked_sub(1)
             .and_then(|i| entries.and_then(|e| e.get(i)));
@@ -122,14 +136,14 @@ fn echo_logprobs(
             top: entry
                 .map(|e| {
                     let top = e.top_logprobs.iter().take(num_top);
-                    top.map(|&(id, lp)| (token_text(tokenizer, id), clamped(lp)))
+                    top.map(|&(id, lp)| (naming.name(tokenizer, id), clamped(lp)))
                         .collect()
                 })
                 .unwrap_or_default(),
             text_offset,
-            token: token.clone(),
+            token: naming.name(tokenizer, id),
         });
-        text_offset += token.chars().count();
+        text_offset += text.chars().count();
     }
     logprobs
 }

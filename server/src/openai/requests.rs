@@ -67,6 +67,10 @@ pub struct CommonFields {
     pub guided_grammar: Option<Value>,
     /// vLLM's: the log-probability of each prompt token, with this many alternatives.
     pub prompt_logprobs: Option<i64>,
+    /// vLLM's: the prompt's and each choice's token ids beside the text.
+    pub return_token_ids: Option<bool>,
+    /// vLLM's: log-probabilities name tokens as `token_id:{id}` instead of their text.
+    pub return_tokens_as_token_ids: Option<bool>,
 }
 
 /// `POST /v1/chat/completions`.

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::metrics::Metrics;
 use crate::openai::choice::{ChoiceEvent, ChoiceRun};
 use crate::openai::error::ApiError;
-use crate::openai::format::{FinishedChoice, ResponseFormat};
+use crate::openai::format::{DeltaParts, FinishedChoice, ResponseFormat};
 use crate::openai::params::GenerationParams;
 use crate::openai::usage::UsageTotals;
 use crate::state::AppState;
@@ -115,11 +115,17 @@ pub async fn collect<F: ResponseFormat>(
                 index,
                 text,
                 logprobs,
+                token_ids,
+                prompt_token_ids,
                 ..
             } => {
                 let choice = choice_at(&mut choices, index);
                 choice.text.push_str(&text);
                 choice.logprobs.extend(logprobs);
+                choice.token_ids.extend(token_ids);
+                if prompt_token_ids.is_some() {
+                    choice.prompt_token_ids = prompt_token_ids;
+                }
             }
             ChoiceEvent::Finished {
                 index,
@@ -230,7 +236,11 @@ pub fn stream_sse<F: ResponseFormat>(
         .iter()
         .filter_map(|run| {
             let choice = format.opening_choice(run.index())?;
-            let chunk = format.chunk(vec![choice], usage.field(&totals, run.index()));
+            let mut chunk = format.chunk(vec![choice], usage.field(&totals, run.index()));
+            if let Some(ids) = run.prompt_token_ids() {
+                // vLLM's place for `return_token_ids`: the opening chunk's.
+                chunk["prompt_token_ids"] = Value::from(ids.to_vec());
+            }
             Some((data(&chunk), WriteKind::Opening))
         })
         .collect();
@@ -303,25 +313,19 @@ fn last_chunks<F: ResponseFormat>(
     let merged = match (&delta, &finished) {
         (
             ChoiceEvent::Delta {
-                index,
-                text,
-                logprobs,
-                num_tokens,
-                ..
+                index, num_tokens, ..
             },
             ChoiceEvent::Finished {
                 finish_reason,
                 usage,
                 ..
             },
-        ) if format.joins_last_delta() => {
-            format
-                .delta_choice(*index, text, logprobs)
-                .map(|mut choice| {
-                    choice["finish_reason"] = Value::from(*finish_reason);
-                    (choice, *index, *num_tokens, *usage)
-                })
-        }
+        ) if format.joins_last_delta() => delta_parts(&delta)
+            .and_then(|parts| format.delta_choice(parts))
+            .map(|mut choice| {
+                choice["finish_reason"] = Value::from(*finish_reason);
+                (choice, *index, *num_tokens, *usage)
+            }),
         _ => None,
     };
     match merged {
@@ -343,6 +347,27 @@ fn last_chunks<F: ResponseFormat>(
     }
 }
 
+/// What a delta event writes (`None` for other events).
+fn delta_parts(event: &ChoiceEvent) -> Option<DeltaParts<'_>> {
+    match event {
+        ChoiceEvent::Delta {
+            index,
+            text,
+            logprobs,
+            token_ids,
+            prompt_token_ids,
+            ..
+        } => Some(DeltaParts {
+            index: *index,
+            text,
+            logprobs,
+            token_ids,
+            prompt_token_ids: prompt_token_ids.as_deref(),
+        }),
+        _ => None,
+    }
+}
+
 /// The chunk one event becomes, and what it carries; an error becomes an OpenAI error object.
 fn chunk_of<F: ResponseFormat>(
     format: &F,
@@ -352,16 +377,12 @@ fn chunk_of<F: ResponseFormat>(
 ) -> Option<(Value, WriteKind)> {
     match event {
         ChoiceEvent::Delta {
-            index,
-            text,
-            logprobs,
-            num_tokens,
-            ..
+            index, num_tokens, ..
         } => {
             if let Ok(mut totals) = totals.lock() {
                 totals.note_streamed(index, num_tokens);
             }
-            let choice = format.delta_choice(index, &text, &logprobs)?;
+            let choice = format.delta_choice(delta_parts(&event)?)?;
             let usage = usage_field.field(totals, index);
             Some((format.chunk(vec![choice], usage), WriteKind::Delta))
         }
