@@ -56,6 +56,10 @@ impl From<LoraRegistryError> for ApiError {
                 ApiError::invalid("lora_name", error.to_string())
             }
             LoraRegistryError::Invalid(_) => ApiError::invalid("lora_path", error.to_string()),
+            LoraRegistryError::PathNotFound { .. } => ApiError {
+                param: Some("lora_path".into()),
+                ..ApiError::not_found(error.to_string())
+            },
         }
     }
 }

@@ -304,6 +304,24 @@ async fn adapters_load_and_unload_at_runtime_under_load() {
     )
     .await;
     assert_eq!(missing.status, StatusCode::BAD_REQUEST);
+    // A path with nothing there is vLLM's 404, naming the path.
+    let nowhere = dir.path().join("no-such-adapter");
+    let absent = post_json(
+        &client,
+        &server.url("/v1/load_lora_adapter"),
+        &load("x", &nowhere),
+    )
+    .await;
+    assert_eq!(absent.status, StatusCode::NOT_FOUND, "{}", absent.text());
+    let error = absent.expect_openai_error();
+    assert_eq!(error["param"], "lora_path");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("No adapter found for {}", nowhere.display())),
+        "{error}"
+    );
 
     let models = get(&client, &server.url("/v1/models")).await.json();
     let ids: Vec<&str> = models["data"]

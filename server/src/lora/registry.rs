@@ -29,6 +29,9 @@ pub enum LoraRegistryError {
     /// The adapter's directory cannot be served (the message names the file, field or tensor).
     #[error("{0}")]
     Invalid(String),
+    /// Nothing is at the adapter's path (vLLM's message and status).
+    #[error("Loading lora {name} failed: No adapter found for {}", path.display())]
+    PathNotFound { name: String, path: PathBuf },
 }
 
 /// An adapter as `/v1/models` lists it.
@@ -209,6 +212,12 @@ impl LoraRegistry {
         name: &str,
         path: &Path,
     ) -> Result<Arc<LoraAdapter>, LoraRegistryError> {
+        if !path.exists() {
+            return Err(LoraRegistryError::PathNotFound {
+                name: name.to_string(),
+                path: path.to_path_buf(),
+            });
+        }
         let engine = self.engine.clone();
         let (name, path) = (name.to_string(), path.to_path_buf());
         let started = std::time::Instant::now();

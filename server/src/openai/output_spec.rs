@@ -76,16 +76,25 @@ fn from_response_format(format: &Value) -> Result<Option<RequestedSpec>, ApiErro
                     "`response_format` of type json_schema needs `json_schema.schema`",
                 )
             })?;
-            if let Some(name) = json_schema.and_then(|j| j.get("name")) {
-                if !name.is_string() {
+            let spec = schema_spec(schema, "response_format.json_schema.schema")?;
+            // Required by OpenAI and vLLM alike.
+            match json_schema.and_then(|j| j.get("name")) {
+                Some(Value::String(_)) => {}
+                Some(_) => {
                     return Err(ApiError::invalid(
                         "response_format.json_schema.name",
                         "`json_schema.name` must be a string",
-                    ));
+                    ))
+                }
+                None => {
+                    return Err(ApiError::invalid(
+                        "response_format.json_schema.name",
+                        "`response_format` of type json_schema needs `json_schema.name`",
+                    ))
                 }
             }
             return Ok(Some(RequestedSpec {
-                spec: schema_spec(schema, "response_format.json_schema.schema")?,
+                spec,
                 field: "response_format.json_schema.schema".into(),
             }));
         }

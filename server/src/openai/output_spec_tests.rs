@@ -119,6 +119,10 @@ fn bad_fields_are_400s_naming_the_field() {
             "response_format.json_schema.name",
         ),
         (
+            json!({"response_format": {"type": "json_schema", "json_schema": {"schema": {}}}}),
+            "response_format.json_schema.name",
+        ),
+        (
             json!({"structured_outputs": {"json": "{not json"}}),
             "structured_outputs.json",
         ),

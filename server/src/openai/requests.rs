@@ -173,7 +173,10 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
         if inner.is_syntax() || inner.is_eof() {
             return ApiError::invalid(
                 "body",
-                format!("the request body is not valid JSON: {inner}"),
+                format!(
+                    "the request body is not valid JSON: {inner}{}",
+                    surrogate_hint(&inner)
+                ),
             );
         }
         let missing = missing_field(&inner).map(|field| match path.as_str() {
@@ -198,6 +201,18 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
         )
     })?;
     Ok(value)
+}
+
+/// What a bad `\u` escape most likely is: half of a UTF-16 surrogate pair (serde's own message
+/// speaks of hex escapes only).
+fn surrogate_hint(error: &serde_json::Error) -> &'static str {
+    match error.to_string().contains("hex escape") {
+        true => {
+            " (a \\uD800-\\uDFFF escape must be one half of a surrogate pair, high then low: \
+             a lone surrogate is not a Unicode character)"
+        }
+        false => "",
+    }
 }
 
 /// The field serde found missing (its message is "missing field `name`").
@@ -302,6 +317,19 @@ mod tests {
         assert_eq!(array.param.as_deref(), Some("body"));
         let malformed = parse_body::<ChatCompletionRequest>(b"{\"model\":").expect_err("eof");
         assert_eq!(malformed.param.as_deref(), Some("body"));
+        for lone in [r#"{"model":"\ud800 x"}"#, r#"{"model":"\udc00"}"#] {
+            let error = parse_body::<ChatCompletionRequest>(lone.as_bytes()).expect_err("lone");
+            assert_eq!(error.param.as_deref(), Some("body"));
+            assert!(
+                error.message.contains("lone surrogate"),
+                "{}",
+                error.message
+            );
+        }
+        let pair =
+            parse_body::<ChatCompletionRequest>(br#"{"model":"\ud83d\ude00","messages":[]}"#)
+                .expect("a surrogate pair is one character");
+        assert_eq!(pair.fields.model.as_deref(), Some("\u{1F600}"));
         let bad_utf8 =
             parse_body::<ChatCompletionRequest>(b"{\"model\":\"\xff\"}").expect_err("utf8");
         assert!(bad_utf8.message.contains("UTF-8"));

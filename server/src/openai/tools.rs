@@ -48,7 +48,7 @@ pub struct ToolCallConfig {
 pub const MAX_TOOLS: usize = 128;
 
 /// Checks `tools`, `tool_choice` and `parallel_tool_calls`; `None` when the request has no tools
-/// (a `tool_choice` other than `none` without tools is a 400).
+/// (`required` or a named function without tools is a 400).
 pub fn parse_tools(
     tools: Option<&Value>,
     tool_choice: Option<&Value>,
@@ -61,7 +61,10 @@ pub fn parse_tools(
     };
     let choice = parse_choice(tool_choice, !tools.is_empty())?;
     if tools.is_empty() {
-        if choice != ToolChoice::None && tool_choice.is_some_and(|c| !c.is_null()) {
+        // No tools with `auto` is a request without tools, as vLLM takes it (frameworks send
+        // `tools: []` with `tool_choice: "auto"` when a run has none); a forced call needs one.
+        let forces_a_call = matches!(choice, ToolChoice::Required | ToolChoice::Named(_));
+        if forces_a_call {
             return Err(ApiError::invalid(
                 "tool_choice",
                 "`tool_choice` needs `tools`",

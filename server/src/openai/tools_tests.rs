@@ -87,6 +87,22 @@ fn output_reading_follows_the_choice_and_the_server_flags() {
 }
 
 #[test]
+fn no_tools_with_auto_or_none_is_a_request_without_tools() {
+    for choice in [
+        None,
+        Some(json!("auto")),
+        Some(json!("none")),
+        Some(Value::Null),
+    ] {
+        let parsed = parse(json!([]), choice.clone()).expect("accepted");
+        assert!(parsed.is_none(), "{choice:?}");
+    }
+    assert!(parse(json!([weather()]), Some(json!("auto")))
+        .expect("accepted")
+        .is_some());
+}
+
+#[test]
 fn bad_tools_and_choices_name_the_field() {
     let cases = [
         (json!({"a": 1}), None, "tools"),
@@ -119,6 +135,11 @@ fn bad_tools_and_choices_name_the_field() {
             "tool_choice",
         ),
         (json!([]), Some(json!("required")), "tool_choice"),
+        (
+            json!([]),
+            Some(json!({"type": "function", "function": {"name": "add"}})),
+            "tool_choice",
+        ),
     ];
     for (tools, choice, field) in cases {
         let error = parse(tools.clone(), choice.clone()).expect_err("refused");
