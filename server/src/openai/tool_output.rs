@@ -82,6 +82,20 @@ impl ChatDelta {
     pub fn is_empty(&self) -> bool {
         self.content.is_empty() && self.tool_calls.is_empty()
     }
+
+    /// Adds arguments text to call `index`: to its entry when this delta has one (one entry per
+    /// index per chunk, as OpenAI and vLLM stream; the SDKs' stream helpers and instructor read
+    /// a repeated index as another call), else as an entry of its own.
+    fn push_arguments(&mut self, index: usize, fragment: &str) {
+        let entry = self.tool_calls.iter_mut().find(|c| c["index"] == index);
+        match entry {
+            Some(call) => {
+                let before = call["function"]["arguments"].as_str().unwrap_or("");
+                call["function"]["arguments"] = Value::from(format!("{before}{fragment}"));
+            }
+            None => self.tool_calls.push(arguments_json(index, fragment)),
+        }
+    }
 }
 
 /// One streamed choice's reader.
@@ -131,7 +145,7 @@ impl ToolCallStream {
                     self.num_calls = 1;
                 }
                 if !text.is_empty() {
-                    delta.tool_calls.push(arguments_json(0, text));
+                    delta.push_arguments(0, text);
                 }
                 delta
             }
@@ -162,7 +176,7 @@ impl ToolCallStream {
                     delta.tool_calls.push(opening_json(index, &name));
                 }
                 ToolStreamDelta::Arguments { index, fragment } => {
-                    delta.tool_calls.push(arguments_json(index, &fragment));
+                    delta.push_arguments(index, &fragment);
                 }
             }
         }
@@ -196,6 +210,19 @@ mod tests {
             .collect()
     }
 
+    fn assert_one_entry_per_index(deltas: &[ChatDelta]) {
+        for delta in deltas {
+            let mut indices: Vec<u64> = delta
+                .tool_calls
+                .iter()
+                .filter_map(|c| c["index"].as_u64())
+                .collect();
+            let num_entries = indices.len();
+            indices.dedup();
+            assert_eq!(indices.len(), num_entries, "{:?}", delta.tool_calls);
+        }
+    }
+
     #[test]
     fn streamed_calls_add_up_to_the_whole_message() {
         let text = "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
@@ -217,6 +244,7 @@ mod tests {
             .map(|chunk| stream.push(std::str::from_utf8(chunk).expect("ascii")))
             .collect();
         deltas.push(stream.finish());
+        assert_one_entry_per_index(&deltas);
         let streamed_content: String = deltas.iter().map(|d| d.content.as_str()).collect();
         assert_eq!(streamed_content, "Let me check.");
         assert_eq!(arguments_of(&deltas, 0), calls[0]["function"]["arguments"]);
@@ -250,6 +278,7 @@ mod tests {
             assert_eq!(calls[0]["function"]["arguments"], "{\"city\": \"Paris\"}");
             let mut stream = ToolCallStream::new(&output);
             let deltas = vec![stream.push(&text), stream.finish()];
+            assert_one_entry_per_index(&deltas);
             let indices: Vec<&Value> = deltas
                 .iter()
                 .flat_map(|d| &d.tool_calls)
@@ -267,7 +296,11 @@ mod tests {
         let mut stream = ToolCallStream::new(&output);
         let first = stream.push("{\"a\":");
         assert_eq!(first.tool_calls[0]["function"]["name"], "add");
+        // The opening entry carries the first fragment: one entry per index in a chunk.
+        assert_eq!(first.tool_calls.len(), 1);
+        assert_eq!(first.tool_calls[0]["function"]["arguments"], "{\"a\":");
         let deltas = vec![first, stream.push(" 1}"), stream.finish()];
+        assert_one_entry_per_index(&deltas);
         assert_eq!(arguments_of(&deltas, 0), "{\"a\": 1}");
         let (content, calls) = message_parts(&output, "{\"a\": 1}");
         assert_eq!(content, None);

@@ -382,3 +382,41 @@ fn concurrent_requests_for_one_grammar_share_its_compilation() {
         .all(|w| Arc::ptr_eq(&w[0].constraint, &w[1].constraint)));
     assert_eq!(compiler.num_cached(), 1);
 }
+
+/// Whether the grammar of `schema` lets `next` follow `prefix` (their first token).
+fn allows_after(
+    compiler: &GrammarCompiler,
+    schema: serde_json::Value,
+    prefix: &str,
+    next: &str,
+) -> bool {
+    let tokenizer = tokenizer();
+    let compiled = compile(compiler, &OutputSpec::JsonSchema(schema)).unwrap();
+    let mut matcher = compiled.constraint.start();
+    let mut mask = TokenMask::new(49_152);
+    for token in tokenizer.encode_as_text(prefix, false).unwrap() {
+        mask.clear();
+        matcher.fill_next_mask(&mut mask).unwrap();
+        assert!(mask.allows(token), "{prefix:?}: token {token}");
+        matcher.accept(token).unwrap();
+    }
+    mask.clear();
+    matcher.fill_next_mask(&mut mask).unwrap();
+    let next = tokenizer.encode_as_text(next, false).unwrap();
+    mask.allows(next[0])
+}
+
+#[test]
+fn objects_silent_on_other_keys_take_no_other_keys() {
+    let compiler = compiler(CompileLimits::default());
+    let silent = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+    let prefix = "{\"city\": \"Paris\"";
+    assert!(allows_after(&compiler, silent.clone(), prefix, "}"));
+    assert!(
+        !allows_after(&compiler, silent, prefix, ","),
+        "an invented key"
+    );
+    let open = json!({"type": "object", "properties": {"city": {"type": "string"}},
+        "additionalProperties": true});
+    assert!(allows_after(&compiler, open, prefix, ","), "asked for");
+}

@@ -11,6 +11,7 @@
 //! - `tool_schema`: JSON schemas for `tool_choice: "required"` and a named function.
 
 mod cache;
+mod closed_objects;
 mod compiler;
 mod error;
 mod gbnf;

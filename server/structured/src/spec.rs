@@ -4,6 +4,7 @@
 
 use llguidance::api::TopLevelGrammar;
 
+use crate::closed_objects::close_objects;
 use crate::gbnf::{gbnf_to_lark, is_gbnf};
 use serde_json::{json, Value};
 
@@ -65,9 +66,11 @@ impl OutputSpec {
     /// llguidance's grammar for this spec.
     pub fn to_grammar(&self) -> Result<TopLevelGrammar, String> {
         match self {
-            OutputSpec::JsonSchema(schema) => Ok(TopLevelGrammar::from_json_schema(with_layout(
-                schema.clone(),
-            )?)),
+            OutputSpec::JsonSchema(schema) => {
+                let mut schema = schema.clone();
+                close_objects(&mut schema);
+                Ok(TopLevelGrammar::from_json_schema(with_layout(schema)?))
+            }
             OutputSpec::JsonObject => Ok(TopLevelGrammar::from_json_schema(with_layout(
                 json!({"type": "object"}),
             )?)),

@@ -50,8 +50,14 @@ pub struct AssistantToolCall {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FunctionCall {
     pub name: String,
-    /// The arguments object as JSON text.
+    /// The arguments object as JSON text; empty (also when sent as `null` or left out) for a
+    /// call without arguments, which templates see as `{}`, as vLLM reads it.
+    #[serde(default, deserialize_with = "text_or_empty")]
     pub arguments: String,
+}
+
+fn text_or_empty<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 fn function_kind() -> String {

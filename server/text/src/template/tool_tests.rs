@@ -202,6 +202,30 @@ fn tool_call_arguments_that_are_not_json_are_an_error() {
     );
 }
 
+#[test]
+fn tool_calls_without_arguments_are_rendered_with_an_empty_object() {
+    let with = |arguments: &str| {
+        let mut messages = conversation();
+        if let Some(calls) = messages[1].tool_calls.as_mut() {
+            calls[1].function.arguments = arguments.into();
+        }
+        template(QWEN_STYLE)
+            .render_with_tools(&messages, Some(&tools()), true)
+            .expect("rendered")
+    };
+    let empty_object = with("{}");
+    assert!(empty_object.contains("\"arguments\": {}"), "{empty_object}");
+    assert_eq!(with(""), empty_object);
+    assert_eq!(with("  "), empty_object);
+    let null_arguments: ChatMessage = serde_json::from_str(
+        r#"{"role": "assistant", "tool_calls": [{"id": "c", "type": "function",
+            "function": {"name": "f", "arguments": null}}]}"#,
+    )
+    .expect("null arguments are taken");
+    let calls = null_arguments.tool_calls.expect("calls");
+    assert_eq!(calls[0].function.arguments, "");
+}
+
 /// A request's `chat_template_kwargs` reach the template as variables (Qwen3's
 /// `enable_thinking`); the server's own variables cannot be replaced.
 #[test]

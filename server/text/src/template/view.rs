@@ -79,8 +79,13 @@ impl<'a> TemplateMessage<'a> {
 impl<'a> TemplateToolCall<'a> {
     fn of(call: &'a AssistantToolCall) -> Result<Self, TemplateError> {
         let name = call.function.name.as_str();
+        // A call without arguments (agents replay `""`) has an empty object of them.
+        let arguments_text = match call.function.arguments.trim() {
+            "" => "{}",
+            text => text,
+        };
         // Parsed into a template value directly, so objects keep the order the request gave.
-        let arguments: Value = serde_json::from_str(&call.function.arguments).map_err(|e| {
+        let arguments: Value = serde_json::from_str(arguments_text).map_err(|e| {
             TemplateError::InvalidToolCallArguments {
                 name: name.to_string(),
                 reason: e.to_string(),
@@ -95,7 +100,7 @@ impl<'a> TemplateToolCall<'a> {
             },
             name,
             arguments,
-            arguments_text: call.function.arguments.trim(),
+            arguments_text,
         })
     }
 }
