@@ -12,7 +12,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use crate::lora_routes;
 use crate::middleware::{http_metrics, request_id, require_api_key};
 use crate::openai::error::ApiError;
-use crate::openai::{chat, completions, tokenize};
+use crate::openai::{chat, completions, responses, tokenize};
 use crate::state::SharedState;
 
 /// The routes that need no API key, for probes and scrapers (also the only ones a connection
@@ -25,6 +25,11 @@ pub fn router(state: SharedState) -> Router {
     let protected = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/completions", post(completions::completions))
+        .route("/v1/responses", post(responses::create_response))
+        .route(
+            "/v1/responses/{id}",
+            get(responses::retrieve_response).delete(responses::delete_response),
+        )
         .route("/v1/models", get(models))
         .route("/v1/models/{*model}", get(model))
         .route("/tokenize", post(tokenize::tokenize))

@@ -22,6 +22,7 @@ use crate::openai::logprob::TokenNaming;
 use crate::openai::params::Echo;
 use crate::openai::params::{GenerationParams, ParamDefaults};
 use crate::openai::prompt_side::{EchoPrompt, PromptSide};
+use crate::openai::responses::store::ResponseStore;
 use crate::openai::tools::ToolCallConfig;
 use crate::timeline::{RequestTrace, TimelineWriter};
 
@@ -67,6 +68,8 @@ pub struct AppState {
     pub started_unix_s: u64,
     /// `--request-timeline`: where each request's timeline line goes (`None`: not kept).
     pub timeline: Option<TimelineWriter>,
+    /// The Responses API's stored responses (`previous_response_id`, `GET /v1/responses/{id}`).
+    pub responses: Arc<ResponseStore>,
     draining: AtomicBool,
 }
 
@@ -109,6 +112,7 @@ impl AppState {
             runtime_lora_updating: false,
             started_unix_s: unix_now_s(),
             timeline: None,
+            responses: Arc::new(ResponseStore::default()),
             draining: AtomicBool::new(false),
         }
     }

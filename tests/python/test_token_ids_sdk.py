@@ -12,21 +12,11 @@ The server must serve the default model under the name `smollm2` with an API key
 """
 
 import json
-import os
-import sys
 import unittest
 import urllib.request
 
-try:
-    import openai
-except ImportError as error:  # pragma: no cover - reported, not skipped
-    sys.stderr.write(f"cannot import the openai SDK ({error}): run `python3 -m pip install openai`\n")
-    sys.exit(2)
-
-BASE_URL = os.environ.get("PAGODA_BASE_URL", "http://127.0.0.1:8000/v1").rstrip("/")
-API_KEY = os.environ.get("PAGODA_API_KEY", "sdk-test-key")
-MODEL = os.environ.get("PAGODA_MODEL_NAME", "smollm2")
-CLIENT = openai.OpenAI(base_url=BASE_URL, api_key=API_KEY, max_retries=0, timeout=120.0)
+# The SDK, the server's address, key and model name, as every SDK test file reads them.
+from test_openai_sdk import API_KEY, BASE_URL, MODEL, NO_RETRY as CLIENT  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "Name three colours."}]
 IDS = {"return_token_ids": True}

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::chat_prompt::{prompt_ending, template_kwargs, Conversation};
 use crate::middleware::RequestIdValue;
+use crate::openai::choice::ChoiceRun;
 use crate::openai::constrain::{compile_requested, TOOL_CALL_KIND};
 use crate::openai::error::ApiError;
 use crate::openai::format::{ChatFormat, ResponseMeta};
@@ -32,6 +33,35 @@ pub async fn chat_completions(
 ) -> Result<Response, ApiError> {
     let received = received.map_or_else(Instant::now, |Extension(at)| at.0);
     let request: ChatCompletionRequest = parse_body(&body)?;
+    let chat = start_chat(&state, &request_id, request).await?;
+    let trace = state.request_trace(&request_id.0, received, chat.params.stream);
+    respond::respond(
+        chat.runs,
+        chat.format,
+        chat.totals,
+        &chat.params,
+        &state,
+        trace,
+    )
+    .await
+}
+
+/// A chat request started in the engine: its choices and how to write them.
+#[derive(Debug)]
+pub struct StartedChat {
+    pub runs: Vec<ChoiceRun>,
+    pub format: ChatFormat,
+    pub totals: UsageTotals,
+    pub params: GenerationParams,
+}
+
+/// Checks a chat request, renders and tokenizes its prompt, and starts its choices (also what
+/// the Responses API runs).
+pub async fn start_chat(
+    state: &SharedState,
+    request_id: &RequestIdValue,
+    request: ChatCompletionRequest,
+) -> Result<StartedChat, ApiError> {
     let lora = state.select_model(request.fields.model.as_deref()).await?;
     reject_unsupported(&request)?;
     if request.messages.is_empty() {
@@ -61,7 +91,7 @@ pub async fn chat_completions(
         Some(tools) => tools.output(state.tool_calls)?,
         None => None,
     };
-    constrain(&state, &request, tools.as_ref(), &mut params).await?;
+    constrain(state, &request, tools.as_ref(), &mut params).await?;
     if let Some(ToolOutput::Parsed {
         format: ToolCallFormat::Mistral,
         ..
@@ -97,7 +127,7 @@ pub async fn chat_completions(
     let request = state
         .validate_prompt(prompt, &params)
         .map_err(|e| e.naming_prompt("messages"))?;
-    record_accepted(&state, "chat", num_prompt_tokens, &params);
+    record_accepted(state, "chat", num_prompt_tokens, &params);
     let runs = state.start_choices(&request, &params, 0, logprobs.is_some(), None)?;
     let meta = ResponseMeta {
         id: format!("chatcmpl-{}", request_id.compact()),
@@ -108,8 +138,12 @@ pub async fn chat_completions(
     };
     let totals = UsageTotals::new(vec![num_prompt_tokens], params.n);
     let format = ChatFormat::new(meta, tool_output, state.reasoning);
-    let trace = state.request_trace(&request_id.0, received, params.stream);
-    respond::respond(runs, format, totals, &params, &state, trace).await
+    Ok(StartedChat {
+        runs,
+        format,
+        totals,
+        params,
+    })
 }
 
 /// Compiles what constrains the output: a forced tool call, or the request's structured-output

@@ -16,6 +16,7 @@ pub mod params;
 pub mod prompt_side;
 pub mod requests;
 pub mod respond;
+pub mod responses;
 pub mod tokenize;
 pub mod tool_output;
 pub mod tools;

@@ -28,7 +28,7 @@ fn events_of(run: ChoiceRun) -> BoxStream<'static, ChoiceEvent> {
 }
 
 /// Every choice's events, interleaved as they come.
-fn merged(runs: Vec<ChoiceRun>) -> BoxStream<'static, ChoiceEvent> {
+pub fn merged(runs: Vec<ChoiceRun>) -> BoxStream<'static, ChoiceEvent> {
     stream::select_all(runs.into_iter().map(events_of)).boxed()
 }
 
@@ -103,10 +103,22 @@ pub async fn respond<F: ResponseFormat>(
 pub async fn collect<F: ResponseFormat>(
     runs: Vec<ChoiceRun>,
     format: F,
+    totals: UsageTotals,
+    metrics: &Metrics,
+    trace: Option<&mut RequestTrace>,
+) -> Result<Response, ApiError> {
+    let response = collect_json(runs, format, totals, metrics, trace).await?;
+    Ok(Json(response).into_response())
+}
+
+/// Waits for every choice and returns the whole response's JSON.
+pub async fn collect_json<F: ResponseFormat>(
+    runs: Vec<ChoiceRun>,
+    format: F,
     mut totals: UsageTotals,
     metrics: &Metrics,
     mut trace: Option<&mut RequestTrace>,
-) -> Result<Response, ApiError> {
+) -> Result<Value, ApiError> {
     let mut choices: Vec<FinishedChoice> = Vec::with_capacity(runs.len());
     let mut events = merged(runs);
     while let Some(event) = events.next().await {
@@ -147,7 +159,7 @@ pub async fn collect<F: ResponseFormat>(
     }
     metrics.record_max_num_generation_tokens(totals.max_choice_completion_tokens());
     choices.sort_by_key(|c| c.index);
-    Ok(Json(format.response(choices, totals.to_json())).into_response())
+    Ok(format.response(choices, totals.to_json()))
 }
 
 fn choice_at(choices: &mut Vec<FinishedChoice>, index: usize) -> &mut FinishedChoice {
@@ -348,7 +360,7 @@ fn last_chunks<F: ResponseFormat>(
 }
 
 /// What a delta event writes (`None` for other events).
-fn delta_parts(event: &ChoiceEvent) -> Option<DeltaParts<'_>> {
+pub fn delta_parts(event: &ChoiceEvent) -> Option<DeltaParts<'_>> {
     match event {
         ChoiceEvent::Delta {
             index,

@@ -1,0 +1,148 @@
+use serde_json::json;
+
+use super::*;
+use crate::openai::responses::request::ResponsesRequest;
+
+fn events() -> ResponseEvents {
+    let request: ResponsesRequest = serde_json::from_value(json!({"input": "x"})).expect("request");
+    ResponseEvents::new(ResponseShell::new("resp_t".into(), 1, "m".into(), &request))
+}
+
+fn usage() -> Value {
+    json!({"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8,
+        "prompt_tokens_details": {"cached_tokens": 2}})
+}
+
+fn kinds(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or(""))
+        .collect()
+}
+
+#[test]
+fn a_text_answer_is_one_message_item_between_created_and_completed() {
+    let mut stream = events();
+    let mut all = stream.opening();
+    all.extend(stream.on_delta(&json!({"content": "Hel"}), &[]));
+    all.extend(stream.on_delta(&json!({"content": ""}), &[]));
+    all.extend(stream.on_delta(&json!({"content": "lo"}), &[]));
+    let (last, response) = stream.finish("stop", &usage());
+    all.extend(last);
+    assert_eq!(
+        kinds(&all),
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    let numbers: Vec<u64> = all
+        .iter()
+        .filter_map(|e| e["sequence_number"].as_u64())
+        .collect();
+    assert_eq!(numbers, (0..all.len() as u64).collect::<Vec<_>>());
+    assert_eq!(all[6]["text"], "Hello");
+    assert_eq!(response["status"], "completed");
+    assert_eq!(response["output"][0]["content"][0]["text"], "Hello");
+    assert_eq!(response["output"][0]["id"], all[4]["item_id"]);
+    assert_eq!(response["usage"]["input_tokens"], 5);
+    assert_eq!(
+        response["usage"]["input_tokens_details"]["cached_tokens"],
+        2
+    );
+    assert_eq!(response["usage"]["output_tokens"], 3);
+    assert_eq!(all.last().expect("completed")["response"], response);
+}
+
+#[test]
+fn reasoning_text_and_calls_are_items_in_the_order_written() {
+    let mut stream = events();
+    let mut all = stream.on_delta(&json!({"reasoning_content": "think"}), &[]);
+    all.extend(stream.on_delta(&json!({"content": "Sure."}), &[]));
+    let opening = json!({"index": 0, "id": "call_a", "type": "function",
+        "function": {"name": "w", "arguments": "{\"ci"}});
+    all.extend(stream.on_delta(&json!({"tool_calls": [opening]}), &[]));
+    let more = json!({"index": 0, "function": {"arguments": "ty\": 1}"}});
+    all.extend(stream.on_delta(&json!({"tool_calls": [more]}), &[]));
+    let second = json!({"index": 1, "id": "call_b", "type": "function",
+        "function": {"name": "v", "arguments": "{}"}});
+    all.extend(stream.on_delta(&json!({"tool_calls": [second]}), &[]));
+    let (last, response) = stream.finish("tool_calls", &usage());
+    all.extend(last);
+    let output = response["output"].as_array().expect("output");
+    let types: Vec<&str> = output
+        .iter()
+        .map(|i| i["type"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        types,
+        ["reasoning", "message", "function_call", "function_call"]
+    );
+    assert_eq!(output[0]["content"][0]["text"], "think");
+    assert_eq!(output[2]["call_id"], "call_a");
+    assert_eq!(output[2]["arguments"], "{\"city\": 1}");
+    assert_eq!(output[3]["name"], "v");
+    let added = kinds(&all)
+        .iter()
+        .filter(|k| **k == "response.output_item.added")
+        .count();
+    let done: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["type"] == "response.output_item.done")
+        .collect();
+    assert_eq!((added, done.len()), (4, 4));
+    for (index, event) in done.iter().enumerate() {
+        assert_eq!(event["output_index"], index);
+        assert_eq!(event["item"], output[index]);
+    }
+    let arguments: String = all
+        .iter()
+        .filter(|e| e["type"] == "response.function_call_arguments.delta" && e["output_index"] == 2)
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    assert_eq!(arguments, "{\"city\": 1}");
+    assert_eq!(response["status"], "completed");
+}
+
+#[test]
+fn a_length_finish_is_incomplete_and_a_failure_says_why() {
+    let mut stream = events();
+    stream.on_delta(&json!({"content": "cut"}), &[]);
+    let (last, response) = stream.finish("length", &usage());
+    assert_eq!(kinds(&last).last(), Some(&"response.incomplete"));
+    assert_eq!(response["status"], "incomplete");
+    assert_eq!(
+        response["incomplete_details"]["reason"],
+        "max_output_tokens"
+    );
+    assert_eq!(response["output"][0]["status"], "incomplete");
+    let mut failing = events();
+    let failed = failing.fail("server_error", "boom");
+    assert_eq!(kinds(&failed), ["response.failed"]);
+    assert_eq!(failed[0]["response"]["status"], "failed");
+    assert_eq!(failed[0]["response"]["error"]["message"], "boom");
+}
+
+#[test]
+fn held_tokens_logprobs_come_with_the_next_text() {
+    let mut stream = events();
+    let held = [json!({"token": "a", "logprob": -1.0})];
+    let shown = [json!({"token": "b", "logprob": -2.0})];
+    assert!(stream.on_delta(&json!({"content": ""}), &held).is_empty());
+    let all = stream.on_delta(&json!({"content": "ab"}), &shown);
+    let delta = all.last().expect("a delta");
+    assert_eq!(delta["logprobs"], json!([held[0], shown[0]]));
+    let (_, response) = stream.finish("stop", &usage());
+    assert_eq!(
+        response["output"][0]["content"][0]["logprobs"],
+        json!([held[0], shown[0]])
+    );
+}

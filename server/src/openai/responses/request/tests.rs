@@ -1,0 +1,175 @@
+use serde_json::json;
+
+use super::*;
+
+fn request(body: Value) -> ResponsesRequest {
+    serde_json::from_value(body).expect("a Responses request")
+}
+
+fn chat_body(body: Value) -> Result<Value, ApiError> {
+    let request = request(body);
+    let conversation = request.conversation(&[])?;
+    request.chat_body(&conversation)
+}
+
+#[test]
+fn a_string_input_is_one_user_message_after_the_instructions() {
+    let body = chat_body(
+        json!({"input": "Hi", "instructions": "Be brief.", "model": "m",
+        "max_output_tokens": 9, "temperature": 0.5, "top_k": 4, "seed": 3}),
+    )
+    .expect("converted");
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])
+    );
+    assert_eq!(body["max_tokens"], 9);
+    assert_eq!(body["model"], "m");
+    assert_eq!(body["temperature"], 0.5);
+    // vLLM's sampling extras go through as they are.
+    assert_eq!(
+        (body["top_k"].clone(), body["seed"].clone()),
+        (json!(4), json!(3))
+    );
+    assert!(body.get("stream_options").is_none());
+}
+
+#[test]
+fn items_become_chat_messages_with_calls_joined_to_one_assistant_turn() {
+    let body = chat_body(json!({"input": [
+        {"role": "developer", "content": [{"type": "input_text", "text": "a"},
+            {"type": "input_text", "text": "b"}]},
+        {"type": "message", "role": "user", "content": "Weather?"},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{\"city\":\"X\"}"},
+        {"type": "function_call", "call_id": "c2", "name": "w", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+    ]}))
+    .expect("converted");
+    let messages = body["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 4, "{messages:?}");
+    assert_eq!(messages[0], json!({"role": "developer", "content": "a\nb"}));
+    assert_eq!(messages[2]["role"], "assistant");
+    let calls = messages[2]["tool_calls"].as_array().expect("calls");
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0]["id"], "c1");
+    assert_eq!(calls[0]["function"]["arguments"], "{\"city\":\"X\"}");
+    assert_eq!(
+        messages[3],
+        json!({"role": "tool", "tool_call_id": "c1", "content": "sunny"})
+    );
+}
+
+#[test]
+fn tools_choice_and_text_format_take_chats_shapes() {
+    let body = chat_body(json!({"input": "x",
+        "tools": [{"type": "function", "name": "w", "description": "d",
+            "parameters": {"type": "object"}, "strict": true}],
+        "tool_choice": {"type": "function", "name": "w"},
+        "text": {"format": {"type": "json_schema", "name": "p", "schema": {"type": "object"},
+            "strict": true}},
+        "stream": true, "top_logprobs": 2}))
+    .expect("converted");
+    assert_eq!(
+        body["tools"],
+        json!([{"type": "function", "function": {"name": "w", "description": "d",
+            "parameters": {"type": "object"}, "strict": true}}])
+    );
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "function", "function": {"name": "w"}})
+    );
+    assert_eq!(
+        body["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "p", "schema": {"type": "object"},
+            "strict": true}})
+    );
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(
+        (body["logprobs"].clone(), body["top_logprobs"].clone()),
+        (json!(true), json!(2))
+    );
+    let plain = chat_body(json!({"input": "x", "text": {"format": {"type": "text"}}}));
+    assert!(plain.expect("converted").get("response_format").is_none());
+}
+
+#[test]
+fn a_stored_conversation_comes_before_the_input_and_after_the_instructions() {
+    let request = request(json!({"input": "and?", "instructions": "I"}));
+    let history = [
+        json!({"role": "user", "content": "q"}),
+        json!({"role": "assistant", "content": "a"}),
+    ];
+    let conversation = request.conversation(&history).expect("conversation");
+    assert_eq!(conversation.len(), 3);
+    let body = request.chat_body(&conversation).expect("converted");
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+}
+
+#[test]
+fn what_does_not_run_here_is_a_400_naming_the_field() {
+    let cases = [
+        (json!({"input": 3}), "input"),
+        (json!({"input": []}), "input"),
+        (
+            json!({"input": [{"type": "item_reference", "id": "x"}]}),
+            "input[0].type",
+        ),
+        (
+            json!({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]}),
+            "input[0].content[0]",
+        ),
+        (json!({"input": [{"content": "no role"}]}), "input[0].role"),
+        (
+            json!({"input": [{"type": "function_call_output", "output": "x"}]}),
+            "input[0].call_id",
+        ),
+        (
+            json!({"input": "x", "tools": [{"type": "web_search"}]}),
+            "tools[0].type",
+        ),
+        (
+            json!({"input": "x", "tool_choice": {"type": "function"}}),
+            "tool_choice.name",
+        ),
+        (
+            json!({"input": "x", "text": {"format": {"type": "yaml"}}}),
+            "text.format.type",
+        ),
+        (json!({"input": "x", "background": true}), "background"),
+        (
+            json!({"input": "x", "truncation": "sometimes"}),
+            "truncation",
+        ),
+    ];
+    for (body, field) in cases {
+        let error = chat_body(body.clone()).expect_err("refused");
+        assert_eq!(
+            error.param.as_deref(),
+            Some(field),
+            "{body}: {}",
+            error.message
+        );
+    }
+}
+
+#[test]
+fn chat_fields_are_named_as_the_responses_request_spells_them() {
+    assert_eq!(responses_param("messages[2].content"), "input");
+    assert_eq!(responses_param("max_tokens"), "max_output_tokens");
+    assert_eq!(
+        responses_param("response_format.json_schema.schema"),
+        "text.format.schema"
+    );
+    assert_eq!(
+        responses_param("tools[1].function.parameters"),
+        "tools[1].parameters"
+    );
+    assert_eq!(responses_param("temperature"), "temperature");
+}

@@ -1,0 +1,203 @@
+"""OpenAI's Responses API (`/v1/responses`) through the official `openai` SDK.
+
+The server runs a Responses request as the chat request it stands for (same template, tools,
+structured outputs); these tests drive it as agent frameworks do: text answers, streamed events
+through the SDK's helper, `responses.parse` with a pydantic model, a function call whose result
+continues the conversation through `previous_response_id`, stored responses retrieved and
+deleted, and the errors.
+
+The server must serve the default model under the name `smollm2` with an API key;
+`server/tests/openai_sdk.rs` starts one and runs this file. Plain unittest; needs
+`python3 -m pip install openai pydantic`.
+"""
+
+import json
+import unittest
+
+import openai
+import pydantic
+
+# The SDK, the server's address, key and model name, as every SDK test file reads them.
+from test_openai_sdk import MODEL, NO_RETRY as CLIENT  # noqa: E402
+
+QUESTION = "What is the capital of France?"
+INSTRUCTIONS = "Answer in one short sentence."
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The current weather in a city",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 20}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+    "strict": True,
+}
+
+
+class City(pydantic.BaseModel):
+    name: str = pydantic.Field(max_length=20)
+    country: str = pydantic.Field(max_length=20)
+
+
+def ask(**kwargs):
+    base = dict(model=MODEL, input=QUESTION, instructions=INSTRUCTIONS, max_output_tokens=30,
+                temperature=0)
+    base.update(kwargs)
+    return CLIENT.responses.create(**base)
+
+
+class TextTest(unittest.TestCase):
+    def test_a_text_answer_is_a_message_with_usage(self):
+        response = ask()
+        self.assertEqual(response.object, "response")
+        self.assertTrue(response.id.startswith("resp_"))
+        self.assertIn(response.status, ("completed", "incomplete"))
+        self.assertEqual([item.type for item in response.output], ["message"])
+        self.assertIn("Paris", response.output_text)
+        self.assertEqual(response.instructions, INSTRUCTIONS)
+        self.assertGreater(response.usage.input_tokens, 10)
+        self.assertLessEqual(response.usage.output_tokens, 30)
+        self.assertEqual(
+            response.usage.total_tokens, response.usage.input_tokens + response.usage.output_tokens
+        )
+
+    def test_it_answers_as_the_chat_endpoint_does(self):
+        chat = CLIENT.chat.completions.create(
+            model=MODEL, max_tokens=30, temperature=0,
+            messages=[{"role": "system", "content": INSTRUCTIONS},
+                      {"role": "user", "content": QUESTION}],
+        )
+        response = ask()
+        self.assertEqual(response.output_text, chat.choices[0].message.content)
+        self.assertEqual(response.usage.input_tokens, chat.usage.prompt_tokens)
+
+    def test_a_cut_answer_is_incomplete(self):
+        response = ask(max_output_tokens=3)
+        self.assertEqual(response.status, "incomplete")
+        self.assertEqual(response.incomplete_details.reason, "max_output_tokens")
+        self.assertEqual(response.usage.output_tokens, 3)
+
+    def test_streamed_events_add_up_to_the_response(self):
+        whole = ask()
+        with CLIENT.responses.stream(
+            model=MODEL, input=QUESTION, instructions=INSTRUCTIONS, max_output_tokens=30,
+            temperature=0,
+        ) as stream:
+            events = list(stream)
+            final = stream.get_final_response()
+        types = [event.type for event in events]
+        self.assertEqual(types[:2], ["response.created", "response.in_progress"])
+        self.assertIn(types[-1], ("response.completed", "response.incomplete"))
+        numbers = [event.sequence_number for event in events]
+        self.assertEqual(numbers, list(range(len(events))))
+        deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+        self.assertEqual(deltas, whole.output_text)
+        self.assertEqual(final.output_text, whole.output_text)
+        self.assertEqual(final.usage.output_tokens, whole.usage.output_tokens)
+
+    def test_parse_reads_a_pydantic_model(self):
+        response = CLIENT.responses.parse(
+            model=MODEL, input="Paris is the capital of France. Give the city and its country.",
+            text_format=City, max_output_tokens=60, temperature=0,
+        )
+        self.assertIsInstance(response.output_parsed, City)
+        self.assertEqual(City.model_validate_json(response.output_text), response.output_parsed)
+
+
+class FunctionCallTest(unittest.TestCase):
+    def call(self, **kwargs):
+        return CLIENT.responses.create(
+            model=MODEL, input="What is the weather in Paris?", tools=[WEATHER],
+            tool_choice="required", max_output_tokens=80, temperature=0, **kwargs,
+        )
+
+    def test_a_call_and_its_result_continue_the_conversation(self):
+        first = self.call()
+        calls = [item for item in first.output if item.type == "function_call"]
+        self.assertEqual(len(calls), 1, first.output)
+        self.assertEqual(calls[0].name, "get_weather")
+        self.assertTrue(calls[0].call_id.startswith("call_"))
+        self.assertIsInstance(json.loads(calls[0].arguments)["city"], str)
+        second = CLIENT.responses.create(
+            model=MODEL, previous_response_id=first.id, max_output_tokens=40, temperature=0,
+            input=[{"type": "function_call_output", "call_id": calls[0].call_id,
+                    "output": "Sunny, 21 degrees Celsius."}],
+        )
+        self.assertEqual(second.previous_response_id, first.id)
+        self.assertTrue(second.output_text)
+        self.assertEqual([item.type for item in second.output], ["message"])
+
+    def test_a_conversation_sent_whole_equals_the_stored_one(self):
+        first = self.call()
+        call = next(item for item in first.output if item.type == "function_call")
+        result = {"type": "function_call_output", "call_id": call.call_id, "output": "Rain."}
+        stored = CLIENT.responses.create(
+            model=MODEL, previous_response_id=first.id, input=[result], max_output_tokens=20,
+            temperature=0,
+        )
+        replayed = CLIENT.responses.create(
+            model=MODEL, max_output_tokens=20, temperature=0,
+            input=[{"role": "user", "content": "What is the weather in Paris?"},
+                   {"type": "function_call", "call_id": call.call_id, "name": call.name,
+                    "arguments": call.arguments}, result],
+        )
+        self.assertEqual(stored.output_text, replayed.output_text)
+        self.assertEqual(stored.usage.input_tokens, replayed.usage.input_tokens)
+
+    def test_streamed_calls_equal_the_whole_ones(self):
+        whole = self.call()
+        with CLIENT.responses.stream(
+            model=MODEL, input="What is the weather in Paris?", tools=[WEATHER],
+            tool_choice="required", max_output_tokens=80, temperature=0,
+        ) as stream:
+            events = list(stream)
+            final = stream.get_final_response()
+        arguments = "".join(
+            e.delta for e in events if e.type == "response.function_call_arguments.delta"
+        )
+        whole_call = next(item for item in whole.output if item.type == "function_call")
+        final_call = next(item for item in final.output if item.type == "function_call")
+        self.assertEqual(json.loads(arguments), json.loads(whole_call.arguments))
+        self.assertEqual(final_call.arguments, arguments)
+        self.assertEqual(final_call.name, "get_weather")
+
+
+class StoreAndErrorsTest(unittest.TestCase):
+    def test_stored_responses_are_retrieved_then_deleted(self):
+        response = ask(max_output_tokens=5)
+        kept = CLIENT.responses.retrieve(response.id)
+        self.assertEqual((kept.id, kept.output_text), (response.id, response.output_text))
+        CLIENT.responses.delete(response.id)
+        with self.assertRaises(openai.NotFoundError):
+            CLIENT.responses.retrieve(response.id)
+        unstored = ask(max_output_tokens=5, store=False)
+        with self.assertRaises(openai.NotFoundError):
+            CLIENT.responses.retrieve(unstored.id)
+
+    def test_an_unknown_previous_response_is_a_404(self):
+        with self.assertRaises(openai.NotFoundError) as raised:
+            ask(previous_response_id="resp_nothing_here")
+        self.assertIn("resp_nothing_here", str(raised.exception))
+
+    def test_what_does_not_run_here_is_a_400_naming_the_field(self):
+        cases = [
+            (dict(tools=[{"type": "web_search"}]), "tools[0].type"),
+            (dict(input=[{"role": "user", "content": [{"type": "input_image",
+                                                        "image_url": "https://x/y.png"}]}]),
+             "input[0].content[0]"),
+        ]
+        for kwargs, param in cases:
+            with self.subTest(param):
+                with self.assertRaises(openai.BadRequestError) as raised:
+                    ask(**kwargs)
+                self.assertEqual(raised.exception.body.get("param"), param)
+        with self.assertRaises(openai.BadRequestError) as raised:
+            ask(max_output_tokens=10**9)
+        self.assertEqual(raised.exception.body.get("code"), "context_length_exceeded")
+        self.assertIn("max_output_tokens", raised.exception.body.get("message"))
+
+
+if __name__ == "__main__":
+    unittest.main()
