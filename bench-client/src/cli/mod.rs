@@ -18,6 +18,7 @@ pub mod serve_args;
 pub mod serve_cmd;
 pub mod structured_output_args;
 pub mod sweep_args;
+pub mod sweep_auto;
 pub mod sweep_bisect;
 pub mod sweep_cmd;
 pub mod sweep_loads;

@@ -17,7 +17,7 @@ use crate::sweep::SweepAxis;
 #[command(group(
     ArgGroup::new("loads")
         .required(true)
-        .args(["request_rates", "concurrencies", "find_max_rate"])
+        .args(["request_rates", "concurrencies", "auto_rates", "find_max_rate"])
 ))]
 pub struct SweepArgs {
     #[command(flatten)]
@@ -33,6 +33,13 @@ pub struct SweepArgs {
     /// default, inf, makes a closed loop). Replaces --max-concurrency.
     #[arg(long, value_name = "N,...", conflicts_with = "max_concurrency")]
     pub concurrencies: Option<ConcurrencyList>,
+    /// A rate sweep that finds its own range (guidellm's `sweep` profile): a closed-loop run one
+    /// request at a time and one with every request in flight (under --max-concurrency when
+    /// given) measure the lowest and highest useful rates, then this many open-loop rates evenly
+    /// spaced between them (both included) are swept as --request-rates would. At least 2. Tip:
+    /// --duration SECONDS keeps the serial calibration short.
+    #[arg(long, value_name = "N", conflicts_with = "request_rate")]
+    pub auto_rates: Option<usize>,
     /// Directory for the summary (CSV, JSON), each load's result, the knee and the plots.
     /// [default: sweep-<YYYYmmdd-HHMMSS> (UTC)]
     #[arg(long, value_name = "DIR")]
@@ -65,7 +72,8 @@ pub struct SweepArgs {
 }
 
 impl SweepArgs {
-    /// The loads of a list sweep; `None` with --find-max-rate.
+    /// The loads of a list sweep; `None` with --auto-rates (found by running) or
+    /// --find-max-rate.
     pub fn axis(&self) -> Option<SweepAxis> {
         match (&self.request_rates, &self.concurrencies) {
             (Some(rates), _) => Some(SweepAxis::RequestRate(rates.0.clone())),
@@ -81,8 +89,14 @@ impl SweepArgs {
             .unwrap_or_else(|| PathBuf::from(format!("sweep-{}", format_date(start_unix_s))))
     }
 
-    /// Checks what clap cannot: the ranges of the bisection flags.
+    /// Checks what clap cannot: the ranges of the bisection flags and of --auto-rates.
     pub fn validate(&self) -> anyhow::Result<()> {
+        if let Some(num_rates) = self.auto_rates {
+            ensure!(
+                num_rates >= 2,
+                "--auto-rates needs at least 2 rates, got {num_rates}"
+            );
+        }
         if !self.find_max_rate {
             return Ok(());
         }

@@ -1,5 +1,6 @@
 //! `pagoda-bench sweep`: the serve benchmark at several loads — a list of request rates or of
-//! concurrency limits — reduced to a summary, a knee and plots; or, with `--find-max-rate`, a
+//! concurrency limits, or rates it finds itself (`--auto-rates`, see [`super::sweep_auto`]) —
+//! reduced to a summary, a knee and plots; or, with `--find-max-rate`, a
 //! bisection on the request rate for the highest one that meets the `--goodput` SLOs.
 //!
 //! Each load runs like `serve` with that `--request-rate` or `--max-concurrency` (the server
@@ -27,6 +28,7 @@ use crate::cli::serve_cmd::{
     combine_runs, drop_unsaved_records, render_spread, run_repeated, runs_aggregate,
 };
 use crate::cli::sweep_args::SweepArgs;
+use crate::cli::sweep_auto::auto_rate_axis;
 use crate::cli::sweep_bisect::find_max_rate;
 use crate::cli::sweep_loads::load_args;
 use crate::cli::sweep_output::{
@@ -70,9 +72,14 @@ where
     }
     let dir = args.output_dir(unix_now_s());
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    match args.axis() {
-        Some(axis) => run_sweep(&args, &axis, &dir, measure).await,
-        None => {
+    match (args.axis(), args.auto_rates) {
+        (Some(axis), _) => run_sweep(&args, &axis, &dir, measure).await,
+        (None, Some(num_rates)) => {
+            let mut measure = measure;
+            let axis = auto_rate_axis(&args.serve, num_rates, &dir, &mut measure).await?;
+            run_sweep(&args, &axis, &dir, measure).await
+        }
+        (None, None) => {
             anyhow::ensure!(
                 args.serve.html.is_none(),
                 "--html is for list sweeps; with --find-max-rate run `pagoda-bench report` on \

@@ -305,3 +305,58 @@ async fn a_sweep_with_html_writes_one_report_of_every_load_and_saves_no_records(
         "{error}"
     );
 }
+
+#[test]
+fn auto_rates_takes_no_other_load_and_at_least_two_rates() {
+    assert!(parse(&["--auto-rates", "5", "--request-rates", "1,2"]).is_err());
+    assert!(parse(&["--auto-rates", "5", "--request-rate", "2"]).is_err());
+    let args = parse(&["--auto-rates", "5", "--max-concurrency", "16"]).unwrap();
+    assert_eq!((args.axis(), args.auto_rates), (None, Some(5)));
+    args.validate().unwrap();
+    assert!(parse(&["--auto-rates", "1"]).unwrap().validate().is_err());
+}
+
+#[tokio::test]
+async fn auto_rates_calibrate_then_sweep_evenly_between_the_two_throughputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = in_dir(
+        dir.path(),
+        &["--auto-rates", "4", "--max-concurrency", "16"],
+    );
+    let mut seen = Vec::new();
+    let measure = |serve: ServeArgs| {
+        seen.push((serve.request_rate.clone(), serve.max_concurrency));
+        // 1.5 req/s one at a time; at most 6 req/s however many are in flight.
+        let capacity = 6.0;
+        let result = match (serve.request_rate.as_str(), serve.max_concurrency) {
+            ("inf", Some(1)) => fake_result(1.5, capacity, false),
+            ("inf", _) => fake_result(100.0, capacity, false),
+            (rate, _) => fake_result(rate.parse().unwrap(), capacity, false),
+        };
+        async move { Ok(vec![result]) }
+    };
+    execute_with(args, measure).await.unwrap();
+    let rates: Vec<&str> = seen.iter().map(|(rate, _)| rate.as_str()).collect();
+    assert_eq!(rates, ["inf", "inf", "1.5", "3", "4.5", "6"]);
+    assert_eq!(seen[0].1, Some(1), "the serial calibration");
+    assert!(
+        seen[1..].iter().all(|(_, cap)| *cap == Some(16)),
+        "the cap holds"
+    );
+    let serial = read(&dir.path().join("calibration/synchronous.json"));
+    assert_eq!(serial["request_throughput"], 1.5);
+    let saturated = read(&dir.path().join("calibration/throughput.json"));
+    assert_eq!(saturated["request_throughput"], 6.0);
+    let summary = read(&dir.path().join("summary.json"));
+    assert_eq!(summary["axis"], "request_rate");
+    assert_eq!(summary["rows"].as_array().unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn auto_rates_stop_when_concurrency_buys_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = in_dir(dir.path(), &["--auto-rates", "3"]);
+    let measure = |_: ServeArgs| async { Ok(vec![fake_result(2.0, 2.0, false)]) };
+    let error = execute_with(args, measure).await.unwrap_err();
+    assert!(error.to_string().contains("no range of rates"), "{error}");
+}
