@@ -6,6 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How many responses are kept (the oldest go first).
 pub const MAX_STORED_RESPONSES: usize = 4096;
+/// How many bytes of JSON they may hold in all (a long conversation is stored whole with each of
+/// its responses, so a count alone would not bound the memory).
+pub const MAX_STORED_BYTES: usize = 64 << 20;
 
 /// A finished response and the conversation it ends.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,30 +20,41 @@ pub struct StoredResponse {
     pub messages: Vec<serde_json::Value>,
 }
 
+impl StoredResponse {
+    /// Bytes of its JSON (what the store counts against its budget).
+    fn num_bytes(&self) -> usize {
+        let messages: usize = self.messages.iter().map(|m| m.to_string().len()).sum();
+        self.response.to_string().len() + messages
+    }
+}
+
 #[derive(Debug, Default)]
 struct Entries {
-    by_id: HashMap<String, Arc<StoredResponse>>,
+    by_id: HashMap<String, (Arc<StoredResponse>, usize)>,
     /// Ids in the order they were stored.
     order: VecDeque<String>,
+    num_bytes: usize,
 }
 
 /// The responses kept by id.
 #[derive(Debug)]
 pub struct ResponseStore {
     max_entries: usize,
+    max_bytes: usize,
     entries: Mutex<Entries>,
 }
 
 impl Default for ResponseStore {
     fn default() -> Self {
-        Self::new(MAX_STORED_RESPONSES)
+        Self::new(MAX_STORED_RESPONSES, MAX_STORED_BYTES)
     }
 }
 
 impl ResponseStore {
-    pub fn new(max_entries: usize) -> Self {
+    pub fn new(max_entries: usize, max_bytes: usize) -> Self {
         Self {
             max_entries,
+            max_bytes,
             entries: Mutex::new(Entries::default()),
         }
     }
@@ -49,30 +63,46 @@ impl ResponseStore {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Keeps a response, dropping the oldest past either limit (one larger than the whole
+    /// budget is not kept).
     pub fn insert(&self, id: String, stored: StoredResponse) {
-        let mut entries = self.lock();
-        if entries.by_id.insert(id.clone(), Arc::new(stored)).is_none() {
-            entries.order.push_back(id);
+        let num_bytes = stored.num_bytes();
+        self.remove(&id);
+        if num_bytes > self.max_bytes {
+            return;
         }
-        while entries.order.len() > self.max_entries {
-            if let Some(oldest) = entries.order.pop_front() {
-                entries.by_id.remove(&oldest);
+        let mut entries = self.lock();
+        entries
+            .by_id
+            .insert(id.clone(), (Arc::new(stored), num_bytes));
+        entries.order.push_back(id);
+        entries.num_bytes += num_bytes;
+        while entries.order.len() > self.max_entries || entries.num_bytes > self.max_bytes {
+            let Some(oldest) = entries.order.pop_front() else {
+                break;
+            };
+            if let Some((_, freed)) = entries.by_id.remove(&oldest) {
+                entries.num_bytes -= freed;
             }
         }
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<StoredResponse>> {
-        self.lock().by_id.get(id).cloned()
+        self.lock()
+            .by_id
+            .get(id)
+            .map(|(stored, _)| Arc::clone(stored))
     }
 
     /// Forgets a response; whether it was there.
     pub fn remove(&self, id: &str) -> bool {
         let mut entries = self.lock();
-        let removed = entries.by_id.remove(id).is_some();
-        if removed {
-            entries.order.retain(|kept| kept != id);
-        }
-        removed
+        let Some((_, freed)) = entries.by_id.remove(id) else {
+            return false;
+        };
+        entries.num_bytes -= freed;
+        entries.order.retain(|kept| kept != id);
+        true
     }
 }
 
@@ -91,7 +121,7 @@ mod tests {
 
     #[test]
     fn the_oldest_responses_go_first_past_the_limit() {
-        let store = ResponseStore::new(2);
+        let store = ResponseStore::new(2, MAX_STORED_BYTES);
         for n in 0..3 {
             store.insert(format!("resp_{n}"), stored(n));
         }
@@ -102,12 +132,34 @@ mod tests {
 
     #[test]
     fn removed_responses_are_gone_and_free_their_place() {
-        let store = ResponseStore::new(2);
+        let store = ResponseStore::new(2, MAX_STORED_BYTES);
         store.insert("a".into(), stored(1));
         store.insert("b".into(), stored(2));
         assert!(store.remove("a"));
         assert!(!store.remove("a"));
         store.insert("c".into(), stored(3));
         assert!(store.get("b").is_some() && store.get("c").is_some());
+    }
+
+    #[test]
+    fn the_byte_budget_drops_the_oldest_and_refuses_what_never_fits() {
+        let size = stored(1).num_bytes();
+        let store = ResponseStore::new(100, 2 * size);
+        for n in 1..=3 {
+            store.insert(format!("r{n}"), stored(n));
+        }
+        assert!(store.get("r1").is_none(), "past the budget");
+        assert!(store.get("r2").is_some() && store.get("r3").is_some());
+        let huge = StoredResponse {
+            response: json!({"text": "x".repeat(3 * size)}),
+            messages: Vec::new(),
+        };
+        store.insert("huge".into(), huge);
+        assert!(store.get("huge").is_none());
+        assert!(store.get("r3").is_some(), "nothing dropped for it");
+        // Storing again under an id replaces it and counts it once.
+        store.insert("r3".into(), stored(3));
+        store.insert("r4".into(), stored(4));
+        assert!(store.get("r3").is_some() && store.get("r4").is_some());
     }
 }
