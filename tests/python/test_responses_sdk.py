@@ -63,6 +63,24 @@ class TextTest(unittest.TestCase):
             response.usage.total_tokens, response.usage.input_tokens + response.usage.output_tokens
         )
 
+    def test_every_object_validates_against_the_sdks_types(self):
+        raw = CLIENT.responses.with_raw_response.create(
+            model=MODEL, input=QUESTION, max_output_tokens=8, temperature=0
+        ).http_response.json()
+        response = openai.types.responses.Response.model_validate(raw)
+        self.assertEqual(response.id, raw["id"])
+        with CLIENT.responses.stream(model=MODEL, input=QUESTION, max_output_tokens=4) as stream:
+            for event in stream:
+                kind = type(event).__name__
+                self.assertTrue(kind.startswith("Response") and kind.endswith("Event"), kind)
+
+    def test_ids_are_the_servers_own_whatever_the_request_id(self):
+        headers = {"x-request-id": "fixed-1"}
+        first = ask(max_output_tokens=2, extra_headers=headers)
+        second = ask(max_output_tokens=2, extra_headers=headers)
+        self.assertNotEqual(first.id, second.id)
+        self.assertNotIn("fixed-1", first.id)
+
     def test_it_answers_as_the_chat_endpoint_does(self):
         chat = CLIENT.chat.completions.create(
             model=MODEL, max_tokens=30, temperature=0,
@@ -187,6 +205,7 @@ class StoreAndErrorsTest(unittest.TestCase):
             (dict(input=[{"role": "user", "content": [{"type": "input_image",
                                                         "image_url": "https://x/y.png"}]}]),
              "input[0].content[0]"),
+            (dict(extra_body={"conversation": "conv_1"}), "conversation"),
         ]
         for kwargs, param in cases:
             with self.subTest(param):

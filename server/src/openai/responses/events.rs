@@ -28,6 +28,8 @@ pub struct ResponseEvents {
     open: Option<OpenItem>,
     /// Log-probabilities of tokens whose text is still held back (a possible stop string).
     pending_logprobs: Vec<Value>,
+    /// Whitespace not yet in a message: before calls it is none (as in the whole response).
+    pending_text: String,
 }
 
 impl ResponseEvents {
@@ -38,6 +40,7 @@ impl ResponseEvents {
             output: Vec::new(),
             open: None,
             pending_logprobs: Vec::new(),
+            pending_text: String::new(),
         }
     }
 
@@ -67,20 +70,33 @@ impl ResponseEvents {
         }
         self.pending_logprobs.extend(logprobs.iter().cloned());
         let text = delta["content"].as_str().unwrap_or("");
-        if !text.is_empty() {
-            if !matches!(self.open, Some(OpenItem::Message { .. })) {
-                let message = OpenItem::Message {
-                    text: String::new(),
-                    logprobs: Vec::new(),
-                };
-                events.extend(self.open_item(message));
-            }
-            let logprobs = std::mem::take(&mut self.pending_logprobs);
-            events.push(self.text_delta("response.output_text.delta", text, &logprobs));
+        let is_open = matches!(self.open, Some(OpenItem::Message { .. }));
+        if !is_open && !text.is_empty() && text.trim().is_empty() {
+            self.pending_text.push_str(text);
+        } else if !text.is_empty() {
+            events.extend(self.message_text(text));
         }
         for call in delta["tool_calls"].as_array().into_iter().flatten() {
+            self.pending_text.clear();
             events.extend(self.on_call_delta(call));
         }
+        events
+    }
+
+    /// Text of the message (opened first when another item, or none, is open), after the
+    /// whitespace held before it.
+    fn message_text(&mut self, text: &str) -> Vec<Value> {
+        let mut events = Vec::new();
+        if !matches!(self.open, Some(OpenItem::Message { .. })) {
+            let message = OpenItem::Message {
+                text: String::new(),
+                logprobs: Vec::new(),
+            };
+            events.extend(self.open_item(message));
+        }
+        let text = std::mem::take(&mut self.pending_text) + text;
+        let logprobs = std::mem::take(&mut self.pending_logprobs);
+        events.push(self.text_delta("response.output_text.delta", &text, &logprobs));
         events
     }
 
@@ -88,7 +104,17 @@ impl ResponseEvents {
     /// when the output hit `max_output_tokens`); also the final Response object.
     pub fn finish(&mut self, finish_reason: &str, chat_usage: &Value) -> (Vec<Value>, Value) {
         let status = status_of(finish_reason);
-        let mut events = self.close_item(status);
+        let has_calls = self
+            .output
+            .iter()
+            .any(|item| item["type"] == "function_call")
+            || matches!(self.open, Some(OpenItem::Call { .. }));
+        let mut events = match self.pending_text.is_empty() || has_calls {
+            true => Vec::new(),
+            // An answer of whitespace alone is still the answer.
+            false => self.message_text(""),
+        };
+        events.extend(self.close_item(status));
         let usage = responses_usage(chat_usage);
         let response = self.shell.object(status, self.output.clone(), Some(usage));
         let kind = match status {
@@ -99,11 +125,13 @@ impl ResponseEvents {
         (events, response)
     }
 
-    /// `response.failed`, with the error.
+    /// The open item closed as incomplete, then `response.failed` with the error.
     pub fn fail(&mut self, code: &str, message: &str) -> Vec<Value> {
+        let mut events = self.close_item("incomplete");
         let mut response = self.shell.object("failed", self.output.clone(), None);
         response["error"] = json!({"code": code, "message": message});
-        vec![self.event("response.failed", json!({"response": response}))]
+        events.push(self.event("response.failed", json!({"response": response})));
+        events
     }
 
     fn event(&mut self, kind: &str, mut fields: Value) -> Value {
@@ -203,7 +231,8 @@ impl ResponseEvents {
         events
     }
 
-    /// The open item's `.done` events, the item kept in the output.
+    /// The open item's `.done` events with `status` (`incomplete` when the token limit or an
+    /// error cut it short), the item kept in the output.
     fn close_item(&mut self, status: &str) -> Vec<Value> {
         let Some(item) = self.open.take() else {
             return Vec::new();
@@ -216,7 +245,7 @@ impl ResponseEvents {
                 let fields = json!({"item_id": id, "output_index": output_index,
                     "content_index": 0, "text": text});
                 events.push(self.event("response.reasoning_text.done", fields));
-                reasoning_item(id, &text, "completed")
+                reasoning_item(id, &text, status)
             }
             OpenItem::Message { text, logprobs } => {
                 let id = self.shell.item_id("msg", output_index);
@@ -238,7 +267,7 @@ impl ResponseEvents {
                 let fields = json!({"item_id": id, "output_index": output_index,
                     "arguments": arguments, "name": call["function"]["name"]});
                 events.push(self.event("response.function_call_arguments.done", fields));
-                function_call_item(id, &call, "completed")
+                function_call_item(id, &call, status)
             }
         };
         let fields = json!({"output_index": output_index, "item": done});

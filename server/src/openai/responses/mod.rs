@@ -42,6 +42,11 @@ fn renamed(mut error: ApiError) -> ApiError {
     error
 }
 
+/// `resp_` and 32 random hex digits.
+fn new_response_id() -> String {
+    format!("resp_{:032x}", rand::random::<u128>())
+}
+
 fn not_found(id: &str) -> ApiError {
     ApiError {
         param: Some("previous_response_id".into()),
@@ -93,7 +98,9 @@ pub async fn create_response(
     let model = state.response_model_name(&chat.params).to_string();
     let metrics = state.metrics.for_model(&model);
     let shell = ResponseShell::new(
-        format!("resp_{}", request_id.compact()),
+        // Random, not the client's `x-request-id`: a stored response's id must not be chosen
+        // by a client (two requests with one request id would overwrite each other).
+        new_response_id(),
         unix_now_s(),
         model,
         &request,

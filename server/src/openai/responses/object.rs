@@ -97,7 +97,7 @@ pub fn responses_usage(chat: &Value) -> Value {
         .unwrap_or(0);
     json!({
         "input_tokens": count("prompt_tokens"),
-        "input_tokens_details": {"cached_tokens": cached},
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
         "output_tokens": count("completion_tokens"),
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": count("total_tokens"),
@@ -145,8 +145,13 @@ pub fn output_items(shell: &ResponseShell, choice: &Value) -> Vec<Value> {
             "completed",
         ));
     }
-    let status = status_of(choice["finish_reason"].as_str().unwrap_or("stop"));
-    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+    let calls = message["tool_calls"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    // Whitespace before calls is no message (a reasoning model's blank line after thinking).
+    let text = message["content"].as_str().unwrap_or("");
+    let is_blank_before_calls = !calls.is_empty() && text.trim().is_empty();
+    if !text.is_empty() && !is_blank_before_calls {
         let logprobs = choice
             .pointer("/logprobs/content")
             .and_then(Value::as_array);
@@ -154,12 +159,17 @@ pub fn output_items(shell: &ResponseShell, choice: &Value) -> Vec<Value> {
         output.push(message_item(
             shell.item_id("msg", output.len()),
             vec![part],
-            status,
+            "completed",
         ));
     }
-    for call in message["tool_calls"].as_array().into_iter().flatten() {
+    for call in calls {
         let id = shell.item_id("fc", output.len());
         output.push(function_call_item(id, call, "completed"));
+    }
+    // The item the token limit cut short is incomplete, as OpenAI marks it.
+    let status = status_of(choice["finish_reason"].as_str().unwrap_or("stop"));
+    if let Some(last) = output.last_mut().filter(|_| status == "incomplete") {
+        last["status"] = Value::from(status);
     }
     output
 }
@@ -190,4 +200,49 @@ pub fn assistant_message(output: &[Value]) -> Value {
         message["tool_calls"] = Value::Array(calls);
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell() -> ResponseShell {
+        let request: ResponsesRequest =
+            serde_json::from_value(json!({"input": "x"})).expect("request");
+        ResponseShell::new("resp_t".into(), 1, "m".into(), &request)
+    }
+
+    #[test]
+    fn blank_text_before_calls_is_no_item_and_a_cut_item_is_incomplete() {
+        let call = json!({"id": "call_a", "type": "function",
+            "function": {"name": "w", "arguments": "{\"city\": \"Par"}});
+        let choice = json!({"finish_reason": "length", "message": {"role": "assistant",
+            "content": "\n\n", "reasoning_content": "hmm", "tool_calls": [call]}});
+        let output = output_items(&shell(), &choice);
+        let types: Vec<&str> = output
+            .iter()
+            .map(|i| i["type"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(types, ["reasoning", "function_call"]);
+        assert_eq!(output[0]["status"], "completed");
+        assert_eq!(output[1]["status"], "incomplete");
+        assert_eq!(output[1]["call_id"], "call_a");
+        let answer = json!({"finish_reason": "stop", "message": {"content": "\n"}});
+        assert_eq!(
+            output_items(&shell(), &answer)[0]["content"][0]["text"],
+            "\n"
+        );
+    }
+
+    #[test]
+    fn usage_has_every_field_the_sdk_types_require() {
+        let usage = responses_usage(&json!({"prompt_tokens": 3, "completion_tokens": 2,
+            "total_tokens": 5, "prompt_tokens_details": {"cached_tokens": 1}}));
+        assert_eq!(
+            usage,
+            json!({"input_tokens": 3, "input_tokens_details": {"cached_tokens": 1,
+                "cache_write_tokens": 0}, "output_tokens": 2,
+                "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 5})
+        );
+    }
 }

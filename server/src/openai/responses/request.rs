@@ -76,6 +76,11 @@ impl ResponsesRequest {
                 "`background` responses",
             ));
         }
+        for field in ["conversation", "prompt", "max_tool_calls"] {
+            if self.extra.get(field).is_some_and(|v| !v.is_null()) {
+                return Err(ApiError::unsupported(field, &format!("`{field}`")));
+            }
+        }
         if let Some(truncation) = self.truncation.as_deref() {
             if truncation != "disabled" && truncation != "auto" {
                 return Err(ApiError::invalid(
@@ -254,11 +259,17 @@ fn push_call(messages: &mut Vec<Value>, call: Value) {
 fn output_text(output: Option<&Value>, field: &str) -> Result<String, ApiError> {
     match output {
         Some(Value::String(text)) => Ok(text.clone()),
-        Some(Value::Array(parts)) => Ok(parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n")),
+        Some(Value::Array(parts)) => {
+            let texts = parts.iter().enumerate().map(|(i, part)| {
+                part.get("text").and_then(Value::as_str).ok_or_else(|| {
+                    ApiError::unsupported(
+                        &format!("{field}.output[{i}]"),
+                        "tool output parts other than text",
+                    )
+                })
+            });
+            Ok(texts.collect::<Result<Vec<_>, _>>()?.join("\n"))
+        }
         _ => Err(ApiError::invalid(
             format!("{field}.output"),
             format!("`{field}.output` must be a string"),

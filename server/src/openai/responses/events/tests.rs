@@ -125,10 +125,53 @@ fn a_length_finish_is_incomplete_and_a_failure_says_why() {
     );
     assert_eq!(response["output"][0]["status"], "incomplete");
     let mut failing = events();
+    failing.on_delta(&json!({"content": "half"}), &[]);
     let failed = failing.fail("server_error", "boom");
-    assert_eq!(kinds(&failed), ["response.failed"]);
-    assert_eq!(failed[0]["response"]["status"], "failed");
-    assert_eq!(failed[0]["response"]["error"]["message"], "boom");
+    let failed_kinds = kinds(&failed);
+    assert_eq!(failed_kinds.last(), Some(&"response.failed"));
+    assert!(
+        failed_kinds.contains(&"response.output_item.done"),
+        "the open item is closed"
+    );
+    let response = &failed.last().expect("failed")["response"];
+    assert_eq!(response["status"], "failed");
+    assert_eq!(response["error"]["message"], "boom");
+    assert_eq!(response["output"][0]["status"], "incomplete");
+    // A call the token limit cut short is incomplete too.
+    let mut cut = events();
+    let call = json!({"index": 0, "id": "call_a", "type": "function",
+        "function": {"name": "w", "arguments": "{\"ci"}});
+    cut.on_delta(&json!({"tool_calls": [call]}), &[]);
+    let (_, response) = cut.finish("length", &usage());
+    assert_eq!(response["output"][0]["type"], "function_call");
+    assert_eq!(response["output"][0]["status"], "incomplete");
+}
+
+#[test]
+fn whitespace_before_calls_is_no_message_but_leads_an_answer() {
+    let mut stream = events();
+    stream.on_delta(&json!({"reasoning_content": "hmm"}), &[]);
+    assert!(stream.on_delta(&json!({"content": "\n\n"}), &[]).is_empty());
+    let call = json!({"index": 0, "id": "call_a", "type": "function",
+        "function": {"name": "w", "arguments": "{}"}});
+    stream.on_delta(&json!({"tool_calls": [call]}), &[]);
+    let (_, response) = stream.finish("tool_calls", &usage());
+    let types: Vec<&str> = response["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .map(|i| i["type"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(types, ["reasoning", "function_call"]);
+    let mut answer = events();
+    answer.on_delta(&json!({"content": "\n"}), &[]);
+    answer.on_delta(&json!({"content": "Hi"}), &[]);
+    let (_, response) = answer.finish("stop", &usage());
+    assert_eq!(response["output"][0]["content"][0]["text"], "\nHi");
+    let mut blank = events();
+    blank.on_delta(&json!({"content": " "}), &[]);
+    let (_, response) = blank.finish("stop", &usage());
+    assert_eq!(response["output"][0]["content"][0]["text"], " ");
 }
 
 #[test]

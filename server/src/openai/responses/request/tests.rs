@@ -144,6 +144,17 @@ fn what_does_not_run_here_is_a_400_naming_the_field() {
         ),
         (json!({"input": "x", "background": true}), "background"),
         (
+            json!({"input": "x", "conversation": "conv_1"}),
+            "conversation",
+        ),
+        (json!({"input": "x", "prompt": {"id": "pmpt_1"}}), "prompt"),
+        (json!({"input": "x", "max_tool_calls": 2}), "max_tool_calls"),
+        (
+            json!({"input": [{"type": "function_call_output", "call_id": "c",
+                "output": [{"type": "input_image", "image_url": "u"}]}]}),
+            "input[0].output[0]",
+        ),
+        (
             json!({"input": "x", "truncation": "sometimes"}),
             "truncation",
         ),
