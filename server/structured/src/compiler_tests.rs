@@ -220,16 +220,7 @@ fn objects_of_many_optional_properties_take_any_of_them() {
             .iter()
             .flat_map(|piece| tokenizer.encode_as_text(piece, false).unwrap())
             .collect();
-        let mut matcher = compiled.constraint.start();
-        let mut mask = TokenMask::new(49_152);
-        for &token in &tokens {
-            mask.clear();
-            matcher.fill_next_mask(&mut mask).unwrap();
-            assert!(mask.allows(token), "{num_properties}: token {token}");
-            matcher.accept(token).unwrap();
-        }
-        mask.clear();
-        matcher.fill_next_mask(&mut mask).unwrap();
+        let mask = mask_after(compiled.constraint.as_ref(), &tokens);
         assert!(mask.allows(eos[0]), "{num_properties}: the object may end");
     }
 }
@@ -392,18 +383,25 @@ fn allows_after(
 ) -> bool {
     let tokenizer = tokenizer();
     let compiled = compile(compiler, &OutputSpec::JsonSchema(schema)).unwrap();
-    let mut matcher = compiled.constraint.start();
+    let prefix = tokenizer.encode_as_text(prefix, false).unwrap();
+    let mask = mask_after(compiled.constraint.as_ref(), &prefix);
+    let next = tokenizer.encode_as_text(next, false).unwrap();
+    mask.allows(next[0])
+}
+
+/// The mask after `tokens`, each checked to be allowed where it comes.
+fn mask_after(constraint: &dyn TokenConstraint, tokens: &[u32]) -> TokenMask {
+    let mut matcher = constraint.start();
     let mut mask = TokenMask::new(49_152);
-    for token in tokenizer.encode_as_text(prefix, false).unwrap() {
+    for &token in tokens {
         mask.clear();
         matcher.fill_next_mask(&mut mask).unwrap();
-        assert!(mask.allows(token), "{prefix:?}: token {token}");
+        assert!(mask.allows(token), "token {token} of {tokens:?}");
         matcher.accept(token).unwrap();
     }
     mask.clear();
     matcher.fill_next_mask(&mut mask).unwrap();
-    let next = tokenizer.encode_as_text(next, false).unwrap();
-    mask.allows(next[0])
+    mask
 }
 
 #[test]
