@@ -20,6 +20,7 @@ mod conversation;
 mod error;
 mod exact_len;
 mod jsonl;
+mod length_sampler;
 mod parallel;
 mod prefix_repetition;
 mod random;

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod plot;
 pub mod progress;
 pub mod record;
+pub mod record_csv;
 pub mod report;
 pub mod runner;
 pub mod schedule;

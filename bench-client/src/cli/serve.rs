@@ -74,6 +74,8 @@ fn dataset_config(args: &ServeArgs) -> anyhow::Result<DatasetConfig> {
             input_tokens: args.random_input_len,
             output_tokens: args.output_len.unwrap_or(args.random_output_len),
             range_ratio: args.random_range_ratio,
+            input_stddev: args.random_input_len_stddev,
+            output_stddev: args.random_output_len_stddev,
             prefix_tokens: args.random_prefix_len,
         }),
         DatasetName::PrefixRepetition => DatasetConfig::PrefixRepetition(PrefixRepetitionConfig {

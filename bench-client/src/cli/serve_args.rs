@@ -90,6 +90,15 @@ pub struct ServeArgs {
     /// random: lengths uniform in [len·(1−r), len·(1+r)].
     #[arg(long, default_value_t = 0.0)]
     pub random_range_ratio: f64,
+    /// random: prompt lengths drawn from a normal distribution with this standard deviation
+    /// around --random-input-len (truncated below at 1; guidellm's and AIPerf's synthetic
+    /// spread). Not with --random-range-ratio.
+    #[arg(long, value_name = "TOKENS", default_value_t = 0.0)]
+    pub random_input_len_stddev: f64,
+    /// random: output lengths drawn from a normal distribution with this standard deviation
+    /// around --random-output-len (truncated below at 1). Not with --random-range-ratio.
+    #[arg(long, value_name = "TOKENS", default_value_t = 0.0)]
+    pub random_output_len_stddev: f64,
     /// random: tokens of a prefix shared by every prompt.
     #[arg(long, default_value_t = 0)]
     pub random_prefix_len: usize,
@@ -209,6 +218,10 @@ pub struct ServeArgs {
     /// without --save-detailed.
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
+    /// Also write one CSV row per request here (TTFT, TPOT, ITL mean and max, E2EL, tokens,
+    /// errors; every run with --num-runs), for spreadsheets and dataframes. serve only.
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
     /// Server facts recorded in the result, `KEY=VALUE` (repeatable), e.g. --metadata tp=1.
     #[arg(long, num_args = 1.., value_name = "KEY=VALUE")]
     pub metadata: Vec<String>,

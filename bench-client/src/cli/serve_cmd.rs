@@ -15,6 +15,7 @@ use crate::cli::serve_args::{DatasetName, ServeArgs};
 use crate::cli::trace_replay;
 use crate::compare::aggregate_runs;
 use crate::record::RequestRecord;
+use crate::record_csv::{write_csv, RunRecords};
 use crate::report::{render, render_server_side};
 use crate::runner::RunOutcome;
 use crate::stats::{parse_metadata, vllm_result_json, BenchSummary, RampUp, RunMetadata};
@@ -95,7 +96,7 @@ fn result_json(
         if let Some(conversations) = &outcome.conversations {
             pagoda.insert("conversations".into(), serde_json::to_value(conversations)?);
         }
-        if args.save_detailed || args.html.is_some() {
+        if args.save_detailed || args.html.is_some() || args.csv.is_some() {
             pagoda.insert(RECORDS_KEY.into(), serde_json::to_value(&outcome.records)?);
         }
     }
@@ -232,6 +233,9 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.html {
         write_run_report(path, &results, args.label.as_deref())?;
     }
+    if let Some(path) = &args.csv {
+        write_records_csv(path, &results)?;
+    }
     let mut result = combine_runs(&results);
     drop_unsaved_records(&args, &mut result);
     if let Some(aggregate) = runs_aggregate(&result) {
@@ -246,7 +250,35 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
     check_result_failures(&results, args.max_failure_rate)
 }
 
-/// Takes out the records that only `--html` asked for, so that without `--save-detailed` the
+/// `--csv`: every run's records, one row per request.
+fn write_records_csv(path: &std::path::Path, results: &[Value]) -> anyhow::Result<()> {
+    let mut runs = Vec::with_capacity(results.len());
+    for result in results {
+        let pagoda = result.get("pagoda").context("a result without `pagoda`")?;
+        let start_unix_s = pagoda
+            .pointer("/run/start_unix_s")
+            .and_then(Value::as_f64)
+            .context("a result without pagoda.run.start_unix_s")?;
+        let records: Vec<RequestRecord> =
+            serde_json::from_value(pagoda.get(RECORDS_KEY).cloned().unwrap_or_default())?;
+        runs.push((start_unix_s, records));
+    }
+    let runs: Vec<RunRecords> = runs
+        .iter()
+        .map(|(start_unix_s, records)| RunRecords {
+            start_unix_s: *start_unix_s,
+            records,
+        })
+        .collect();
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    write_csv(std::io::BufWriter::new(file), &runs)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("per-request CSV saved to {}", path.display());
+    Ok(())
+}
+
+/// Takes out the records that only `--html` or `--csv` asked for, so that without `--save-detailed` the
 /// saved result stays small.
 pub fn drop_unsaved_records(args: &ServeArgs, result: &mut Value) {
     if !args.save_detailed {

@@ -91,6 +91,11 @@ impl SweepArgs {
 
     /// Checks what clap cannot: the ranges of the bisection flags and of --auto-rates.
     pub fn validate(&self) -> anyhow::Result<()> {
+        ensure!(
+            self.serve.csv.is_none(),
+            "--csv is for serve: a sweep writes summary.csv (one row per load) into \
+             --output-dir, and every load's result JSON beside it"
+        );
         if let Some(num_rates) = self.auto_rates {
             ensure!(
                 num_rates >= 2,

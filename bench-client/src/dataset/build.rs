@@ -87,6 +87,7 @@ mod tests {
                 output_tokens: 8,
                 range_ratio: 0.5,
                 prefix_tokens: 4,
+                ..RandomConfig::default()
             }),
             DatasetConfig::PrefixRepetition(PrefixRepetitionConfig {
                 num_prefixes: 3,

@@ -1,17 +1,18 @@
-//! The `random` dataset (as vLLM's): random token text of exact lengths, lengths drawn uniformly
-//! around the requested ones, optionally after one shared random prefix.
-
-use std::ops::RangeInclusive;
+//! The `random` dataset (as vLLM's): random token text of exact lengths, lengths drawn around the
+//! requested ones (uniformly as vLLM, or normally as guidellm and AIPerf), optionally after one
+//! shared random prefix.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::error::DatasetError;
 use super::exact_len::ExactTextGenerator;
+use super::length_sampler::LengthSampler;
 use super::parallel;
 use crate::workload::{Prompt, RequestSpec};
 
-/// `--random-input-len`, `--random-output-len`, `--random-range-ratio`, `--random-prefix-len`.
+/// `--random-input-len`, `--random-output-len`, `--random-range-ratio`, `--random-prefix-len`,
+/// `--random-input-len-stddev`, `--random-output-len-stddev`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RandomConfig {
     /// Mean prompt tokens after the prefix.
@@ -20,6 +21,10 @@ pub struct RandomConfig {
     pub output_tokens: usize,
     /// Lengths are uniform in `[len·(1−r), len·(1+r)]`; `0 ≤ r < 1`.
     pub range_ratio: f64,
+    /// Prompt lengths are normal with this standard deviation (0: `range_ratio` spreads them).
+    pub input_stddev: f64,
+    /// Output lengths are normal with this standard deviation (0: `range_ratio` spreads them).
+    pub output_stddev: f64,
     /// Tokens of one random prefix shared by every prompt (0: none).
     pub prefix_tokens: usize,
 }
@@ -31,34 +36,31 @@ impl Default for RandomConfig {
             input_tokens: 1024,
             output_tokens: 128,
             range_ratio: 0.0,
+            input_stddev: 0.0,
+            output_stddev: 0.0,
             prefix_tokens: 0,
         }
     }
 }
 
 impl RandomConfig {
-    fn validate(&self) -> Result<(), DatasetError> {
-        let invalid = |msg: String| Err(DatasetError::InvalidConfig(msg));
-        if !(self.range_ratio.is_finite() && (0.0..1.0).contains(&self.range_ratio)) {
-            return invalid(format!(
-                "--random-range-ratio {} must be in [0, 1)",
-                self.range_ratio
-            ));
-        }
-        if self.input_tokens == 0 || self.output_tokens == 0 {
-            return invalid("--random-input-len and --random-output-len must be at least 1".into());
-        }
-        Ok(())
+    /// The samplers of the prompt and output lengths.
+    fn samplers(&self) -> Result<(LengthSampler, LengthSampler), DatasetError> {
+        Ok((
+            LengthSampler::new(
+                "--random-input-len",
+                self.input_tokens,
+                self.range_ratio,
+                self.input_stddev,
+            )?,
+            LengthSampler::new(
+                "--random-output-len",
+                self.output_tokens,
+                self.range_ratio,
+                self.output_stddev,
+            )?,
+        ))
     }
-}
-
-/// The lengths `len` with ratio `r` draws from: `[⌊len·(1−r)⌋, ⌈len·(1+r)⌉]`, at least 1 (vLLM's
-/// bounds, without its float artefacts: `100·1.1` is `110.00000000000001`, whose ceiling is 111).
-pub fn length_range(len: usize, range_ratio: f64) -> RangeInclusive<usize> {
-    const EPSILON: f64 = 1e-9;
-    let low = (len as f64 * (1.0 - range_ratio) + EPSILON).floor() as usize;
-    let high = (len as f64 * (1.0 + range_ratio) - EPSILON).ceil() as usize;
-    low.max(1)..=high.max(1)
 }
 
 pub(super) fn build(
@@ -67,20 +69,14 @@ pub(super) fn build(
     generator: &ExactTextGenerator,
     rng: &mut impl Rng,
 ) -> Result<Vec<RequestSpec>, DatasetError> {
-    config.validate()?;
+    let (input_lengths, output_lengths) = config.samplers()?;
     let prefix = generator.text(config.prefix_tokens, rng)?;
-    let input_range = length_range(config.input_tokens, config.range_ratio);
-    let output_range = length_range(config.output_tokens, config.range_ratio);
     // (input tokens, output tokens, text seed) per request, drawn in order: request `i` is the
     // same whatever `num_prompts` and however many threads write the texts.
     let plans: Vec<(usize, usize, u64)> = (0..num_prompts)
         .map(|_| {
-            let input_tokens = rng.random_range(input_range.clone());
-            (
-                input_tokens,
-                rng.random_range(output_range.clone()),
-                rng.random(),
-            )
+            let input_tokens = input_lengths.sample(rng);
+            (input_tokens, output_lengths.sample(rng), rng.random())
         })
         .collect();
     parallel::try_map(&plans, |&(input_tokens, output_tokens, seed)| {
@@ -100,6 +96,7 @@ pub(super) fn build(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::dataset::length_sampler::length_range;
     use crate::dataset::test_support::tokenizer;
 
     fn build_random(config: &RandomConfig, num_prompts: usize, seed: u64) -> Vec<RequestSpec> {
@@ -121,20 +118,13 @@ mod tests {
     }
 
     #[test]
-    fn length_range_matches_vllm_bounds() {
-        assert_eq!(length_range(100, 0.1), 90..=110);
-        assert_eq!(length_range(100, 0.0), 100..=100);
-        assert_eq!(length_range(10, 0.25), 7..=13);
-        assert_eq!(length_range(1, 0.9), 1..=2);
-    }
-
-    #[test]
     fn prompts_have_exactly_their_token_counts() {
         let config = RandomConfig {
             input_tokens: 300,
             output_tokens: 50,
             range_ratio: 0.9,
             prefix_tokens: 0,
+            ..RandomConfig::default()
         };
         let requests = build_random(&config, 60, 4);
         let (input_range, output_range) = (length_range(300, 0.9), length_range(50, 0.9));
@@ -159,6 +149,7 @@ mod tests {
                 output_tokens: 8,
                 range_ratio: 0.5,
                 prefix_tokens,
+                ..RandomConfig::default()
             };
             let requests = build_random(&config, 12, prefix_tokens as u64);
             let first = tokenizer().encode(text(&requests[0]), false).unwrap();
@@ -183,9 +174,35 @@ mod tests {
             output_tokens: 4,
             range_ratio: 0.5,
             prefix_tokens: 3,
+            ..RandomConfig::default()
         };
         let long = build_random(&config, 20, 6);
         assert_eq!(build_random(&config, 5, 6), long[..5]);
+    }
+
+    #[test]
+    fn normal_lengths_vary_and_prompts_keep_their_exact_counts() {
+        let config = RandomConfig {
+            input_tokens: 200,
+            output_tokens: 40,
+            input_stddev: 60.0,
+            output_stddev: 10.0,
+            ..RandomConfig::default()
+        };
+        let requests = build_random(&config, 80, 9);
+        for request in &requests {
+            let ids = tokenizer().encode(text(request), false).unwrap();
+            assert_eq!(ids.len(), request.input_tokens);
+            assert!(request.output_tokens >= 1);
+        }
+        let inputs: Vec<f64> = requests.iter().map(|r| r.input_tokens as f64).collect();
+        let mean = inputs.iter().sum::<f64>() / inputs.len() as f64;
+        // Standard error of the mean: 60/√80 ≈ 6.7 tokens; the band is 4 of them.
+        assert!((mean - 200.0).abs() < 27.0, "mean prompt length {mean}");
+        assert!(
+            inputs.iter().any(|&len| len < 140.0) && inputs.iter().any(|&len| len > 260.0),
+            "a standard deviation of 60 reaches beyond one σ: {inputs:?}"
+        );
     }
 
     #[test]
@@ -207,6 +224,11 @@ mod tests {
             },
             RandomConfig {
                 output_tokens: 0,
+                ..RandomConfig::default()
+            },
+            RandomConfig {
+                range_ratio: 0.1,
+                output_stddev: 3.0,
                 ..RandomConfig::default()
             },
         ] {
