@@ -30,6 +30,10 @@ pub fn router(state: SharedState) -> Router {
             "/v1/responses/{id}",
             get(responses::retrieve_response).delete(responses::delete_response),
         )
+        .route(
+            "/v1/responses/{id}/cancel",
+            post(responses::cancel_response),
+        )
         .route("/v1/models", get(models))
         .route("/v1/models/{*model}", get(model))
         .route("/tokenize", post(tokenize::tokenize))

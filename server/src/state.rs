@@ -22,6 +22,7 @@ use crate::openai::logprob::TokenNaming;
 use crate::openai::params::Echo;
 use crate::openai::params::{GenerationParams, ParamDefaults};
 use crate::openai::prompt_side::{EchoPrompt, PromptSide};
+use crate::openai::responses::background::BackgroundRuns;
 use crate::openai::responses::store::ResponseStore;
 use crate::openai::tools::ToolCallConfig;
 use crate::timeline::{RequestTrace, TimelineWriter};
@@ -70,6 +71,8 @@ pub struct AppState {
     pub timeline: Option<TimelineWriter>,
     /// The Responses API's stored responses (`previous_response_id`, `GET /v1/responses/{id}`).
     pub responses: Arc<ResponseStore>,
+    /// Background responses' event logs (`background: true`).
+    pub background: Arc<BackgroundRuns>,
     draining: AtomicBool,
 }
 
@@ -113,6 +116,7 @@ impl AppState {
             started_unix_s: unix_now_s(),
             timeline: None,
             responses: Arc::new(ResponseStore::default()),
+            background: Arc::new(BackgroundRuns::default()),
             draining: AtomicBool::new(false),
         }
     }

@@ -4,7 +4,8 @@ The server runs a Responses request as the chat request it stands for (same temp
 structured outputs); these tests drive it as agent frameworks do: text answers, streamed events
 through the SDK's helper, `responses.parse` with a pydantic model, a function call whose result
 continues the conversation through `previous_response_id`, stored responses retrieved and
-deleted, and the errors.
+deleted, background responses polled, streamed again from any event and cancelled, and the
+errors.
 
 The server must serve the default model under the name `smollm2` with an API key;
 `server/tests/openai_sdk.rs` starts one and runs this file. Plain unittest; needs
@@ -12,6 +13,7 @@ The server must serve the default model under the name `smollm2` with an API key
 """
 
 import json
+import time
 import unittest
 
 import openai
@@ -216,6 +218,110 @@ class StoreAndErrorsTest(unittest.TestCase):
             ask(max_output_tokens=10**9)
         self.assertEqual(raised.exception.body.get("code"), "context_length_exceeded")
         self.assertIn("max_output_tokens", raised.exception.body.get("message"))
+
+
+def wait_until_ended(response_id, timeout_s=120):
+    """Polls a background response until it is no longer queued or in progress."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        response = CLIENT.responses.retrieve(response_id)
+        if response.status not in ("queued", "in_progress"):
+            return response
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{response_id} still {response.status} after {timeout_s} s")
+        time.sleep(0.1)
+
+
+def long_background(**kwargs):
+    """A background response that would run for minutes (EOS ignored)."""
+    return ask(background=True, max_output_tokens=4000, input="Count to ten thousand.",
+               extra_body={"ignore_eos": True}, **kwargs)
+
+
+class BackgroundTest(unittest.TestCase):
+    def test_a_background_response_is_queued_then_polled_to_its_answer(self):
+        queued = ask(background=True, max_output_tokens=12)
+        self.assertEqual((queued.status, queued.background), ("queued", True))
+        self.assertEqual(queued.output, [])
+        ended = wait_until_ended(queued.id)
+        self.assertTrue(ended.background)
+        foreground = ask(max_output_tokens=12)
+        self.assertEqual((ended.status, ended.output_text, ended.usage.output_tokens),
+                         (foreground.status, foreground.output_text,
+                          foreground.usage.output_tokens))
+        self.assertIn("Paris", ended.output_text)
+
+    def test_a_background_stream_is_streamed_again_from_any_event(self):
+        events = list(ask(background=True, stream=True, max_output_tokens=10,
+                          input="Write a long poem about the sea."))
+        numbers = [event.sequence_number for event in events]
+        self.assertEqual(numbers, list(range(len(events))))
+        self.assertEqual(events[-1].type, "response.incomplete")
+        self.assertGreater(len(events), 10)
+        response_id = events[0].response.id
+        for after in (0, 3, len(events) - 2):
+            again = list(CLIENT.responses.retrieve(response_id, stream=True,
+                                                   starting_after=after))
+            self.assertEqual([e.model_dump() for e in again],
+                             [e.model_dump() for e in events[after + 1:]])
+        whole = list(CLIENT.responses.retrieve(response_id, stream=True))
+        self.assertEqual(len(whole), len(events))
+        kept = CLIENT.responses.retrieve(response_id)
+        self.assertEqual(kept.output_text, events[-1].response.output_text)
+
+    def test_a_background_response_outlives_its_streams_connection(self):
+        stream = ask(background=True, stream=True, max_output_tokens=40,
+                     input="Write a long poem about the sea.", extra_body={"ignore_eos": True})
+        first = next(iter(stream))
+        stream.close()
+        ended = wait_until_ended(first.response.id)
+        self.assertEqual((ended.status, ended.usage.output_tokens), ("incomplete", 40))
+
+    def test_cancel_stops_a_running_response_and_keeps_what_it_wrote(self):
+        running = long_background()
+        time.sleep(0.5)
+        cancelled = CLIENT.responses.cancel(running.id)
+        self.assertEqual(cancelled.status, "cancelled")
+        self.assertLess(cancelled.usage.output_tokens, 4000)
+        self.assertEqual(CLIENT.responses.retrieve(running.id).status, "cancelled")
+        # Cancelling again answers the same response.
+        self.assertEqual(CLIENT.responses.cancel(running.id).status, "cancelled")
+        # A follower of its events reaches their end.
+        events = list(CLIENT.responses.retrieve(running.id, stream=True))
+        self.assertEqual(events[0].type, "response.created")
+        # The engine is free again: a new request runs to its end.
+        self.assertIn(ask(max_output_tokens=5).status, ("completed", "incomplete"))
+
+    def test_deleting_a_running_response_stops_it(self):
+        running = long_background()
+        CLIENT.responses.delete(running.id)
+        with self.assertRaises(openai.NotFoundError):
+            CLIENT.responses.retrieve(running.id)
+        with self.assertRaises(openai.NotFoundError):
+            CLIENT.responses.cancel(running.id)
+
+    def test_what_cannot_be_done_with_background_responses_is_a_400(self):
+        with self.assertRaises(openai.BadRequestError) as raised:
+            ask(background=True, store=False)
+        self.assertEqual(raised.exception.body.get("param"), "background")
+        finished = ask(max_output_tokens=3)
+        with self.assertRaises(openai.BadRequestError) as raised:
+            CLIENT.responses.cancel(finished.id)
+        self.assertIn("synchronous", raised.exception.body.get("message"))
+        with self.assertRaises(openai.BadRequestError) as raised:
+            list(CLIENT.responses.retrieve(finished.id, stream=True))
+        self.assertEqual(raised.exception.body.get("param"), "stream")
+        running = long_background()
+        try:
+            with self.assertRaises(openai.BadRequestError) as raised:
+                ask(previous_response_id=running.id)
+            self.assertIn("in progress", raised.exception.body.get("message"))
+        finally:
+            CLIENT.responses.cancel(running.id)
+        ended = wait_until_ended(ask(background=True, max_output_tokens=3).id)
+        with self.assertRaises(openai.BadRequestError) as raised:
+            CLIENT.responses.cancel(ended.id)
+        self.assertIn("already ended", raised.exception.body.get("message"))
 
 
 if __name__ == "__main__":

@@ -125,13 +125,27 @@ impl ResponseEvents {
         (events, response)
     }
 
-    /// The open item closed as incomplete, then `response.failed` with the error.
-    pub fn fail(&mut self, code: &str, message: &str) -> Vec<Value> {
+    /// The open item closed as incomplete, then `response.failed` with the error; also the
+    /// failed Response object.
+    pub fn fail(&mut self, code: &str, message: &str) -> (Vec<Value>, Value) {
         let mut events = self.close_item("incomplete");
         let mut response = self.shell.object("failed", self.output.clone(), None);
         response["error"] = json!({"code": code, "message": message});
         events.push(self.event("response.failed", json!({"response": response})));
-        events
+        (events, response)
+    }
+
+    /// A cancelled background response: the open item closed as incomplete (its `.done`
+    /// events, which a follower of the stream still gets), and the Response object, status
+    /// `cancelled`, with the output written so far and the usage so far. No Responses event
+    /// announces a cancellation: the stream ends after the item's.
+    pub fn cancel(&mut self, chat_usage: &Value) -> (Vec<Value>, Value) {
+        let events = self.close_item("incomplete");
+        let usage = responses_usage(chat_usage);
+        let response = self
+            .shell
+            .object("cancelled", self.output.clone(), Some(usage));
+        (events, response)
     }
 
     fn event(&mut self, kind: &str, mut fields: Value) -> Value {

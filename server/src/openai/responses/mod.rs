@@ -3,37 +3,33 @@
 //! a Response object or its streamed events; `GET` and `DELETE /v1/responses/{id}` read and
 //! forget stored responses, which `previous_response_id` continues.
 
+pub mod background;
 pub mod events;
 pub mod object;
 pub mod request;
 pub mod store;
+pub mod streaming;
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use futures_util::stream::{self, BoxStream, StreamExt};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::metrics::Metrics;
 use crate::middleware::RequestIdValue;
 use crate::openai::chat::{start_chat, StartedChat};
-use crate::openai::choice::ChoiceEvent;
 use crate::openai::error::ApiError;
-use crate::openai::format::{ChatFormat, ResponseFormat};
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
-use crate::openai::respond::{collect_json, delta_parts, merged};
-use crate::openai::usage::UsageTotals;
+use crate::openai::respond::collect_json;
 use crate::state::{unix_now_s, SharedState};
-use events::ResponseEvents;
-use object::{assistant_message, output_items, responses_usage, status_of, ResponseShell};
+use object::{output_items, responses_usage, status_of, ResponseShell};
 use request::{responses_param, ResponsesRequest};
-use store::{ResponseStore, StoredResponse};
+use store::{Keeping, StoredResponse};
+use streaming::{sse_response, start_in_background, stream_response, Streaming};
 
 /// A chat error in the Responses request's terms.
 fn renamed(mut error: ApiError) -> ApiError {
@@ -54,24 +50,31 @@ fn not_found(id: &str) -> ApiError {
     }
 }
 
-/// What a finished response leaves in the store (when `store` is not false).
-#[derive(Debug, Clone)]
-struct Keeping {
-    store: Arc<ResponseStore>,
-    conversation: Vec<Value>,
+fn response_not_found(id: &str) -> ApiError {
+    ApiError {
+        param: Some("response_id".into()),
+        ..not_found(id)
+    }
 }
 
-impl Keeping {
-    fn keep(self, id: &str, response: &Value) {
-        let mut messages = self.conversation;
-        let output = response["output"].as_array().map_or(&[][..], Vec::as_slice);
-        messages.push(assistant_message(output));
-        let stored = StoredResponse {
-            response: response.clone(),
-            messages,
-        };
-        self.store.insert(id.to_string(), stored);
+/// Whether a stored response is still being written (a background one).
+fn is_running(response: &Value) -> bool {
+    matches!(response["status"].as_str(), Some("queued" | "in_progress"))
+}
+
+/// The conversation a `previous_response_id` continues: the stored one's, once it has ended.
+fn history(state: &SharedState, request: &ResponsesRequest) -> Result<Vec<Value>, ApiError> {
+    let Some(id) = &request.previous_response_id else {
+        return Ok(Vec::new());
+    };
+    let stored = state.responses.get(id).ok_or_else(|| not_found(id))?;
+    if is_running(&stored.response) {
+        return Err(ApiError::invalid(
+            "previous_response_id",
+            format!("Response '{id}' is still in progress: continue it once it has finished"),
+        ));
     }
+    Ok(stored.messages.clone())
 }
 
 pub async fn create_response(
@@ -80,16 +83,7 @@ pub async fn create_response(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let request: ResponsesRequest = parse_body(&body)?;
-    let history = match &request.previous_response_id {
-        Some(id) => state
-            .responses
-            .get(id)
-            .ok_or_else(|| not_found(id))?
-            .messages
-            .clone(),
-        None => Vec::new(),
-    };
-    let conversation = request.conversation(&history)?;
+    let conversation = request.conversation(&history(&state, &request)?)?;
     let chat_body = request.chat_body(&conversation)?;
     let chat_request = parse_body(chat_body.to_string().as_bytes()).map_err(renamed)?;
     let chat = start_chat(&state, &request_id, chat_request)
@@ -105,18 +99,21 @@ pub async fn create_response(
         model,
         &request,
     );
+    let background = request.background == Some(true);
     let keeping = (request.store != Some(false)).then(|| Keeping {
         store: Arc::clone(&state.responses),
         conversation,
+        background,
     });
-    if chat.params.stream {
-        return Ok(stream_response(
-            chat,
-            shell,
-            metrics,
-            keeping,
-            state.sse_keep_alive,
+    if background {
+        let stream = request.stream == Some(true);
+        return Ok(start_background(
+            &state, chat, shell, metrics, keeping, stream,
         ));
+    }
+    if chat.params.stream {
+        let streaming = Streaming::new(chat, shell, metrics, keeping);
+        return Ok(stream_response(streaming, state.sse_keep_alive));
     }
     let StartedChat {
         runs,
@@ -137,137 +134,124 @@ pub async fn create_response(
     Ok(Json(response).into_response())
 }
 
+/// A background response: stored as in progress, run on its own task; the answer is the queued
+/// Response (or, streamed, the run's events as they come).
+fn start_background(
+    state: &SharedState,
+    chat: StartedChat,
+    shell: ResponseShell,
+    metrics: crate::metrics::Metrics,
+    keeping: Option<Keeping>,
+    stream: bool,
+) -> Response {
+    if let Some(keeping) = &keeping {
+        let stored = StoredResponse {
+            response: shell.object("in_progress", Vec::new(), None),
+            messages: keeping.conversation.clone(),
+        };
+        keeping.store.insert(shell.id.clone(), stored);
+    }
+    let queued = shell.object("queued", Vec::new(), None);
+    let streaming = Streaming::new(chat, shell, metrics, keeping);
+    let run = start_in_background(&state.background, streaming);
+    match stream {
+        true => sse_response(run.follow(None), state.sse_keep_alive),
+        false => Json(queued).into_response(),
+    }
+}
+
+/// `GET /v1/responses/{id}`'s query: `stream=true` follows a background response's events
+/// (after `starting_after`, a sequence number).
+#[derive(Debug, Deserialize)]
+pub struct RetrieveQuery {
+    #[serde(default)]
+    stream: bool,
+    starting_after: Option<u64>,
+}
+
 pub async fn retrieve_response(
     State(state): State<SharedState>,
     Path(id): Path<String>,
+    query: Result<Query<RetrieveQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let stored = state.responses.get(&id).ok_or_else(|| ApiError {
-        param: Some("response_id".into()),
-        ..not_found(&id)
+    let Query(query) = query.map_err(|rejection| {
+        ApiError::invalid("stream", format!("bad query: {}", rejection.body_text()))
     })?;
-    Ok(Json(stored.response.clone()).into_response())
+    let stored = state
+        .responses
+        .get(&id)
+        .ok_or_else(|| response_not_found(&id))?;
+    if !query.stream {
+        return Ok(Json(stored.response.clone()).into_response());
+    }
+    let run = state.background.get(&id).ok_or_else(|| {
+        let message = match stored.response["background"].as_bool() {
+            Some(true) => format!(
+                "the events of response '{id}' are no longer kept: retrieve it without `stream`"
+            ),
+            _ => format!(
+                "response '{id}' was not created with `background: true`: only background \
+                 responses can be streamed again"
+            ),
+        };
+        ApiError::invalid("stream", message)
+    })?;
+    Ok(sse_response(
+        run.follow(query.starting_after),
+        state.sse_keep_alive,
+    ))
 }
 
+/// `POST /v1/responses/{id}/cancel`: stops a background response that is still running and
+/// answers it, `cancelled`; a cancelled one is answered again.
+pub async fn cancel_response(
+    State(state): State<SharedState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let stored = state
+        .responses
+        .get(&id)
+        .ok_or_else(|| response_not_found(&id))?;
+    if stored.response["background"] != Value::Bool(true) {
+        return Err(ApiError::invalid(
+            "response_id",
+            "Cannot cancel a synchronous response: only responses created with \
+             `background: true` can be cancelled.",
+        ));
+    }
+    if let Some(run) = state.background.get(&id) {
+        run.request_cancel();
+        run.wait_finished().await;
+    }
+    let stored = state
+        .responses
+        .get(&id)
+        .ok_or_else(|| response_not_found(&id))?;
+    match stored.response["status"].as_str() {
+        Some("cancelled") => Ok(Json(stored.response.clone()).into_response()),
+        status => Err(ApiError::invalid(
+            "response_id",
+            format!(
+                "Cannot cancel response '{id}': it has already ended ({}).",
+                status.unwrap_or("unknown")
+            ),
+        )),
+    }
+}
+
+/// `DELETE /v1/responses/{id}`: forgets a response (a running background one is cancelled
+/// first).
 pub async fn delete_response(
     State(state): State<SharedState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
+    if let Some(run) = state.background.get(&id) {
+        run.request_cancel();
+        run.wait_finished().await;
+        state.background.forget(&id);
+    }
     if !state.responses.remove(&id) {
-        return Err(ApiError {
-            param: Some("response_id".into()),
-            ..not_found(&id)
-        });
+        return Err(response_not_found(&id));
     }
     Ok(Json(json!({"id": id, "object": "response", "deleted": true})).into_response())
-}
-
-/// A streamed response while it is written.
-struct Streaming {
-    events: BoxStream<'static, ChoiceEvent>,
-    format: ChatFormat,
-    translator: ResponseEvents,
-    totals: UsageTotals,
-    metrics: Metrics,
-    keeping: Option<Keeping>,
-    id: String,
-    pending: VecDeque<Value>,
-    done: bool,
-}
-
-impl Streaming {
-    /// The next events to write (`None` once the response is finished).
-    async fn advance(&mut self) -> Option<()> {
-        if self.done {
-            return None;
-        }
-        let Some(event) = self.events.next().await else {
-            self.done = true;
-            let failed = self.translator.fail("server_error", "the engine stopped");
-            self.pending.extend(failed);
-            return Some(());
-        };
-        match event {
-            ChoiceEvent::Delta { .. } => {
-                let Some(choice) = delta_parts(&event).and_then(|p| self.format.delta_choice(p))
-                else {
-                    return Some(());
-                };
-                let logprobs = choice
-                    .pointer("/logprobs/content")
-                    .and_then(Value::as_array);
-                let logprobs = logprobs.map_or(&[][..], Vec::as_slice);
-                let events = self.translator.on_delta(&choice["delta"], logprobs);
-                self.pending.extend(events);
-            }
-            ChoiceEvent::Finished {
-                index,
-                finish_reason,
-                usage,
-                ..
-            } => self.finish(index, finish_reason, &usage),
-            ChoiceEvent::Error { error, .. } => {
-                self.done = true;
-                let failed = self.translator.fail("server_error", &error.message);
-                self.pending.extend(failed);
-            }
-            ChoiceEvent::PromptLogprobs { .. } => {}
-        }
-        Some(())
-    }
-
-    fn finish(&mut self, index: usize, finish_reason: &str, usage: &pagoda_engine::Usage) {
-        self.done = true;
-        self.totals.add(index, usage);
-        self.metrics
-            .record_max_num_generation_tokens(self.totals.max_choice_completion_tokens());
-        // The readers' last text (a tool call the parser held, the reasoning's end).
-        let last = self.format.final_choice(index, finish_reason);
-        self.pending
-            .extend(self.translator.on_delta(&last["delta"], &[]));
-        let reason = last["finish_reason"].as_str().unwrap_or(finish_reason);
-        let (events, response) = self.translator.finish(reason, &self.totals.to_json());
-        self.pending.extend(events);
-        if let Some(keeping) = self.keeping.take() {
-            keeping.keep(&self.id, &response);
-        }
-    }
-}
-
-fn sse_event(value: &Value) -> Result<Event, Infallible> {
-    let kind = value["type"].as_str().unwrap_or("message");
-    Ok(Event::default().event(kind).data(value.to_string()))
-}
-
-fn stream_response(
-    chat: StartedChat,
-    shell: ResponseShell,
-    metrics: Metrics,
-    keeping: Option<Keeping>,
-    keep_alive: std::time::Duration,
-) -> Response {
-    let id = shell.id.clone();
-    let mut translator = ResponseEvents::new(shell);
-    let pending: VecDeque<Value> = translator.opening().into();
-    let streaming = Streaming {
-        events: merged(chat.runs),
-        format: chat.format,
-        translator,
-        totals: chat.totals,
-        metrics,
-        keeping,
-        id,
-        pending,
-        done: false,
-    };
-    let events = stream::unfold(streaming, |mut streaming| async move {
-        loop {
-            if let Some(value) = streaming.pending.pop_front() {
-                return Some((sse_event(&value), streaming));
-            }
-            streaming.advance().await?;
-        }
-    });
-    Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"))
-        .into_response()
 }

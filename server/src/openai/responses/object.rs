@@ -56,7 +56,7 @@ impl ResponseShell {
         );
         put("user", json!(request.user));
         put("top_logprobs", json!(request.top_logprobs.unwrap_or(0)));
-        put("background", json!(false));
+        put("background", json!(request.background.unwrap_or(false)));
         Self { id, fields }
     }
 

@@ -70,10 +70,11 @@ impl ResponsesRequest {
 
     /// The chat request body this request runs as: `instructions`, then `conversation`.
     pub fn chat_body(&self, conversation: &[Value]) -> Result<Value, ApiError> {
-        if self.background == Some(true) {
-            return Err(ApiError::unsupported(
+        let background = self.background == Some(true);
+        if background && self.store == Some(false) {
+            return Err(ApiError::invalid(
                 "background",
-                "`background` responses",
+                "`background` responses must be stored: `store` cannot be false",
             ));
         }
         for field in ["conversation", "prompt", "max_tool_calls"] {
@@ -115,8 +116,10 @@ impl ResponsesRequest {
             "parallel_tool_calls",
             self.parallel_tool_calls.map(Value::from),
         );
-        put("stream", self.stream.map(Value::from));
-        if self.stream == Some(true) {
+        // A background response is always generated as a stream (its events are kept).
+        let stream = self.stream == Some(true) || background;
+        put("stream", Some(Value::from(stream)));
+        if stream {
             put("stream_options", Some(json!({"include_usage": true})));
         }
         if self.wants_logprobs() {

@@ -4,6 +4,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::openai::responses::object::assistant_message;
+
 /// How many responses are kept (the oldest go first).
 pub const MAX_STORED_RESPONSES: usize = 4096;
 /// How many bytes of JSON they may hold in all (a long conversation is stored whole with each of
@@ -25,6 +27,35 @@ impl StoredResponse {
     fn num_bytes(&self) -> usize {
         let messages: usize = self.messages.iter().map(|m| m.to_string().len()).sum();
         self.response.to_string().len() + messages
+    }
+}
+
+/// What a finished response leaves in the store (when `store` is not false): the conversation
+/// it ends, and the answer read from its output.
+#[derive(Debug, Clone)]
+pub struct Keeping {
+    pub store: Arc<ResponseStore>,
+    /// The chat messages before the response's own.
+    pub conversation: Vec<serde_json::Value>,
+    /// A background response: its failure or cancellation is kept too (clients poll for it).
+    pub background: bool,
+}
+
+impl Keeping {
+    pub fn is_background(&self) -> bool {
+        self.background
+    }
+
+    /// Stores `response` under `id`, its answer after the conversation.
+    pub fn keep(self, id: &str, response: &serde_json::Value) {
+        let mut messages = self.conversation;
+        let output = response["output"].as_array().map_or(&[][..], Vec::as_slice);
+        messages.push(assistant_message(output));
+        let stored = StoredResponse {
+            response: response.clone(),
+            messages,
+        };
+        self.store.insert(id.to_string(), stored);
     }
 }
 

@@ -126,7 +126,7 @@ fn a_length_finish_is_incomplete_and_a_failure_says_why() {
     assert_eq!(response["output"][0]["status"], "incomplete");
     let mut failing = events();
     failing.on_delta(&json!({"content": "half"}), &[]);
-    let failed = failing.fail("server_error", "boom");
+    let (failed, failed_response) = failing.fail("server_error", "boom");
     let failed_kinds = kinds(&failed);
     assert_eq!(failed_kinds.last(), Some(&"response.failed"));
     assert!(
@@ -134,6 +134,7 @@ fn a_length_finish_is_incomplete_and_a_failure_says_why() {
         "the open item is closed"
     );
     let response = &failed.last().expect("failed")["response"];
+    assert_eq!(response, &failed_response);
     assert_eq!(response["status"], "failed");
     assert_eq!(response["error"]["message"], "boom");
     assert_eq!(response["output"][0]["status"], "incomplete");
@@ -145,6 +146,34 @@ fn a_length_finish_is_incomplete_and_a_failure_says_why() {
     let (_, response) = cut.finish("length", &usage());
     assert_eq!(response["output"][0]["type"], "function_call");
     assert_eq!(response["output"][0]["status"], "incomplete");
+}
+
+#[test]
+fn a_cancelled_response_keeps_what_was_written_and_closes_the_open_item() {
+    let mut stream = events();
+    stream.on_delta(&json!({"reasoning_content": "think"}), &[]);
+    stream.on_delta(&json!({"content": "partial"}), &[]);
+    let (last, response) = stream.cancel(&usage());
+    assert_eq!(
+        kinds(&last),
+        [
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done"
+        ]
+    );
+    assert_eq!(response["status"], "cancelled");
+    assert_eq!(
+        response["output"][0]["status"], "completed",
+        "the reasoning ended"
+    );
+    assert_eq!(response["output"][1]["status"], "incomplete");
+    assert_eq!(response["output"][1]["content"][0]["text"], "partial");
+    assert_eq!(response["usage"]["output_tokens"], 3);
+    // Nothing open: no events, and the response is still cancelled.
+    let (none, response) = events().cancel(&usage());
+    assert!(none.is_empty());
+    assert_eq!(response["status"], "cancelled");
 }
 
 #[test]

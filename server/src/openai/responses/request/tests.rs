@@ -35,6 +35,21 @@ fn a_string_input_is_one_user_message_after_the_instructions() {
 }
 
 #[test]
+fn a_background_response_is_generated_as_a_stream_with_usage() {
+    for body in [
+        json!({"input": "x", "background": true}),
+        json!({"input": "x", "background": true, "stream": false}),
+        json!({"input": "x", "stream": true}),
+    ] {
+        let chat = chat_body(body.clone()).expect("converted");
+        assert_eq!(chat["stream"], true, "{body}");
+        assert_eq!(chat["stream_options"]["include_usage"], true, "{body}");
+    }
+    let chat = chat_body(json!({"input": "x"})).expect("converted");
+    assert_eq!(chat["stream"], false);
+}
+
+#[test]
 fn items_become_chat_messages_with_calls_joined_to_one_assistant_turn() {
     let body = chat_body(json!({"input": [
         {"role": "developer", "content": [{"type": "input_text", "text": "a"},
@@ -142,7 +157,10 @@ fn what_does_not_run_here_is_a_400_naming_the_field() {
             json!({"input": "x", "text": {"format": {"type": "yaml"}}}),
             "text.format.type",
         ),
-        (json!({"input": "x", "background": true}), "background"),
+        (
+            json!({"input": "x", "background": true, "store": false}),
+            "background",
+        ),
         (
             json!({"input": "x", "conversation": "conv_1"}),
             "conversation",
