@@ -17,6 +17,7 @@
 //! HTTP/1.1 only (reqwest without `http2`), plain `http://` (no TLS backend), as `vllm bench
 //! serve` and guidellm talk to a server: one connection per in-flight stream.
 
+mod cancellation;
 mod clock;
 mod config;
 mod endpoint;
@@ -32,6 +33,7 @@ pub mod structured_output;
 #[cfg(test)]
 mod test_http;
 
+pub use cancellation::Cancellation;
 pub use clock::RunClock;
 pub use config::{
     normalize_base_url, Endpoint, RequestConfig, Sampling, DEFAULT_POOL_IDLE_TIMEOUT,

@@ -29,6 +29,9 @@ pub enum ErrorKind {
     Stream,
     /// The client's own per-request timeout.
     Timeout,
+    /// The client cancelled it on purpose (`--request-cancellation-rate`): not a failure of the
+    /// server.
+    Cancelled,
 }
 
 /// One request, as sent and as received.

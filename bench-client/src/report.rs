@@ -10,7 +10,8 @@ mod slices;
 
 use std::fmt::Write;
 
-use crate::stats::{BenchSummary, Metric, MetricStats, WindowSummary};
+use crate::record::ErrorKind;
+use crate::stats::{error_label, BenchSummary, Metric, MetricStats, WindowSummary};
 use per_model::render_per_model;
 use per_turn::render_per_turn;
 use rule::rule;
@@ -70,6 +71,10 @@ pub fn render(summary: &BenchSummary, title: &str) -> String {
     let _ = writeln!(out, "{}", rule(title, '='));
     line(&mut out, "Successful requests:", summary.num_completed);
     line(&mut out, "Failed requests:", summary.num_failed);
+    let cancelled = error_label(&ErrorKind::Cancelled);
+    if let Some(error) = summary.errors_by_kind.iter().find(|e| e.label == cancelled) {
+        line(&mut out, "  of which cancelled by the client:", error.count);
+    }
     line(
         &mut out,
         "Benchmark duration (s):",

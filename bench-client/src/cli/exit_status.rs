@@ -1,11 +1,13 @@
 //! When a benchmark run counts as failed, so that a CI job can trust `pagoda-bench`'s exit
 //! status: every request failed, or more than `--max-failure-rate` of them did. The result file
-//! and the report are written first, so a failed run still leaves its evidence.
+//! and the report are written first, so a failed run still leaves its evidence. Requests the
+//! client cancelled on purpose (`--request-cancellation-rate`) are not failures here.
 
 use anyhow::bail;
 use serde_json::Value;
 
-use crate::stats::BenchSummary;
+use crate::record::ErrorKind;
+use crate::stats::{error_label, BenchSummary};
 
 /// A run's failures, as its result records them.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,19 +56,31 @@ impl FailureCounts {
 /// `Err` (exit status 1) when every request of the run failed, or when the failed fraction
 /// exceeds `max_failure_rate` (0–1); names the error kinds. A run that sent nothing passes.
 pub fn check_failures(counts: &FailureCounts, max_failure_rate: Option<f64>) -> anyhow::Result<()> {
-    let num_requests = counts.num_completed + counts.num_failed;
-    if counts.num_failed == 0 {
+    let is_cancelled = |label: &str| label == error_label(&ErrorKind::Cancelled);
+    let num_cancelled: usize = counts
+        .by_kind
+        .iter()
+        .filter(|(label, _)| is_cancelled(label))
+        .map(|(_, count)| count)
+        .sum();
+    let num_failed = counts.num_failed.saturating_sub(num_cancelled);
+    let num_requests = counts.num_completed + num_failed;
+    if num_failed == 0 {
         return Ok(());
     }
-    let rate = counts.num_failed as f64 / num_requests as f64;
+    let rate = num_failed as f64 / num_requests as f64;
     let kinds: Vec<String> = counts
         .by_kind
         .iter()
+        .filter(|(label, _)| !is_cancelled(label))
         .map(|(label, count)| format!("{count} × {label}"))
         .collect();
+    let uncounted = match num_cancelled {
+        0 => String::new(),
+        n => format!(" ({n} cancelled by the client not counted)"),
+    };
     let what = format!(
-        "{} of {num_requests} requests failed ({:.1}%: {})",
-        counts.num_failed,
+        "{num_failed} of {num_requests} requests failed{uncounted} ({:.1}%: {})",
         rate * 100.0,
         kinds.join(", ")
     );
@@ -115,7 +129,6 @@ pub fn parse_failure_rate(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::ErrorKind;
     use crate::stats::test_records::{failed, streamed};
     use crate::stats::{summarize, SummaryOptions};
 
@@ -164,6 +177,35 @@ mod tests {
             serde_json::json!({"completed": 3, "failed": 0, "pagoda": {"interrupted": true}});
         let error = check_result_failures(&[ok, interrupted], None).expect_err("interrupted");
         assert!(error.to_string().contains("interrupted"), "{error}");
+    }
+
+    #[test]
+    fn requests_cancelled_on_purpose_are_not_failures() {
+        let mut records: Vec<_> = (0..4)
+            .map(|i| streamed(i, 0.0, 0.0, &[0.1], 0.2, 1))
+            .collect();
+        records.extend((4..10).map(|i| failed(i, 0.0, 0.1, ErrorKind::Cancelled)));
+        let counts = FailureCounts::of(&summarize(&records, &SummaryOptions::default()));
+        assert_eq!(
+            counts.num_failed, 6,
+            "vLLM's `failed` counts every request not completed"
+        );
+        assert!(check_failures(&counts, Some(0.0)).is_ok());
+        // Every request cancelled: nothing failed.
+        let all: Vec<_> = (0..3)
+            .map(|i| failed(i, 0.0, 0.1, ErrorKind::Cancelled))
+            .collect();
+        let counts = FailureCounts::of(&summarize(&all, &SummaryOptions::default()));
+        assert!(check_failures(&counts, None).is_ok());
+        // One real failure among them is measured against the requests left to finish.
+        records.push(failed(10, 0.0, 0.1, ErrorKind::Http(500)));
+        let counts = FailureCounts::of(&summarize(&records, &SummaryOptions::default()));
+        let error = check_failures(&counts, Some(0.1)).expect_err("1 of 5 = 20%");
+        let text = error.to_string();
+        assert!(
+            text.contains("1 of 5") && !text.contains("cancelled ×"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -156,6 +156,7 @@ fn request_config(
     request.pool_idle_timeout = Duration::try_from_secs_f64(args.pool_idle_timeout)
         .with_context(|| format!("--pool-idle-timeout {}", args.pool_idle_timeout))?;
     request.client_id = args.client_id;
+    request.cancellation = args.cancellation()?;
     request.keep_generated_text = args.save_detailed;
     request.request_id_prefix = Some(
         args.request_id_prefix

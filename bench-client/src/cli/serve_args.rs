@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use clap::{Args, ValueEnum};
 
 use crate::cli::conversation_args::ConversationArgs;
@@ -10,7 +12,7 @@ use crate::cli::exit_status::parse_failure_rate;
 use crate::cli::lora_args::LoraArgs;
 use crate::cli::structured_output_args::StructuredOutputArgs;
 use crate::cli::trace_args::TraceArgs;
-use crate::client::DEFAULT_POOL_IDLE_TIMEOUT;
+use crate::client::{Cancellation, DEFAULT_POOL_IDLE_TIMEOUT};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EndpointArg {
@@ -142,6 +144,15 @@ pub struct ServeArgs {
     /// flight for a conversation run.
     #[arg(long)]
     pub max_concurrency: Option<usize>,
+    /// Percentage of the requests (0–100, picked by --seed) that the client cancels
+    /// --request-cancellation-delay seconds after sending them, as users who stop a generation
+    /// do (AIPerf's flag). They are reported as `cancelled`, not as failures. Conversation turns
+    /// are never cancelled.
+    #[arg(long, value_name = "PERCENT")]
+    pub request_cancellation_rate: Option<f64>,
+    /// Seconds from a cancelled request's send to its cancellation.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    pub request_cancellation_delay: f64,
     /// Requests sent before the run (not measured).
     #[arg(long, default_value_t = 0)]
     pub num_warmups: usize,
@@ -285,5 +296,28 @@ impl ServeArgs {
                 | DatasetName::Conversation
                 | DatasetName::Trace
         )
+    }
+    /// `--request-cancellation-rate` and `--request-cancellation-delay`.
+    pub fn cancellation(&self) -> anyhow::Result<Option<Cancellation>> {
+        let delay_s = self.request_cancellation_delay;
+        let Some(percent) = self.request_cancellation_rate else {
+            anyhow::ensure!(
+                delay_s == 0.0,
+                "--request-cancellation-delay needs --request-cancellation-rate"
+            );
+            return Ok(None);
+        };
+        anyhow::ensure!(
+            (0.0..=100.0).contains(&percent),
+            "--request-cancellation-rate {percent} must be a percentage in [0, 100]"
+        );
+        let delay = Duration::try_from_secs_f64(delay_s).map_err(|_| {
+            anyhow::anyhow!("--request-cancellation-delay {delay_s} must be seconds ≥ 0")
+        })?;
+        Ok(Some(Cancellation {
+            fraction: percent / 100.0,
+            delay,
+            seed: self.seed,
+        }))
     }
 }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::cancellation::Cancellation;
 pub use super::endpoint::Endpoint;
 use super::structured_output::StructuredOutput;
 
@@ -60,6 +61,9 @@ pub struct RequestConfig {
     /// Request `i` is sent with `x-request-id: {prefix}{i}` (`--request-id-prefix`, as vLLM's
     /// client), so that a server's own records can be matched to the client's; `None`: no id.
     pub request_id_prefix: Option<String>,
+    /// Requests the client cancels on purpose (`--request-cancellation-rate`); `None`: none.
+    /// Conversation turns are never cancelled (the conversation would lose its history).
+    pub cancellation: Option<Cancellation>,
 }
 
 /// Below the 5 s after which llama.cpp's server (cpp-httplib) and uvicorn (vLLM, SGLang) close
@@ -81,6 +85,7 @@ impl RequestConfig {
             pool_idle_timeout: DEFAULT_POOL_IDLE_TIMEOUT,
             keep_generated_text: false,
             request_id_prefix: None,
+            cancellation: None,
         }
     }
 }

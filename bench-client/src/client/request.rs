@@ -42,6 +42,8 @@ struct Exchange<'a> {
     headers: HeaderMap,
     /// Return the reply's text (for a conversation's history).
     keep_reply: bool,
+    /// Subject to `--request-cancellation-rate` (independent requests, not turns).
+    may_cancel: bool,
 }
 
 impl Client {
@@ -64,6 +66,7 @@ impl Client {
             tokenizer,
             headers: HeaderMap::new(),
             keep_reply: false,
+            may_cancel: true,
         };
         self.exchange(exchange).await.0
     }
@@ -88,6 +91,7 @@ impl Client {
             tokenizer,
             headers,
             keep_reply: true,
+            may_cancel: false,
         };
         let (record, reply) = self.exchange(exchange).await;
         (record, reply.unwrap_or_default())
@@ -103,16 +107,33 @@ impl Client {
             tokenizer,
             headers,
             keep_reply,
+            may_cancel,
         } = exchange;
         let body = self.body(spec);
         let sent = Instant::now();
         let deadline = tokio::time::Instant::from_std(sent + self.config.timeout);
         let keep_text = self.config.keep_generated_text;
         let mut parser = StreamParser::new(keep_text || keep_reply || tokenizer.is_some());
-        let (response, num_retries) = self.send_retrying(index, body, headers, deadline).await;
-        let outcome = match response {
-            Ok(response) => read_response(response, deadline, clock, &mut parser).await,
-            Err(failure) => Err(failure),
+        let cancel_after = self
+            .config
+            .cancellation
+            .filter(|_| may_cancel)
+            .and_then(|cancellation| cancellation.delay_for(index));
+        let mut num_retries = 0;
+        let exchanged = async {
+            let (response, retries) = self.send_retrying(index, body, headers, deadline).await;
+            num_retries = retries;
+            match response {
+                Ok(response) => read_response(response, deadline, clock, &mut parser).await,
+                Err(failure) => Err(failure),
+            }
+        };
+        let outcome = match cancel_after {
+            // Dropping the exchange closes its connection: the server sees the client go.
+            Some(delay) => timeout_at(tokio::time::Instant::from_std(sent + delay), exchanged)
+                .await
+                .unwrap_or_else(|_| Err(cancelled(delay))),
+            None => exchanged.await,
         };
         let end = match &outcome {
             Ok(done_at) => *done_at,
@@ -238,6 +259,14 @@ fn response_or_failure(
         Ok(Err(error)) => Err(transport_failure(error)),
         Err(_) => Err(timed_out()),
     }
+}
+
+fn cancelled(delay: std::time::Duration) -> Failure {
+    let message = format!(
+        "cancelled by the client {:.3} s after it was sent (--request-cancellation-rate)",
+        delay.as_secs_f64()
+    );
+    (ErrorKind::Cancelled, message)
 }
 
 fn timed_out() -> Failure {

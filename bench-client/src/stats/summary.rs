@@ -176,6 +176,7 @@ pub fn error_label(kind: &ErrorKind) -> String {
         ErrorKind::Http(status) => format!("http_{status}"),
         ErrorKind::Stream => "stream".into(),
         ErrorKind::Timeout => "timeout".into(),
+        ErrorKind::Cancelled => "cancelled".into(),
     }
 }
 
