@@ -34,6 +34,10 @@ pub fn router(state: SharedState) -> Router {
             "/v1/responses/{id}/cancel",
             post(responses::cancel_response),
         )
+        .route(
+            "/v1/responses/{id}/input_items",
+            get(responses::list_input_items),
+        )
         .route("/v1/models", get(models))
         .route("/v1/models/{*model}", get(model))
         .route("/tokenize", post(tokenize::tokenize))

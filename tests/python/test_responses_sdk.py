@@ -196,6 +196,34 @@ class StoreAndErrorsTest(unittest.TestCase):
         with self.assertRaises(openai.NotFoundError):
             CLIENT.responses.retrieve(unstored.id)
 
+    def test_input_items_list_a_responses_own_input_a_page_at_a_time(self):
+        input_ = [{"role": "user", "content": "What is the weather in Paris?"},
+                  {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+                   "arguments": "{\"city\": \"Paris\"}"},
+                  {"type": "function_call_output", "call_id": "call_1", "output": "Rain."}]
+        response = ask(input=input_, max_output_tokens=5)
+        newest_first = list(CLIENT.responses.input_items.list(response.id))
+        self.assertEqual([item.type for item in newest_first],
+                         ["function_call_output", "function_call", "message"])
+        self.assertEqual(newest_first[2].content[0].text, "What is the weather in Paris?")
+        self.assertEqual(newest_first[1].name, "get_weather")
+        self.assertEqual(newest_first[0].output, "Rain.")
+        self.assertEqual(len({item.id for item in newest_first}), 3)
+        # One item per page, oldest first: the SDK follows `after` through every page.
+        pages = CLIENT.responses.input_items.list(response.id, limit=1, order="asc")
+        self.assertEqual([item.id for item in pages], [item.id for item in newest_first[::-1]])
+        first_page = CLIENT.responses.input_items.list(response.id, limit=2)
+        self.assertTrue(first_page.has_more)
+        # A later response lists its own input, not the conversation before it.
+        later = ask(input="And tomorrow?", previous_response_id=response.id, max_output_tokens=5)
+        (item,) = list(CLIENT.responses.input_items.list(later.id))
+        self.assertEqual(item.content[0].text, "And tomorrow?")
+        with self.assertRaises(openai.BadRequestError) as raised:
+            CLIENT.responses.input_items.list(response.id, limit=500)
+        self.assertEqual(raised.exception.body.get("param"), "limit")
+        with self.assertRaises(openai.NotFoundError):
+            CLIENT.responses.input_items.list("resp_nothing_here")
+
     def test_an_unknown_previous_response_is_a_404(self):
         with self.assertRaises(openai.NotFoundError) as raised:
             ask(previous_response_id="resp_nothing_here")

@@ -5,6 +5,7 @@
 
 pub mod background;
 pub mod events;
+pub mod input_items;
 pub mod object;
 pub mod request;
 pub mod store;
@@ -26,6 +27,7 @@ use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
 use crate::openai::respond::collect_json;
 use crate::state::{unix_now_s, SharedState};
+use input_items::{input_items, page, ListQuery};
 use object::{output_items, responses_usage, status_of, ResponseShell};
 use request::{responses_param, ResponsesRequest};
 use store::{Keeping, StoredResponse};
@@ -103,6 +105,7 @@ pub async fn create_response(
     let keeping = (request.store != Some(false)).then(|| Keeping {
         store: Arc::clone(&state.responses),
         conversation,
+        input_items: input_items(&request.input, &shell.id),
         background,
     });
     if background {
@@ -148,6 +151,7 @@ fn start_background(
         let stored = StoredResponse {
             response: shell.object("in_progress", Vec::new(), None),
             messages: keeping.conversation.clone(),
+            input_items: keeping.input_items.clone(),
         };
         keeping.store.insert(shell.id.clone(), stored);
     }
@@ -200,6 +204,22 @@ pub async fn retrieve_response(
         run.follow(query.starting_after),
         state.sse_keep_alive,
     ))
+}
+
+/// `GET /v1/responses/{id}/input_items`: the response's own input, a page at a time.
+pub async fn list_input_items(
+    State(state): State<SharedState>,
+    Path(id): Path<String>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|rejection| {
+        ApiError::invalid("limit", format!("bad query: {}", rejection.body_text()))
+    })?;
+    let stored = state
+        .responses
+        .get(&id)
+        .ok_or_else(|| response_not_found(&id))?;
+    Ok(Json(page(&stored.input_items, &query)?).into_response())
 }
 
 /// `POST /v1/responses/{id}/cancel`: stops a background response that is still running and

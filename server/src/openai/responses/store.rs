@@ -20,13 +20,17 @@ pub struct StoredResponse {
     /// The chat messages up to and including the response's own (without `instructions`, which
     /// do not carry over, as OpenAI documents).
     pub messages: Vec<serde_json::Value>,
+    /// The request's own `input` as items with ids (`GET /v1/responses/{id}/input_items`).
+    pub input_items: Vec<serde_json::Value>,
 }
 
 impl StoredResponse {
     /// Bytes of its JSON (what the store counts against its budget).
     fn num_bytes(&self) -> usize {
-        let messages: usize = self.messages.iter().map(|m| m.to_string().len()).sum();
-        self.response.to_string().len() + messages
+        let json_len = |values: &[serde_json::Value]| -> usize {
+            values.iter().map(|v| v.to_string().len()).sum()
+        };
+        self.response.to_string().len() + json_len(&self.messages) + json_len(&self.input_items)
     }
 }
 
@@ -37,6 +41,8 @@ pub struct Keeping {
     pub store: Arc<ResponseStore>,
     /// The chat messages before the response's own.
     pub conversation: Vec<serde_json::Value>,
+    /// The request's `input` as items with ids.
+    pub input_items: Vec<serde_json::Value>,
     /// A background response: its failure or cancellation is kept too (clients poll for it).
     pub background: bool,
 }
@@ -54,6 +60,7 @@ impl Keeping {
         let stored = StoredResponse {
             response: response.clone(),
             messages,
+            input_items: self.input_items,
         };
         self.store.insert(id.to_string(), stored);
     }
@@ -147,6 +154,7 @@ mod tests {
         StoredResponse {
             response: json!({"n": n}),
             messages: vec![json!({"role": "user", "content": n.to_string()})],
+            input_items: Vec::new(),
         }
     }
 
@@ -184,6 +192,7 @@ mod tests {
         let huge = StoredResponse {
             response: json!({"text": "x".repeat(3 * size)}),
             messages: Vec::new(),
+            input_items: Vec::new(),
         };
         store.insert("huge".into(), huge);
         assert!(store.get("huge").is_none());
