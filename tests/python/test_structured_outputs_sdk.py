@@ -259,6 +259,38 @@ class Reasoning(unittest.TestCase):
         reasoning, content, _ = self.ask(r"Sunny\.", False)
         self.assertEqual((reasoning, content), (None, "Sunny."))
 
+    def test_reasoning_tokens_are_counted_in_usage(self):
+        pattern = r"<think>\nIt is a city\.\n</think>\n\nSunny\."
+        kwargs = dict(model=MODEL, messages=[{"role": "user", "content": "Weather in Paris?"}],
+                      max_tokens=80, temperature=0,
+                      extra_body={"structured_outputs": {"regex": pattern}})
+        whole = CLIENT.chat.completions.create(logprobs=True, **kwargs)
+        # The tokens up to the one that completes `</think>`, from the tokens' own texts.
+        written, expected = "", None
+        for position, entry in enumerate(whole.choices[0].logprobs.content):
+            written += entry.token
+            if "</think>" in written:
+                expected = position + 1
+                break
+        self.assertIsNotNone(expected)
+        self.assertLess(expected, whole.usage.completion_tokens)
+        self.assertEqual(whole.usage.completion_tokens_details.reasoning_tokens, expected)
+        chunks = list(CLIENT.chat.completions.create(
+            stream=True, stream_options={"include_usage": True}, **kwargs))
+        self.assertEqual(chunks[-1].usage.completion_tokens_details.reasoning_tokens, expected)
+        response = CLIENT.responses.create(
+            model=MODEL, input="Weather in Paris?", max_output_tokens=80, temperature=0,
+            extra_body={"structured_outputs": {"regex": pattern}})
+        self.assertEqual(response.usage.output_tokens_details.reasoning_tokens, expected)
+        events = list(CLIENT.responses.create(
+            model=MODEL, input="Weather in Paris?", max_output_tokens=80, temperature=0,
+            stream=True, extra_body={"structured_outputs": {"regex": pattern}}))
+        self.assertEqual(events[-1].response.usage.output_tokens_details.reasoning_tokens,
+                         expected)
+        plain = CLIENT.chat.completions.create(
+            **{**kwargs, "extra_body": {"structured_outputs": {"regex": r"Sunny\."}}})
+        self.assertEqual(plain.usage.completion_tokens_details.reasoning_tokens, 0)
+
     def test_a_tool_call_after_the_thinking_is_a_call(self):
         pattern = (r'<think>I need the weather\.</think><tool_call>\n\{"name": "get_weather", '
                    r'"arguments": \{"city": "Paris", "unit": "celsius"\}\}\n</tool_call>')

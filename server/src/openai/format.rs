@@ -31,6 +31,12 @@ pub trait ResponseFormat: Send + Sync + 'static {
     }
     /// The whole non-streamed response.
     fn response(&self, choices: Vec<FinishedChoice>, usage: Value) -> Value;
+    /// Reads a delta that will not be streamed (a whole response's), for what the format
+    /// counts of it (chat: reasoning tokens).
+    fn observe(&self, _delta: DeltaParts<'_>) {}
+    /// Adds what the format counted to a usage object (chat with a reasoning parser:
+    /// `completion_tokens_details.reasoning_tokens`).
+    fn add_usage_details(&self, _usage: &mut Value) {}
 }
 
 /// What one streamed delta of a choice writes.
@@ -39,7 +45,9 @@ pub struct DeltaParts<'a> {
     pub index: usize,
     pub text: &'a str,
     pub logprobs: &'a [TokenLogprob],
-    /// The generated tokens the delta stands for.
+    /// How many generated tokens the delta stands for.
+    pub num_tokens: usize,
+    /// The generated tokens the delta stands for (when `return_token_ids` asked).
     pub token_ids: &'a [u32],
     /// The prompt's token ids, on a choice's first delta when `return_token_ids` asked.
     pub prompt_token_ids: Option<&'a [u32]>,
@@ -106,10 +114,11 @@ struct ReadDelta {
 }
 
 impl ChoiceReader {
-    fn read(&mut self, text: &str) -> ReadDelta {
+    /// The text of `num_tokens` generated tokens.
+    fn read(&mut self, text: &str, num_tokens: usize) -> ReadDelta {
         let (reasoning, content) = match &mut self.reasoning {
             Some(stream) => {
-                let delta = stream.push(text);
+                let delta = stream.push_tokens(text, num_tokens);
                 (delta.reasoning, delta.content)
             }
             None => (String::new(), text.to_string()),
@@ -201,10 +210,34 @@ fn chat_logprobs(logprobs: &[TokenLogprob]) -> Value {
 impl ResponseFormat for ChatFormat {
     fn chunk(&self, choices: Vec<Value>, usage: Option<Value>) -> Value {
         let mut map = envelope(&self.meta, "chat.completion.chunk", choices);
-        if let Some(usage) = usage {
+        if let Some(mut usage) = usage {
+            self.add_usage_details(&mut usage);
             map.insert("usage".into(), usage);
         }
         Value::Object(map)
+    }
+
+    fn observe(&self, delta: DeltaParts<'_>) {
+        if self.reasoning.is_some() {
+            self.with_reader(delta.index, |reader| {
+                if let Some(stream) = &mut reader.reasoning {
+                    stream.push_tokens(delta.text, delta.num_tokens);
+                }
+            });
+        }
+    }
+
+    fn add_usage_details(&self, usage: &mut Value) {
+        if self.reasoning.is_none() || !usage.is_object() {
+            return;
+        }
+        let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let num_reasoning_tokens: usize = streams
+            .values()
+            .filter_map(|reader| reader.reasoning.as_ref())
+            .map(ReasoningStream::num_reasoning_tokens)
+            .sum();
+        usage["completion_tokens_details"] = json!({"reasoning_tokens": num_reasoning_tokens});
     }
 
     fn opening_choice(&self, index: usize) -> Option<Value> {
@@ -215,7 +248,12 @@ impl ResponseFormat for ChatFormat {
     }
 
     fn delta_choice(&self, parts: DeltaParts<'_>) -> Option<Value> {
-        let DeltaParts { index, text, .. } = parts;
+        let DeltaParts {
+            index,
+            text,
+            num_tokens,
+            ..
+        } = parts;
         let logprobs = if self.meta.want_logprobs {
             chat_logprobs(parts.logprobs)
         } else {
@@ -224,7 +262,7 @@ impl ResponseFormat for ChatFormat {
         let delta = match self.tools.is_none() && self.reasoning.is_none() {
             true => json!({"content": text}),
             false => {
-                let read = self.with_reader(index, |reader| reader.read(text));
+                let read = self.with_reader(index, |reader| reader.read(text, num_tokens));
                 let empty = read.reasoning.is_empty() && read.chat.is_empty();
                 // Held text still sends its tokens' ids or log-probabilities (as vLLM does).
                 let carries_tokens = self.meta.return_token_ids && !parts.token_ids.is_empty();
@@ -268,7 +306,8 @@ impl ResponseFormat for ChatFormat {
             "logprobs": null, "finish_reason": reason})
     }
 
-    fn response(&self, mut choices: Vec<FinishedChoice>, usage: Value) -> Value {
+    fn response(&self, mut choices: Vec<FinishedChoice>, mut usage: Value) -> Value {
+        self.add_usage_details(&mut usage);
         let prompt_logprobs = choices.first_mut().and_then(|c| c.prompt_logprobs.take());
         let prompt_token_ids = choices.first_mut().and_then(|c| c.prompt_token_ids.take());
         let choices = choices

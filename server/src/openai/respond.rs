@@ -122,6 +122,9 @@ pub async fn collect_json<F: ResponseFormat>(
     let mut choices: Vec<FinishedChoice> = Vec::with_capacity(runs.len());
     let mut events = merged(runs);
     while let Some(event) = events.next().await {
+        if let Some(parts) = delta_parts(&event) {
+            format.observe(parts);
+        }
         match event {
             ChoiceEvent::Delta {
                 index,
@@ -366,6 +369,7 @@ pub fn delta_parts(event: &ChoiceEvent) -> Option<DeltaParts<'_>> {
             index,
             text,
             logprobs,
+            num_tokens,
             token_ids,
             prompt_token_ids,
             ..
@@ -373,6 +377,7 @@ pub fn delta_parts(event: &ChoiceEvent) -> Option<DeltaParts<'_>> {
             index: *index,
             text,
             logprobs,
+            num_tokens: *num_tokens,
             token_ids,
             prompt_token_ids: prompt_token_ids.as_deref(),
         }),

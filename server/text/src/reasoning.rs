@@ -56,6 +56,8 @@ impl ReasoningFormat {
             format: self,
             phase: Phase::Start,
             held: String::new(),
+            num_reasoning_tokens: 0,
+            num_undecided_tokens: 0,
         }
     }
 }
@@ -96,6 +98,11 @@ pub struct ReasoningStream {
     phase: Phase,
     /// Text read but not yet sent: a possible start of the tag being watched for.
     held: String,
+    /// Generated tokens of the reasoning (its tags included), as [`Self::push_tokens`] counts.
+    num_reasoning_tokens: usize,
+    /// Tokens read while it was not yet known whether the output reasons (a possible
+    /// `<think>`): reasoning tokens if it turns out to.
+    num_undecided_tokens: usize,
 }
 
 impl ReasoningStream {
@@ -108,6 +115,36 @@ impl ReasoningStream {
         delta
     }
 
+    /// [`Self::push`] for the text of `num_tokens` generated tokens, counting those of the
+    /// reasoning: a token read inside it, the one that closes it, and those of an opening
+    /// `<think>` once it is one.
+    pub fn push_tokens(&mut self, text: &str, num_tokens: usize) -> ReasoningDelta {
+        let before = self.phase;
+        let delta = self.push(text);
+        match (before, self.phase) {
+            (_, Phase::Start) => self.num_undecided_tokens += num_tokens,
+            (Phase::Start, Phase::Reasoning) => {
+                self.num_reasoning_tokens += self.num_undecided_tokens + num_tokens;
+                self.num_undecided_tokens = 0;
+            }
+            (Phase::Start, Phase::Content) => {
+                // Reasoned and closed within this text, or never reasoned at all.
+                if !delta.reasoning.is_empty() || text.contains(THINK_CLOSE) {
+                    self.num_reasoning_tokens += self.num_undecided_tokens + num_tokens;
+                }
+                self.num_undecided_tokens = 0;
+            }
+            (Phase::Reasoning, _) => self.num_reasoning_tokens += num_tokens,
+            (Phase::Content, _) => {}
+        }
+        delta
+    }
+
+    /// Generated tokens of the reasoning so far (see [`Self::push_tokens`]).
+    pub fn num_reasoning_tokens(&self) -> usize {
+        self.num_reasoning_tokens
+    }
+
     /// What is still held when the output ends.
     pub fn finish(&mut self) -> ReasoningDelta {
         let held = std::mem::take(&mut self.held);
@@ -115,6 +152,10 @@ impl ReasoningStream {
             (Phase::Reasoning, _) | (Phase::Start, ReasoningFormat::DeepSeekR1) => true,
             (Phase::Content, _) | (Phase::Start, ReasoningFormat::Qwen3) => false,
         };
+        if reasoning && self.phase == Phase::Start {
+            self.num_reasoning_tokens += self.num_undecided_tokens;
+        }
+        self.num_undecided_tokens = 0;
         self.phase = Phase::Content;
         match reasoning {
             true => ReasoningDelta {

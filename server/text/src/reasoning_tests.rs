@@ -118,3 +118,45 @@ fn parser_names() {
     }
     assert!("granite".parse::<ReasoningFormat>().is_err());
 }
+
+/// Tokens (as the model generates them, one piece each) counted as reasoning.
+fn reasoning_tokens(format: ReasoningFormat, tokens: &[&str]) -> usize {
+    let mut stream = format.streaming();
+    for token in tokens {
+        stream.push_tokens(token, 1);
+    }
+    stream.finish();
+    stream.num_reasoning_tokens()
+}
+
+#[test]
+fn reasoning_tokens_are_those_from_the_opening_tag_to_the_closing_one() {
+    let thinking = [
+        "<think>", "\n", "Blue", " is", " nice", "</think>", "\n\n", "Blue", ".",
+    ];
+    assert_eq!(reasoning_tokens(Qwen3, &thinking), 6);
+    assert_eq!(reasoning_tokens(DeepSeekR1, &thinking), 6);
+    // The tag split over several tokens counts whole, once it is known to be the tag.
+    let split_tag = ["<", "th", "ink", ">", "hm", "</", "think", ">", "ok"];
+    assert_eq!(reasoning_tokens(Qwen3, &split_tag), 8);
+    // No reasoning: nothing counted, even for a start that looked like a tag.
+    assert_eq!(reasoning_tokens(Qwen3, &["<", "b", ">", "bold"]), 0);
+    assert_eq!(reasoning_tokens(Qwen3, &["Plain", " answer"]), 0);
+    // DeepSeek-R1 reasons from the first token, without an opening tag.
+    assert_eq!(
+        reasoning_tokens(DeepSeekR1, &["Let", " me", "</think>", "Yes"]),
+        3
+    );
+    // Cut short while thinking: every token is reasoning, held ones included.
+    assert_eq!(reasoning_tokens(DeepSeekR1, &["<th"]), 1);
+    assert_eq!(
+        reasoning_tokens(Qwen3, &["<think>", "still", " going", "</th"]),
+        4
+    );
+    // A piece standing for several tokens counts them all.
+    let mut stream = Qwen3.streaming();
+    stream.push_tokens("<think>a", 3);
+    stream.push_tokens("b</think>c", 2);
+    stream.push_tokens("d", 1);
+    assert_eq!(stream.num_reasoning_tokens(), 5);
+}

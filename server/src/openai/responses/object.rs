@@ -95,11 +95,15 @@ pub fn responses_usage(chat: &Value) -> Value {
         .pointer("/prompt_tokens_details/cached_tokens")
         .and_then(Value::as_u64)
         .unwrap_or(0);
+    let reasoning = chat
+        .pointer("/completion_tokens_details/reasoning_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     json!({
         "input_tokens": count("prompt_tokens"),
         "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
         "output_tokens": count("completion_tokens"),
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": reasoning},
         "total_tokens": count("total_tokens"),
     })
 }

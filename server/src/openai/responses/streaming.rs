@@ -89,9 +89,16 @@ impl Streaming {
         }
         self.done = true;
         self.events = stream::empty().boxed();
-        let (events, response) = self.translator.cancel(&self.totals.to_json());
+        let (events, response) = self.translator.cancel(&self.usage());
         self.pending.extend(events);
         self.end(response, true);
+    }
+
+    /// The chat usage so far, with the format's details (reasoning tokens).
+    fn usage(&self) -> Value {
+        let mut usage = self.totals.to_json();
+        self.format.add_usage_details(&mut usage);
+        usage
     }
 
     /// The response's id.
@@ -170,7 +177,7 @@ impl Streaming {
         self.pending
             .extend(self.translator.on_delta(&last["delta"], &[]));
         let reason = last["finish_reason"].as_str().unwrap_or(finish_reason);
-        let (events, response) = self.translator.finish(reason, &self.totals.to_json());
+        let (events, response) = self.translator.finish(reason, &self.usage());
         self.pending.extend(events);
         self.end(response, true);
     }
