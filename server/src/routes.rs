@@ -27,6 +27,10 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/completions", post(completions::completions))
         .route("/v1/responses", post(responses::create_response))
         .route(
+            "/v1/responses/input_tokens",
+            post(responses::count_input_tokens),
+        )
+        .route(
             "/v1/responses/{id}",
             get(responses::retrieve_response).delete(responses::delete_response),
         )

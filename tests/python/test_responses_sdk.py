@@ -224,6 +224,32 @@ class StoreAndErrorsTest(unittest.TestCase):
         with self.assertRaises(openai.NotFoundError):
             CLIENT.responses.input_items.list("resp_nothing_here")
 
+    def test_input_tokens_count_what_the_response_reads(self):
+        cases = [dict(input=QUESTION, instructions=INSTRUCTIONS),
+                 dict(input=QUESTION, tools=[WEATHER], tool_choice="required"),
+                 dict(input=[{"role": "user", "content": "Hi"},
+                             {"role": "assistant", "content": "Hello."},
+                             {"role": "user", "content": "Bye"}])]
+        for kwargs in cases:
+            with self.subTest(kwargs=list(kwargs)):
+                counted = CLIENT.responses.input_tokens.count(model=MODEL, **kwargs)
+                self.assertEqual(counted.object, "response.input_tokens")
+                answered = CLIENT.responses.create(model=MODEL, max_output_tokens=2,
+                                                   temperature=0, **kwargs)
+                self.assertEqual(counted.input_tokens, answered.usage.input_tokens)
+        # A stored conversation counts too.
+        first = ask(max_output_tokens=5)
+        follow_up = dict(input="And Spain?", previous_response_id=first.id)
+        counted = CLIENT.responses.input_tokens.count(model=MODEL, **follow_up)
+        answered = CLIENT.responses.create(model=MODEL, max_output_tokens=2, **follow_up)
+        self.assertEqual(counted.input_tokens, answered.usage.input_tokens)
+        with self.assertRaises(openai.NotFoundError):
+            CLIENT.responses.input_tokens.count(model="no-such-model", input="x")
+        # What a response could not run with is refused alike (auto tool choice without a
+        # parser on this server).
+        with self.assertRaises(openai.BadRequestError):
+            CLIENT.responses.input_tokens.count(model=MODEL, input="x", tools=[WEATHER])
+
     def test_an_unknown_previous_response_is_a_404(self):
         with self.assertRaises(openai.NotFoundError) as raised:
             ask(previous_response_id="resp_nothing_here")

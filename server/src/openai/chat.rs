@@ -100,29 +100,7 @@ pub async fn start_chat(
         // `[TOOL_CALLS]` is a special token: keep it in the text the parser reads.
         params.skip_special_tokens = false;
     }
-    let (add_generation_prompt, continue_final_message) = prompt_ending(
-        request.add_generation_prompt,
-        request.continue_final_message,
-    )?;
-    let kwargs = template_kwargs(request.chat_template_kwargs.as_ref())?;
-    let prompt = {
-        let state = state.clone();
-        let messages = request.messages;
-        let offered: Option<Vec<Value>> = tools
-            .as_ref()
-            .and_then(|t| t.offered().map(<[Value]>::to_vec));
-        tokenize_blocking(move || {
-            let conversation = Conversation {
-                messages: &messages,
-                tools: offered.as_deref(),
-                add_generation_prompt,
-                continue_final_message,
-                template_kwargs: &kwargs,
-            };
-            state.chat_prompt_ids(conversation, false)
-        })
-        .await?
-    };
+    let prompt = chat_prompt_ids(state, request, tools.as_ref()).await?;
     let num_prompt_tokens = prompt.len();
     let request = state
         .validate_prompt(prompt, &params)
@@ -144,6 +122,54 @@ pub async fn start_chat(
         totals,
         params,
     })
+}
+
+/// The prompt a chat request renders to (its messages and offered tools through the chat
+/// template), as token ids.
+async fn chat_prompt_ids(
+    state: &SharedState,
+    request: ChatCompletionRequest,
+    tools: Option<&ToolsRequest>,
+) -> Result<Vec<u32>, ApiError> {
+    let (add_generation_prompt, continue_final_message) = prompt_ending(
+        request.add_generation_prompt,
+        request.continue_final_message,
+    )?;
+    let kwargs = template_kwargs(request.chat_template_kwargs.as_ref())?;
+    let state = state.clone();
+    let messages = request.messages;
+    let offered: Option<Vec<Value>> = tools.and_then(|t| t.offered().map(<[Value]>::to_vec));
+    tokenize_blocking(move || {
+        let conversation = Conversation {
+            messages: &messages,
+            tools: offered.as_deref(),
+            add_generation_prompt,
+            continue_final_message,
+            template_kwargs: &kwargs,
+        };
+        state.chat_prompt_ids(conversation, false)
+    })
+    .await
+}
+
+/// How many tokens a chat request's prompt is, without running it (the Responses API's
+/// `input_tokens`): the model is checked, the tools read, the prompt rendered.
+pub async fn count_prompt_tokens(
+    state: &SharedState,
+    request: ChatCompletionRequest,
+) -> Result<usize, ApiError> {
+    state.check_model(request.fields.model.as_deref())?;
+    reject_unsupported(&request)?;
+    let tools = parse_tools(
+        request.tools.as_ref(),
+        request.tool_choice.as_ref(),
+        request.parallel_tool_calls,
+    )?;
+    if let Some(tools) = &tools {
+        // What the request could not run with is refused here too.
+        tools.output(state.tool_calls)?;
+    }
+    Ok(chat_prompt_ids(state, request, tools.as_ref()).await?.len())
 }
 
 /// Compiles what constrains the output: a forced tool call, or the request's structured-output

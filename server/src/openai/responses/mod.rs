@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::middleware::RequestIdValue;
-use crate::openai::chat::{start_chat, StartedChat};
+use crate::openai::chat::{count_prompt_tokens, start_chat, StartedChat};
 use crate::openai::error::ApiError;
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
@@ -135,6 +135,24 @@ pub async fn create_response(
         keeping.keep(&shell.id, &response);
     }
     Ok(Json(response).into_response())
+}
+
+/// `POST /v1/responses/input_tokens` (the SDK's `responses.input_tokens.count`): how many tokens
+/// the request's prompt would be (instructions, a stored conversation, input, tools), without
+/// running it.
+pub async fn count_input_tokens(
+    State(state): State<SharedState>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let request: ResponsesRequest = parse_body(&body)?;
+    let conversation = request.conversation(&history(&state, &request)?)?;
+    let chat_body = request.chat_body(&conversation)?;
+    let chat_request = parse_body(chat_body.to_string().as_bytes()).map_err(renamed)?;
+    let input_tokens = count_prompt_tokens(&state, chat_request)
+        .await
+        .map_err(renamed)?;
+    let counted = json!({"object": "response.input_tokens", "input_tokens": input_tokens});
+    Ok(Json(counted).into_response())
 }
 
 /// A background response: stored as in progress, run on its own task; the answer is the queued
