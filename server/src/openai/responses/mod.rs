@@ -24,7 +24,7 @@ use crate::middleware::RequestIdValue;
 use crate::openai::chat::{count_prompt_tokens, start_chat, StartedChat};
 use crate::openai::error::ApiError;
 use crate::openai::json_body::JsonBody;
-use crate::openai::requests::parse_body;
+use crate::openai::requests::{parse_body, ChatCompletionRequest};
 use crate::openai::respond::collect_json;
 use crate::state::{unix_now_s, SharedState};
 use input_items::{input_items, page, ListQuery};
@@ -79,15 +79,25 @@ fn history(state: &SharedState, request: &ResponsesRequest) -> Result<Vec<Value>
     Ok(stored.messages.clone())
 }
 
+/// The conversation a request continues (a stored one, then its input) and the chat request
+/// it runs as.
+fn chat_request_of(
+    state: &SharedState,
+    request: &ResponsesRequest,
+) -> Result<(Vec<Value>, ChatCompletionRequest), ApiError> {
+    let conversation = request.conversation(&history(state, request)?)?;
+    let chat_body = request.chat_body(&conversation)?;
+    let chat_request = parse_body(chat_body.to_string().as_bytes()).map_err(renamed)?;
+    Ok((conversation, chat_request))
+}
+
 pub async fn create_response(
     State(state): State<SharedState>,
     Extension(request_id): Extension<RequestIdValue>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let request: ResponsesRequest = parse_body(&body)?;
-    let conversation = request.conversation(&history(&state, &request)?)?;
-    let chat_body = request.chat_body(&conversation)?;
-    let chat_request = parse_body(chat_body.to_string().as_bytes()).map_err(renamed)?;
+    let (conversation, chat_request) = chat_request_of(&state, &request)?;
     let chat = start_chat(&state, &request_id, chat_request)
         .await
         .map_err(renamed)?;
@@ -145,9 +155,7 @@ pub async fn count_input_tokens(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let request: ResponsesRequest = parse_body(&body)?;
-    let conversation = request.conversation(&history(&state, &request)?)?;
-    let chat_body = request.chat_body(&conversation)?;
-    let chat_request = parse_body(chat_body.to_string().as_bytes()).map_err(renamed)?;
+    let (_, chat_request) = chat_request_of(&state, &request)?;
     let input_tokens = count_prompt_tokens(&state, chat_request)
         .await
         .map_err(renamed)?;
