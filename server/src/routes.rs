@@ -1,7 +1,7 @@
 //! The router: every route, its layers, and the small handlers (models, health, version,
 //! metrics, admin).
 
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -12,6 +12,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use crate::lora_routes;
 use crate::middleware::{http_metrics, request_id, require_api_key};
 use crate::openai::error::ApiError;
+use crate::openai::path_param::PathParam;
 use crate::openai::{chat, completions, responses, tokenize};
 use crate::state::SharedState;
 
@@ -87,7 +88,7 @@ async fn models(State(state): State<SharedState>) -> Json<serde_json::Value> {
 /// `model_not_found`. Names may hold `/` (`org/model`).
 async fn model(
     State(state): State<SharedState>,
-    Path(name): Path<String>,
+    PathParam(name): PathParam,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     model_entries(&state)
         .into_iter()

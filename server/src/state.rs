@@ -240,6 +240,7 @@ impl AppState {
             tokenizer: Arc::clone(&self.tokenizer),
             metrics: self.metrics.for_model(self.response_model_name(params)),
             stop_strings: params.stop_strings.clone(),
+            min_tokens: params.stop.min_tokens,
             stop_token_ids: params.ending_token_ids.clone(),
             include_stop_str_in_output: params.include_stop_str_in_output,
             skip_special_tokens: params.skip_special_tokens,

@@ -218,6 +218,20 @@ class ChatTest(unittest.TestCase):
             f"{choice.message.content!r} is not a prefix of {unstopped!r}",
         )
 
+    def test_min_tokens_holds_back_stop_strings(self):
+        """vLLM's rule: a stop string is not looked for until `min_tokens` tokens exist."""
+        common = dict(model=MODEL, prompt="Once upon a time", temperature=0, max_tokens=8,
+                      stop=["e"])
+        stopped = CLIENT.completions.create(**common)
+        self.assertEqual(stopped.choices[0].finish_reason, "stop")
+        self.assertLess(stopped.usage.completion_tokens, 8)
+        held = CLIENT.completions.create(extra_body={"min_tokens": 8}, **common)
+        self.assertEqual(held.choices[0].finish_reason, "length")
+        self.assertEqual(held.usage.completion_tokens, 8)
+        self.assertIn("e", held.choices[0].text)
+        # The held output starts with the stopped one: the same tokens, not cut.
+        self.assertTrue(held.choices[0].text.startswith(stopped.choices[0].text))
+
 
 class CompletionsTest(unittest.TestCase):
     def test_text_and_token_id_prompts_agree(self):

@@ -262,6 +262,10 @@ class StoreAndErrorsTest(unittest.TestCase):
                                                         "image_url": "https://x/y.png"}]}]),
              "input[0].content[0]"),
             (dict(extra_body={"conversation": "conv_1"}), "conversation"),
+            (dict(include=["bogus"]), "include[0]"),
+            (dict(reasoning={"effort": "bogus"}), "reasoning.effort"),
+            (dict(metadata={"a": 1}), "metadata.a"),
+            (dict(input=[{"type": "reasoning", "id": "rs_1", "summary": []}]), "input"),
         ]
         for kwargs, param in cases:
             with self.subTest(param):
@@ -320,6 +324,13 @@ class BackgroundTest(unittest.TestCase):
                              [e.model_dump() for e in events[after + 1:]])
         whole = list(CLIENT.responses.retrieve(response_id, stream=True))
         self.assertEqual(len(whole), len(events))
+        # After the last event nothing comes; past it is a 400 naming the parameter.
+        self.assertEqual(list(CLIENT.responses.retrieve(
+            response_id, stream=True, starting_after=len(events) - 1)), [])
+        with self.assertRaises(openai.BadRequestError) as raised:
+            list(CLIENT.responses.retrieve(response_id, stream=True,
+                                           starting_after=len(events)))
+        self.assertEqual(raised.exception.body.get("param"), "starting_after")
         kept = CLIENT.responses.retrieve(response_id)
         self.assertEqual(kept.output_text, events[-1].response.output_text)
 
@@ -337,12 +348,17 @@ class BackgroundTest(unittest.TestCase):
         cancelled = CLIENT.responses.cancel(running.id)
         self.assertEqual(cancelled.status, "cancelled")
         self.assertLess(cancelled.usage.output_tokens, 4000)
+        # The usage counts what was written before the cancel.
+        self.assertEqual(cancelled.usage.output_tokens > 0, bool(cancelled.output_text))
         self.assertEqual(CLIENT.responses.retrieve(running.id).status, "cancelled")
         # Cancelling again answers the same response.
         self.assertEqual(CLIENT.responses.cancel(running.id).status, "cancelled")
         # A follower of its events reaches their end.
         events = list(CLIENT.responses.retrieve(running.id, stream=True))
         self.assertEqual(events[0].type, "response.created")
+        self.assertEqual(events[-1].type, "response.cancelled")
+        # The SDK knows no type for it: read it as data.
+        self.assertEqual(events[-1].model_dump()["response"]["status"], "cancelled")
         # The engine is free again: a new request runs to its end.
         self.assertIn(ask(max_output_tokens=5).status, ("completed", "incomplete"))
 

@@ -62,6 +62,9 @@ pub struct ChoiceContext {
     pub tokenizer: Arc<TextTokenizer>,
     pub metrics: Metrics,
     pub stop_strings: Vec<String>,
+    /// Stop strings are not looked for until this many tokens were generated (`min_tokens`, as
+    /// vLLM: a stop string ending within them does not stop the choice).
+    pub min_tokens: usize,
     /// Tokens that end the choice (the request's `stop_token_ids`, the model's end-of-turn and,
     /// unless `ignore_eos`, EOS ids); unless `include_stop_str_in_output`, such a token adds no
     /// text, as in vLLM (also with `skip_special_tokens: false`).
@@ -254,7 +257,10 @@ impl ChoiceRun {
         };
         let text_offset = self.num_text_chars;
         self.num_text_chars += text.chars().count();
-        let filtered = self.matcher.push(&text);
+        let filtered = match self.num_tokens <= self.context.min_tokens {
+            true => self.matcher.pass(&text),
+            false => self.matcher.push(&text),
+        };
         let logprobs = self.logprobs_of(&token, text_offset);
         if filtered.stopped {
             self.stopped_after = Some(self.num_tokens);

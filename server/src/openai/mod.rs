@@ -13,6 +13,7 @@ pub mod logit_bias;
 pub mod logprob;
 pub mod output_spec;
 pub mod params;
+pub mod path_param;
 pub mod prompt_side;
 pub mod requests;
 pub mod respond;

@@ -78,6 +78,23 @@ impl StopStringMatcher {
         }
     }
 
+    /// Adds text that no stop string may end in (the tokens before `min_tokens`): it is
+    /// released as it is, after anything held.
+    pub fn pass(&mut self, delta: &str) -> Filtered {
+        if self.stopped {
+            return Filtered {
+                text: String::new(),
+                stopped: true,
+            };
+        }
+        let mut text = std::mem::take(&mut self.held);
+        text.push_str(delta);
+        Filtered {
+            text,
+            stopped: false,
+        }
+    }
+
     /// The generation ended without a stop string: releases what was held back.
     pub fn finish(&mut self) -> String {
         if self.stopped {
@@ -141,6 +158,16 @@ mod tests {
             ("Hello ".into(), true)
         );
         assert_eq!(run(&["\n\n"], &["line\n", "\nnext"]), ("line".into(), true));
+    }
+
+    #[test]
+    fn passed_text_is_never_matched_and_matching_resumes_after_it() {
+        let mut matcher = StopStringMatcher::new(vec!["e".into()]);
+        assert_eq!(matcher.pass("one").text, "one");
+        assert_eq!(matcher.pass(" the").text, " the");
+        let after = matcher.push("n more");
+        assert_eq!((after.text.as_str(), after.stopped), ("n mor", true));
+        assert!(matcher.pass("x").stopped, "a stopped matcher stays stopped");
     }
 
     #[test]

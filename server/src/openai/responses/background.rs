@@ -70,6 +70,12 @@ impl BackgroundRun {
         self.lock().finished
     }
 
+    /// How many events the log holds, once the run has ended (`None` while it runs).
+    pub fn num_events_if_finished(&self) -> Option<usize> {
+        let log = self.lock();
+        log.finished.then_some(log.events.len())
+    }
+
     /// Asks the run to stop (it keeps the response as `cancelled`); a finished run ignores it.
     pub fn request_cancel(&self) {
         self.cancel.notify_one();

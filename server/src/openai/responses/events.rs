@@ -136,15 +136,17 @@ impl ResponseEvents {
     }
 
     /// A cancelled background response: the open item closed as incomplete (its `.done`
-    /// events, which a follower of the stream still gets), and the Response object, status
-    /// `cancelled`, with the output written so far and the usage so far. No Responses event
-    /// announces a cancellation: the stream ends after the item's.
+    /// events), then `response.cancelled` with the Response object, status `cancelled`, the
+    /// output written so far and the usage so far (the Responses API names no event for a
+    /// cancellation; a follower of the stream needs a last one to tell it from a lost
+    /// connection).
     pub fn cancel(&mut self, chat_usage: &Value) -> (Vec<Value>, Value) {
-        let events = self.close_item("incomplete");
+        let mut events = self.close_item("incomplete");
         let usage = responses_usage(chat_usage);
         let response = self
             .shell
             .object("cancelled", self.output.clone(), Some(usage));
+        events.push(self.event("response.cancelled", json!({"response": response})));
         (events, response)
     }
 

@@ -8,13 +8,14 @@ pub mod events;
 pub mod input_items;
 pub mod object;
 pub mod request;
+pub mod settings;
 pub mod store;
 pub mod streaming;
 
 use std::sync::Arc;
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
@@ -24,6 +25,7 @@ use crate::middleware::RequestIdValue;
 use crate::openai::chat::{count_prompt_tokens, start_chat, StartedChat};
 use crate::openai::error::ApiError;
 use crate::openai::json_body::JsonBody;
+use crate::openai::path_param::PathParam;
 use crate::openai::requests::{parse_body, ChatCompletionRequest};
 use crate::openai::respond::collect_json;
 use crate::state::{unix_now_s, SharedState};
@@ -85,6 +87,7 @@ fn chat_request_of(
     state: &SharedState,
     request: &ResponsesRequest,
 ) -> Result<(Vec<Value>, ChatCompletionRequest), ApiError> {
+    settings::check_settings(request)?;
     let conversation = request.conversation(&history(state, request)?)?;
     let chat_body = request.chat_body(&conversation)?;
     let chat_request = parse_body(chat_body.to_string().as_bytes()).map_err(renamed)?;
@@ -201,11 +204,16 @@ pub struct RetrieveQuery {
 
 pub async fn retrieve_response(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
     query: Result<Query<RetrieveQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|rejection| {
-        ApiError::invalid("stream", format!("bad query: {}", rejection.body_text()))
+        let text = rejection.body_text();
+        let param = match text.contains("starting_after") {
+            true => "starting_after",
+            false => "stream",
+        };
+        ApiError::invalid(param, format!("bad query: {text}"))
     })?;
     let stored = state
         .responses
@@ -226,6 +234,18 @@ pub async fn retrieve_response(
         };
         ApiError::invalid("stream", message)
     })?;
+    if let (Some(after), Some(num_events)) = (query.starting_after, run.num_events_if_finished()) {
+        if after >= num_events as u64 {
+            return Err(ApiError::invalid(
+                "starting_after",
+                format!(
+                    "response '{id}' has ended after {num_events} events (sequence numbers 0 to \
+                     {}): there is no event {after}",
+                    num_events.saturating_sub(1)
+                ),
+            ));
+        }
+    }
     Ok(sse_response(
         run.follow(query.starting_after),
         state.sse_keep_alive,
@@ -235,7 +255,7 @@ pub async fn retrieve_response(
 /// `GET /v1/responses/{id}/input_items`: the response's own input, a page at a time.
 pub async fn list_input_items(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|rejection| {
@@ -252,7 +272,7 @@ pub async fn list_input_items(
 /// answers it, `cancelled`; a cancelled one is answered again.
 pub async fn cancel_response(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
 ) -> Result<Response, ApiError> {
     let stored = state
         .responses
@@ -289,7 +309,7 @@ pub async fn cancel_response(
 /// first).
 pub async fn delete_response(
     State(state): State<SharedState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
 ) -> Result<Response, ApiError> {
     if let Some(run) = state.background.get(&id) {
         run.request_cancel();

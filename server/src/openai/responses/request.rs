@@ -189,6 +189,12 @@ fn input_messages(input: &Value) -> Result<Vec<Value>, ApiError> {
             }
         }
     }
+    if messages.is_empty() {
+        return Err(ApiError::invalid(
+            "input",
+            "`input` holds no message to answer (`reasoning` items alone are dropped)",
+        ));
+    }
     Ok(messages)
 }
 

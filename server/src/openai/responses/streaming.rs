@@ -89,7 +89,10 @@ impl Streaming {
         }
         self.done = true;
         self.events = stream::empty().boxed();
-        let (events, response) = self.translator.cancel(&self.usage());
+        // The engine's count of a dropped request never comes: the tokens streamed so far.
+        let mut usage = self.totals.running_json(0);
+        self.format.add_usage_details(&mut usage);
+        let (events, response) = self.translator.cancel(&usage);
         self.pending.extend(events);
         self.end(response, true);
     }
@@ -135,7 +138,10 @@ impl Streaming {
             return Some(());
         };
         match event {
-            ChoiceEvent::Delta { .. } => {
+            ChoiceEvent::Delta {
+                index, num_tokens, ..
+            } => {
+                self.totals.note_streamed(index, num_tokens);
                 let Some(choice) = delta_parts(&event).and_then(|p| self.format.delta_choice(p))
                 else {
                     return Some(());

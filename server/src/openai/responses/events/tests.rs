@@ -159,9 +159,11 @@ fn a_cancelled_response_keeps_what_was_written_and_closes_the_open_item() {
         [
             "response.output_text.done",
             "response.content_part.done",
-            "response.output_item.done"
+            "response.output_item.done",
+            "response.cancelled"
         ]
     );
+    assert_eq!(last[3]["response"], response);
     assert_eq!(response["status"], "cancelled");
     assert_eq!(
         response["output"][0]["status"], "completed",
@@ -170,9 +172,9 @@ fn a_cancelled_response_keeps_what_was_written_and_closes_the_open_item() {
     assert_eq!(response["output"][1]["status"], "incomplete");
     assert_eq!(response["output"][1]["content"][0]["text"], "partial");
     assert_eq!(response["usage"]["output_tokens"], 3);
-    // Nothing open: no events, and the response is still cancelled.
-    let (none, response) = events().cancel(&usage());
-    assert!(none.is_empty());
+    // Nothing open: only the last event, and the response is still cancelled.
+    let (only, response) = events().cancel(&usage());
+    assert_eq!(kinds(&only), ["response.cancelled"]);
     assert_eq!(response["status"], "cancelled");
 }
 
