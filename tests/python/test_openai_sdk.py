@@ -218,6 +218,29 @@ class ChatTest(unittest.TestCase):
             f"{choice.message.content!r} is not a prefix of {unstopped!r}",
         )
 
+    def test_echo_writes_the_continued_assistant_message_first(self):
+        """vLLM's chat `echo` with `continue_final_message`: the prefill, then the rest."""
+        prefill = "The capital of France is"
+        messages = MESSAGES + [{"role": "assistant", "content": prefill}]
+        common = dict(model=MODEL, messages=messages, temperature=0, max_tokens=8)
+        extra = {"continue_final_message": True, "add_generation_prompt": False}
+        plain = CLIENT.chat.completions.create(extra_body=extra, **common)
+        echoed = CLIENT.chat.completions.create(extra_body={**extra, "echo": True}, **common)
+        continuation = plain.choices[0].message.content
+        self.assertEqual(echoed.choices[0].message.content, prefill + continuation)
+        self.assertEqual(echoed.usage.completion_tokens, plain.usage.completion_tokens)
+        streamed = "".join(
+            chunk.choices[0].delta.content or ""
+            for chunk in CLIENT.chat.completions.create(
+                stream=True, extra_body={**extra, "echo": True}, **common)
+            if chunk.choices)
+        self.assertEqual(streamed, prefill + continuation)
+        # The final message is the user's: nothing to echo.
+        alone = CLIENT.chat.completions.create(
+            model=MODEL, messages=MESSAGES, temperature=0, max_tokens=8,
+            extra_body={"echo": True})
+        self.assertEqual(alone.choices[0].message.content, greedy_chat_of(8).choices[0].message.content)
+
     def test_min_tokens_holds_back_stop_strings(self):
         """vLLM's rule: a stop string is not looked for until `min_tokens` tokens exist."""
         common = dict(model=MODEL, prompt="Once upon a time", temperature=0, max_tokens=8,

@@ -100,6 +100,7 @@ pub async fn start_chat(
         // `[TOOL_CALLS]` is a special token: keep it in the text the parser reads.
         params.skip_special_tokens = false;
     }
+    let echo = echoed_text(&request)?;
     let prompt = chat_prompt_ids(state, request, tools.as_ref()).await?;
     let num_prompt_tokens = prompt.len();
     let request = state
@@ -115,13 +116,29 @@ pub async fn start_chat(
         return_token_ids: params.return_token_ids,
     };
     let totals = UsageTotals::new(vec![num_prompt_tokens], params.n);
-    let format = ChatFormat::new(meta, tool_output, state.reasoning);
+    let format = ChatFormat::new(meta, tool_output, state.reasoning).with_echo(echo);
     Ok(StartedChat {
         runs,
         format,
         totals,
         params,
     })
+}
+
+/// vLLM's chat `echo`: the text of the final message when it is the assistant's, which the
+/// output then starts with.
+fn echoed_text(request: &ChatCompletionRequest) -> Result<Option<String>, ApiError> {
+    let last = request.messages.last().filter(|m| m.role == "assistant");
+    match (request.echo, last) {
+        (Some(true), Some(message)) => {
+            let text = message.content.to_text().map_err(|error| {
+                let last = request.messages.len() - 1;
+                ApiError::invalid(format!("messages[{last}].content"), error.to_string())
+            })?;
+            Ok((!text.is_empty()).then_some(text))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// The prompt a chat request renders to (its messages and offered tools through the chat

@@ -97,6 +97,8 @@ pub struct ChatFormat {
     reasoning: Option<ReasoningFormat>,
     /// Each streamed choice's readers, by choice index.
     streams: Mutex<HashMap<usize, ChoiceReader>>,
+    /// vLLM's chat `echo`: the final assistant message the output continues, written first.
+    echo: Option<String>,
 }
 
 /// One streamed choice's text readers: reasoning first, then tool calls on the content.
@@ -166,7 +168,14 @@ impl ChatFormat {
             tools,
             reasoning,
             streams: Mutex::new(HashMap::new()),
+            echo: None,
         }
+    }
+
+    /// Writes `echo` before every choice's content (vLLM's chat `echo`).
+    pub fn with_echo(mut self, echo: Option<String>) -> Self {
+        self.echo = echo;
+        self
     }
 
     /// Runs `read` on choice `index`'s readers (made on first use).
@@ -241,8 +250,9 @@ impl ResponseFormat for ChatFormat {
     }
 
     fn opening_choice(&self, index: usize) -> Option<Value> {
+        let content = self.echo.as_deref().unwrap_or("");
         Some(
-            json!({"index": index, "delta": {"role": "assistant", "content": ""},
+            json!({"index": index, "delta": {"role": "assistant", "content": content},
             "logprobs": null, "finish_reason": null}),
         )
     }
@@ -359,6 +369,10 @@ impl ChatFormat {
         };
         if self.reasoning.is_some() {
             message["reasoning_content"] = reasoning.map_or(Value::Null, Value::from);
+        }
+        if let Some(echo) = &self.echo {
+            let content = message["content"].as_str().unwrap_or("");
+            message["content"] = Value::from(format!("{echo}{content}"));
         }
         let num_calls = message["tool_calls"].as_array().map_or(0, Vec::len);
         let reason = match &self.tools {

@@ -91,6 +91,9 @@ pub struct ChatCompletionRequest {
     pub continue_final_message: Option<bool>,
     /// vLLM's: extra variables for the chat template (e.g. `{"enable_thinking": false}`).
     pub chat_template_kwargs: Option<Value>,
+    /// vLLM's: the output starts with the final message's text when that message is the
+    /// assistant's (the one a `continue_final_message` request continues).
+    pub echo: Option<bool>,
     #[serde(flatten)]
     pub fields: CommonFields,
 }
