@@ -210,6 +210,15 @@ fn string_field<'a>(item: &'a Value, name: &str, field: &str) -> Result<&'a str,
 /// A message item: `role` and `content` as text or a list of text parts.
 fn message_of(item: &Value, field: &str) -> Result<Value, ApiError> {
     let role = string_field(item, "role", field)?;
+    if !["user", "assistant", "system", "developer"].contains(&role) {
+        return Err(ApiError::invalid(
+            format!("{field}.role"),
+            format!(
+                "`{field}.role` must be user, assistant, system or developer, got {role:?} (a \
+                 tool's result is a `function_call_output` item)"
+            ),
+        ));
+    }
     let content = match item.get("content") {
         Some(Value::String(text)) => text.clone(),
         Some(Value::Array(parts)) => {

@@ -176,6 +176,10 @@ fn what_does_not_run_here_is_a_400_naming_the_field() {
             json!({"input": "x", "truncation": "sometimes"}),
             "truncation",
         ),
+        (
+            json!({"input": [{"role": "tool", "content": "7"}]}),
+            "input[0].role",
+        ),
     ];
     for (body, field) in cases {
         let error = chat_body(body.clone()).expect_err("refused");
