@@ -4,7 +4,11 @@
 //! other key, and a small model given that freedom invents keys until `max_tokens` (seen with
 //! the schemas pydantic, LangChain and instructor send, none of which say
 //! `additionalProperties`). A schema that wants other keys says so (`additionalProperties`,
-//! `patternProperties` or `unevaluatedProperties`) and is left as it is.
+//! `patternProperties` or `unevaluatedProperties`) and is left as it is. The parts of an `allOf`
+//! stay open, and so does a definition an `allOf` part reaches by `$ref` (OpenAPI's inheritance:
+//! `allOf: [{"$ref": "#/$defs/Base"}, {…}]`), wherever else it is used.
+
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
@@ -33,7 +37,62 @@ const OPEN_KEYWORDS: [&str; 3] = [
 
 /// Closes every object schema in `schema` that lists properties and is silent on other keys.
 pub fn close_objects(schema: &mut Value) {
+    let mut open_refs = HashSet::new();
+    all_of_refs(schema, &mut open_refs);
+    if let Value::Object(root) = schema {
+        for key in ["$defs", "definitions"] {
+            let Some(Value::Object(defs)) = root.get_mut(key) else {
+                continue;
+            };
+            for (name, def) in defs.iter_mut() {
+                if open_refs.contains(&format!("#/{key}/{name}")) {
+                    close(def, false);
+                    // Marked done: the walk below must not close it.
+                    mark_open(def);
+                }
+            }
+        }
+    }
     close(schema, true);
+    unmark(schema);
+}
+
+/// Marks a definition the walk of [`close`] leaves open at its top.
+const OPEN_MARK: &str = "x-pagoda-open";
+
+fn mark_open(schema: &mut Value) {
+    if let Value::Object(object) = schema {
+        object.insert(OPEN_MARK.into(), Value::Bool(true));
+    }
+}
+
+fn unmark(schema: &mut Value) {
+    if let Value::Object(root) = schema {
+        for key in ["$defs", "definitions"] {
+            if let Some(Value::Object(defs)) = root.get_mut(key) {
+                for def in defs.values_mut() {
+                    if let Value::Object(object) = def {
+                        object.remove(OPEN_MARK);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The `$ref`s that are `allOf` parts, anywhere in `schema`.
+fn all_of_refs(schema: &Value, refs: &mut HashSet<String>) {
+    match schema {
+        Value::Object(object) => {
+            if let Some(Value::Array(parts)) = object.get("allOf") {
+                let named = parts.iter().filter_map(|p| p.get("$ref")?.as_str());
+                refs.extend(named.map(String::from));
+            }
+            object.values().for_each(|value| all_of_refs(value, refs));
+        }
+        Value::Array(items) => items.iter().for_each(|item| all_of_refs(item, refs)),
+        _ => {}
+    }
 }
 
 /// `may_close` is false for the parts of an `allOf`: each part's properties are the others'
@@ -42,6 +101,7 @@ fn close(schema: &mut Value, may_close: bool) {
     let Value::Object(object) = schema else {
         return;
     };
+    let may_close = may_close && !object.contains_key(OPEN_MARK);
     if may_close
         && lists_properties(object)
         && !OPEN_KEYWORDS.iter().any(|k| object.contains_key(*k))
@@ -134,5 +194,18 @@ mod tests {
             schema["allOf"][0]["properties"]["a"]["additionalProperties"],
             false
         );
+    }
+
+    #[test]
+    fn a_definition_an_all_of_part_refers_to_stays_open() {
+        let schema = closed(json!({
+            "$defs": {"Base": {"properties": {"id": {"properties": {"n": {}}}}},
+                "Other": {"properties": {"x": {}}}},
+            "allOf": [{"$ref": "#/$defs/Base"}, {"properties": {"name": {}}}]}));
+        let base = &schema["$defs"]["Base"];
+        assert!(base.get("additionalProperties").is_none(), "{schema}");
+        assert!(base.get(OPEN_MARK).is_none(), "the mark is taken out again");
+        assert_eq!(base["properties"]["id"]["additionalProperties"], false);
+        assert_eq!(schema["$defs"]["Other"]["additionalProperties"], false);
     }
 }

@@ -235,3 +235,7 @@ fn without_parser_state(message: &str) -> String {
 #[cfg(test)]
 #[path = "compiler_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "compiler_schema_tests.rs"]
+mod schema_tests;

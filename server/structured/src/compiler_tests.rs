@@ -22,13 +22,16 @@ fn tokenizer() -> Arc<TextTokenizer> {
     Arc::clone(tokenizer)
 }
 
-fn compiler(limits: CompileLimits) -> GrammarCompiler {
+pub(super) fn compiler(limits: CompileLimits) -> GrammarCompiler {
     let tokenizer = tokenizer();
     let eos = tokenizer.eos_token_ids();
     GrammarCompiler::new(tokenizer, 49_152, &eos, limits).unwrap()
 }
 
-fn compile(compiler: &GrammarCompiler, spec: &OutputSpec) -> Result<Compiled, StructuredError> {
+pub(super) fn compile(
+    compiler: &GrammarCompiler,
+    spec: &OutputSpec,
+) -> Result<Compiled, StructuredError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -38,7 +41,7 @@ fn compile(compiler: &GrammarCompiler, spec: &OutputSpec) -> Result<Compiled, St
 
 /// Draws allowed tokens until the grammar ends (an EOS drawn, or the matcher finished); prefers
 /// EOS whenever it is allowed so walks end. Returns the text.
-fn random_walk(constraint: &dyn TokenConstraint, seed: u64) -> String {
+pub(super) fn random_walk(constraint: &dyn TokenConstraint, seed: u64) -> String {
     let tokenizer = tokenizer();
     let eos = tokenizer.eos_token_ids();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
@@ -375,7 +378,7 @@ fn concurrent_requests_for_one_grammar_share_its_compilation() {
 }
 
 /// Whether the grammar of `schema` lets `next` follow `prefix` (their first token).
-fn allows_after(
+pub(super) fn allows_after(
     compiler: &GrammarCompiler,
     schema: serde_json::Value,
     prefix: &str,

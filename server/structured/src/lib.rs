@@ -16,6 +16,7 @@ mod compiler;
 mod error;
 mod gbnf;
 mod matcher;
+mod schema_normalize;
 mod spec;
 pub mod tool_schema;
 mod vocabulary;

@@ -6,6 +6,7 @@ use llguidance::api::TopLevelGrammar;
 
 use crate::closed_objects::close_objects;
 use crate::gbnf::{gbnf_to_lark, is_gbnf};
+use crate::schema_normalize::normalize_schema;
 use serde_json::{json, Value};
 
 /// One structured-output request.
@@ -68,6 +69,7 @@ impl OutputSpec {
         match self {
             OutputSpec::JsonSchema(schema) => {
                 let mut schema = schema.clone();
+                normalize_schema(&mut schema)?;
                 close_objects(&mut schema);
                 Ok(TopLevelGrammar::from_json_schema(with_layout(schema)?))
             }

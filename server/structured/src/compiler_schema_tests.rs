@@ -1,0 +1,69 @@
+//! Schemas as real users send them, compiled by llguidance after `schema_normalize` and
+//! `closed_objects`: walks of the compiled grammar stay valid for the schema.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::{json, Value};
+
+use super::tests::{allows_after, compile, compiler, random_walk};
+use super::*;
+
+fn walks(schema: Value, num_walks: u64) -> Vec<Value> {
+    let compiler = compiler(CompileLimits::default());
+    let compiled = compile(&compiler, &OutputSpec::JsonSchema(schema.clone()))
+        .unwrap_or_else(|e| panic!("{schema} is refused: {e}"));
+    (0..num_walks)
+        .map(|seed| {
+            let text = random_walk(compiled.constraint.as_ref(), seed);
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+        })
+        .collect()
+}
+
+#[test]
+fn int64_bounds_compile_and_hold() {
+    // OpenAPI's int64 bounds: llguidance negated i64::MIN (a stack overflow in release builds).
+    let schema = json!({"type": "integer", "format": "int64",
+        "minimum": -9_223_372_036_854_775_808i64, "maximum": 9_223_372_036_854_775_807i64});
+    for value in walks(schema, 4) {
+        assert!(value.is_i64(), "{value}");
+    }
+    // An upper bound there cannot be read without breaking the schema: refused, not a crash.
+    let pinned = json!({"type": "integer", "minimum": -9_223_372_036_854_775_808i64,
+        "maximum": -9_223_372_036_854_775_808i64});
+    let compiler = compiler(CompileLimits::default());
+    let error = compile(&compiler, &OutputSpec::JsonSchema(pinned)).unwrap_err();
+    assert!(error.to_string().contains("maximum"), "{error}");
+}
+
+#[test]
+fn unknown_formats_and_draft4_exclusives_are_read_as_json_schema_means_them() {
+    let schema = json!({"type": "object", "properties": {
+        "secret": {"type": "string", "format": "password", "maxLength": 8},
+        "share": {"type": "number", "minimum": 0, "exclusiveMinimum": true, "maximum": 1}},
+        "required": ["secret", "share"]});
+    for value in walks(schema, 6) {
+        assert!(value["secret"].as_str().unwrap().chars().count() <= 8);
+        let share = value["share"].as_f64().unwrap();
+        assert!(share > 0.0 && share <= 1.0, "{value}");
+    }
+}
+
+#[test]
+fn an_all_of_part_reached_through_a_ref_stays_open() {
+    // OpenAPI's inheritance: a base object by reference, then the subtype's own properties.
+    let schema = json!({"$defs": {"base": {"type": "object",
+            "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 99}},
+            "required": ["id"]}},
+        "allOf": [{"$ref": "#/$defs/base"},
+            {"properties": {"name": {"type": "string", "maxLength": 6}}, "required": ["name"]}]});
+    let compiler = compiler(CompileLimits::default());
+    // Both parts' required keys, in either part's terms: the base's `id` alone does not end it,
+    // with the subtype's `name` it may end.
+    assert!(!allows_after(&compiler, schema.clone(), r#"{"id": 5"#, "}"));
+    assert!(allows_after(
+        &compiler,
+        schema,
+        r#"{"id": 5, "name": "ab""#,
+        "}"
+    ));
+}
