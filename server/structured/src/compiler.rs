@@ -168,12 +168,21 @@ impl GrammarCompiler {
             .await
             .map_err(|e| StructuredError::Internal(e.to_string()))?;
         let factory = Arc::clone(&self.factory);
-        let matcher = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            start_matcher(&factory, grammar)
-        })
-        .await
-        .map_err(|e| StructuredError::Internal(e.to_string()))??;
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        // A thread of its own with a large stack: llguidance recurses over a grammar's rules,
+        // and a long rule chain (700 GBNF rules, 4,500 properties) overflowed a 2 MiB blocking
+        // thread's stack, which aborts the whole process.
+        std::thread::Builder::new()
+            .name("pagoda-grammar".into())
+            .stack_size(COMPILE_STACK_BYTES)
+            .spawn(move || {
+                let _permit = permit;
+                let _ = sender.send(start_matcher(&factory, grammar));
+            })
+            .map_err(|e| StructuredError::Internal(e.to_string()))?;
+        let matcher = receiver
+            .await
+            .map_err(|e| StructuredError::Internal(e.to_string()))??;
         Ok(CompiledGrammar::new(
             matcher,
             self.trie_eos,
@@ -201,6 +210,9 @@ impl GrammarCompiler {
             .expect("no compilation is running")
     }
 }
+
+/// The stack of a grammar compile's thread (only touched pages are committed).
+const COMPILE_STACK_BYTES: usize = 512 << 20;
 
 /// Compiles and computes the first mask (which builds the lexer states the first token needs),
 /// so a grammar that cannot even start fails here, not in the engine.

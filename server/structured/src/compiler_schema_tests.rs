@@ -67,3 +67,17 @@ fn an_all_of_part_reached_through_a_ref_stays_open() {
         "}"
     ));
 }
+
+#[test]
+fn a_long_chain_of_rules_compiles_without_overflowing_the_stack() {
+    // 700 GBNF rules, each naming the next: it overflowed a 2 MiB compile thread (the process
+    // aborted). Run on this test thread, whose stack is as small.
+    let rules: Vec<String> = (0..700)
+        .map(|i| format!("r{i} ::= \"x\" r{}", i + 1))
+        .collect();
+    let grammar = format!("root ::= r0\n{}\nr700 ::= \"y\"", rules.join("\n"));
+    let compiler = compiler(CompileLimits::default());
+    let compiled = compile(&compiler, &OutputSpec::Grammar(grammar)).unwrap();
+    let text = random_walk(compiled.constraint.as_ref(), 1);
+    assert!(text.starts_with("xxx"), "{text}");
+}
