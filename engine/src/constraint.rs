@@ -20,13 +20,35 @@ pub trait TokenConstraint: Send + Sync + Debug {
 pub trait ConstraintMatcher: Send + Debug {
     /// Writes the tokens the grammar allows next into `mask` (cleared first by the caller).
     /// An error ends the sequence (the grammar cannot go on).
-    fn fill_next_mask(&mut self, mask: &mut TokenMask) -> Result<(), String>;
+    fn fill_next_mask(&mut self, mask: &mut TokenMask) -> Result<(), ConstraintError>;
 
     /// Advances past the token that was chosen. An error ends the sequence.
-    fn accept(&mut self, token_id: u32) -> Result<(), String>;
+    fn accept(&mut self, token_id: u32) -> Result<(), ConstraintError>;
 
     /// Whether the grammar is complete and allows nothing more (not even optional text).
     fn is_finished(&self) -> bool;
+}
+
+/// Why a grammar cannot go on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConstraintError {
+    /// The grammar needs more work for the next token than the matcher's limits allow (too many
+    /// parser items or lexer states): the request's grammar is too complex, the client's to fix.
+    #[error("the grammar is too complex to follow: {0}")]
+    TooComplex(String),
+    /// The matcher failed otherwise (it refused a token its own mask allowed, or allowed none).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl ConstraintError {
+    /// The same kind of error, its message prefixed with where it happened.
+    pub fn context(self, context: &str) -> Self {
+        match self {
+            Self::TooComplex(message) => Self::TooComplex(format!("{context}: {message}")),
+            Self::Failed(message) => Self::Failed(format!("{context}: {message}")),
+        }
+    }
 }
 
 /// A set of token ids as a bitmask: bit `id % 32` of word `id / 32`.

@@ -1,5 +1,6 @@
 //! The engine's one error type, and `ErrorSource`, the library error behind a load failure.
 
+use crate::constraint::ConstraintError;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -41,7 +42,7 @@ pub enum EngineError {
     /// A structured output's grammar could not go on (it refused the sampled token or allowed
     /// none): the request ends with this error rather than with output that breaks it.
     #[error("structured output failed: {0}")]
-    Constraint(String),
+    Constraint(ConstraintError),
     /// The engine thread has stopped.
     #[error("engine is shut down")]
     ShutDown,

@@ -48,7 +48,7 @@ internal_modules! {
 
 pub use args::EngineArgs;
 pub use config::{EngineConfig, ItlTarget};
-pub use constraint::{ConstraintMatcher, TokenConstraint, TokenMask};
+pub use constraint::{ConstraintError, ConstraintMatcher, TokenConstraint, TokenMask};
 pub use device::DeviceSpec;
 pub use error::{EngineError, Result};
 pub use events::{

@@ -552,6 +552,37 @@ class BadInput(unittest.TestCase):
         )
         self.assertEqual(len(ok.choices), 1)
 
+    def test_a_grammar_too_complex_to_follow_is_a_400_streamed_or_not(self):
+        # Compiles and starts, but llguidance's per-token parser limit stops it a token in: a
+        # node that must hold a node, forever. The client's grammar to fix, not a server error.
+        endless = {"$defs": {"node": {"type": "object", "properties": {
+            "child": {"$ref": "#/$defs/node"}}, "required": ["child"]}},
+            "$ref": "#/$defs/node"}
+        response_format = {"type": "json_schema",
+                           "json_schema": {"name": "endless", "schema": endless}}
+        with self.assertRaises(openai.BadRequestError) as caught:
+            CLIENT.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=50,
+                response_format=response_format,
+            )
+        body = caught.exception.body or {}
+        self.assertEqual(body.get("code"), "grammar_too_complex", body)
+        self.assertIn("too complex", body.get("message", ""))
+        self.assertNotIn("<state>", body.get("message", ""), "no parser internals")
+        stream = CLIENT.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=50,
+            response_format=response_format, stream=True,
+        )
+        with self.assertRaises(openai.APIError) as streamed:
+            for _ in stream:
+                pass
+        self.assertIn("too complex", str(streamed.exception))
+        # The server is still fine.
+        ok = CLIENT.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=3
+        )
+        self.assertEqual(len(ok.choices), 1)
+
 
 def scrape(base_url):
     """The server's /metrics text."""

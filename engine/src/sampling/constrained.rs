@@ -6,7 +6,7 @@
 //! reported with the failure, and the scheduler ends the request with it instead of the token);
 //! its mask then allows only EOS.
 
-use crate::constraint::{ConstraintMatcher, TokenMask};
+use crate::constraint::{ConstraintError, ConstraintMatcher, TokenMask};
 
 #[derive(Debug)]
 pub(super) struct ConstraintState {
@@ -15,7 +15,7 @@ pub(super) struct ConstraintState {
     /// Whether `mask` is this step's (computed since the last accepted token).
     mask_ready: bool,
     /// Why the grammar cannot go on, once it could not.
-    failure: Option<String>,
+    failure: Option<ConstraintError>,
     eos_token_ids: Vec<u32>,
 }
 
@@ -42,9 +42,11 @@ impl ConstraintState {
         self.mask.clear();
         if self.failure.is_none() {
             if let Err(error) = self.matcher.fill_next_mask(&mut self.mask) {
-                self.fail(format!("cannot compute the grammar's next tokens: {error}"));
+                self.fail(error.context("cannot compute the grammar's next tokens"));
             } else if self.mask.num_allowed() == 0 {
-                self.fail("the grammar allows no next token".to_string());
+                self.fail(ConstraintError::Failed(
+                    "the grammar allows no next token".to_string(),
+                ));
             }
         }
         if self.failure.is_some() {
@@ -69,18 +71,18 @@ impl ConstraintState {
             return true;
         }
         if let Err(error) = self.matcher.accept(token_id) {
-            self.fail(format!("the grammar refused token {token_id}: {error}"));
+            self.fail(error.context(&format!("the grammar refused token {token_id}")));
             return true;
         }
         self.matcher.is_finished()
     }
 
     /// Why the grammar cannot go on, once it could not.
-    pub(super) fn failure(&self) -> Option<&str> {
-        self.failure.as_deref()
+    pub(super) fn failure(&self) -> Option<&ConstraintError> {
+        self.failure.as_ref()
     }
 
-    fn fail(&mut self, reason: String) {
+    fn fail(&mut self, reason: ConstraintError) {
         tracing::warn!(%reason, "constrained decoding ends the sequence");
         self.failure = Some(reason);
     }
@@ -101,18 +103,18 @@ mod tests {
     }
 
     impl ConstraintMatcher for Script {
-        fn fill_next_mask(&mut self, mask: &mut TokenMask) -> Result<(), String> {
+        fn fill_next_mask(&mut self, mask: &mut TokenMask) -> Result<(), ConstraintError> {
             if self.fail_at == Some(self.step) {
-                return Err("broken".into());
+                return Err(ConstraintError::TooComplex("broken".into()));
             }
             for &id in &self.allowed[self.step] {
                 mask.allow(id);
             }
             Ok(())
         }
-        fn accept(&mut self, token_id: u32) -> Result<(), String> {
+        fn accept(&mut self, token_id: u32) -> Result<(), ConstraintError> {
             if !self.allowed[self.step].contains(&token_id) {
-                return Err(format!("{token_id} not allowed"));
+                return Err(ConstraintError::Failed(format!("{token_id} not allowed")));
             }
             self.step += 1;
             Ok(())

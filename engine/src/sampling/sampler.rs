@@ -16,7 +16,7 @@ use super::logprobs::{log_softmax_into, top_n};
 use super::penalties::{
     apply_presence_frequency_penalties, apply_repetition_penalty, ban_tokens, TokenCounter,
 };
-use crate::constraint::TokenMask;
+use crate::constraint::{ConstraintError, TokenMask};
 use crate::error::{EngineError, Result};
 use crate::request::SamplingParams;
 
@@ -43,7 +43,7 @@ pub struct SampledToken {
     pub ends_constraint: bool,
     /// Why the grammar could not go on (it refused the token, or allowed none): the sequence
     /// ends with this error instead of the token.
-    pub constraint_failure: Option<String>,
+    pub constraint_failure: Option<ConstraintError>,
 }
 
 impl SampledToken {

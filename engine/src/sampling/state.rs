@@ -130,7 +130,7 @@ impl SequenceSamplingState {
         let mut sampled = self.sampler.sample(logits, &ctx, scratch)?;
         if let Some(constraint) = &mut self.constraint {
             sampled.ends_constraint = constraint.accept(sampled.token_id);
-            sampled.constraint_failure = constraint.failure().map(str::to_string);
+            sampled.constraint_failure = constraint.failure().cloned();
         }
         self.output_tokens.push(sampled.token_id);
         Ok(sampled)

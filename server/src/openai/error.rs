@@ -4,7 +4,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use pagoda_engine::EngineError;
+use pagoda_engine::{ConstraintError, EngineError};
 use pagoda_text::prompt_side::PromptSideError;
 use pagoda_text::template::TemplateError;
 use pagoda_text::tokenizer::TokenizerError;
@@ -40,6 +40,10 @@ struct ErrorDetail<'a> {
 
 /// OpenAI's `code` for a prompt (plus `max_tokens`) longer than the model or cache allows.
 pub const CONTEXT_LENGTH_EXCEEDED: &str = "context_length_exceeded";
+
+/// The `code` of a request whose grammar proved too complex for the matcher while generating
+/// (a 400, like a grammar refused when it was compiled).
+pub const GRAMMAR_TOO_COMPLEX: &str = "grammar_too_complex";
 
 impl ApiError {
     /// A too-long request names the prompt field of its endpoint (`messages` or `prompt`).
@@ -182,6 +186,12 @@ impl From<EngineError> for ApiError {
                 ..ApiError::new(StatusCode::BAD_REQUEST, error.to_string())
             },
             EngineError::ShutDown => ApiError::shutting_down(),
+            // The request's grammar needs more work per token than the matcher allows: the
+            // client's to simplify, as a grammar refused at compile time would be.
+            EngineError::Constraint(ConstraintError::TooComplex(_)) => ApiError {
+                code: Some(GRAMMAR_TOO_COMPLEX),
+                ..ApiError::new(StatusCode::BAD_REQUEST, error.to_string())
+            },
             _ => ApiError::internal(error.to_string()),
         }
     }
@@ -249,6 +259,15 @@ mod tests {
         );
         assert_eq!(
             ApiError::from(EngineError::Execution("x".into())).status,
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        let too_complex = EngineError::Constraint(ConstraintError::TooComplex("items".into()));
+        let mapped = ApiError::from(too_complex);
+        assert_eq!(mapped.status, StatusCode::BAD_REQUEST);
+        assert_eq!(mapped.code, Some(GRAMMAR_TOO_COMPLEX));
+        let broken = EngineError::Constraint(ConstraintError::Failed("no token".into()));
+        assert_eq!(
+            ApiError::from(broken).status,
             StatusCode::INTERNAL_SERVER_ERROR
         );
     }

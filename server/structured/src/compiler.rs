@@ -17,7 +17,7 @@ use tokio::sync::Semaphore;
 
 use crate::cache::GrammarCache;
 use crate::error::StructuredError;
-use crate::matcher::{CompiledGrammar, MaskObserver};
+use crate::matcher::{without_parser_state, CompiledGrammar, MaskObserver};
 use crate::spec::OutputSpec;
 use crate::vocabulary::tok_env;
 
@@ -233,15 +233,6 @@ fn start_matcher(
         ));
     }
     Ok(matcher)
-}
-
-/// llguidance's message without the parser state it appends (`<state>…</state>`, hundreds of
-/// characters of internals a client cannot use).
-fn without_parser_state(message: &str) -> String {
-    match message.find("<state>") {
-        Some(start) => message[..start].trim_end().to_string(),
-        None => message.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -4,8 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use llguidance::api::StopReason;
 use llguidance::Matcher;
-use pagoda_engine::{ConstraintMatcher, TokenConstraint, TokenMask};
+use pagoda_engine::{ConstraintError, ConstraintMatcher, TokenConstraint, TokenMask};
 
 /// Told how long each mask took to compute (for the metrics).
 pub type MaskObserver = Arc<dyn Fn(Duration) + Send + Sync>;
@@ -76,13 +77,48 @@ impl std::fmt::Debug for GrammarMatcher {
     }
 }
 
+impl GrammarMatcher {
+    /// The matcher's failure, told apart by why it stopped: over its lexer or parser limits (the
+    /// grammar is too complex; llguidance's own words say which limit) or anything else.
+    fn error(&self, message: &str) -> ConstraintError {
+        classify(message, self.matcher.stop_reason())
+    }
+}
+
+/// A failed matcher's error as the engine tells it. Once failed, the matcher's own stop reason
+/// is `InternalError` whatever happened; the reason it stopped for is in the parser state
+/// llguidance appends to the message (`Stop: ParserTooComplex`).
+fn classify(message: &str, stop_reason: StopReason) -> ConstraintError {
+    let too_complex = matches!(
+        stop_reason,
+        StopReason::LexerTooComplex | StopReason::ParserTooComplex
+    ) || ["Stop: LexerTooComplex", "Stop: ParserTooComplex"]
+        .iter()
+        .any(|line| message.contains(line));
+    let message = without_parser_state(message);
+    if too_complex {
+        ConstraintError::TooComplex(message)
+    } else {
+        ConstraintError::Failed(message)
+    }
+}
+
+/// llguidance's message without the parser state it appends (`<state>…</state>`, hundreds of
+/// characters of internals a client cannot use).
+pub(crate) fn without_parser_state(message: &str) -> String {
+    match message.find("<state>") {
+        Some(start) => message[..start].trim_end().to_string(),
+        None => message.to_string(),
+    }
+}
+
 impl ConstraintMatcher for GrammarMatcher {
-    fn fill_next_mask(&mut self, mask: &mut TokenMask) -> Result<(), String> {
+    fn fill_next_mask(&mut self, mask: &mut TokenMask) -> Result<(), ConstraintError> {
         let started = Instant::now();
         let allowed = self
             .matcher
             .compute_mask_or_eos()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| self.error(&e.to_string()))?;
         for (word, &allowed_word) in mask.words_mut().iter_mut().zip(allowed.as_slice()) {
             *word = allowed_word;
         }
@@ -95,7 +131,7 @@ impl ConstraintMatcher for GrammarMatcher {
         Ok(())
     }
 
-    fn accept(&mut self, token_id: u32) -> Result<(), String> {
+    fn accept(&mut self, token_id: u32) -> Result<(), ConstraintError> {
         let token_id = if self.eos_token_ids.contains(&token_id) {
             self.trie_eos
         } else {
@@ -103,10 +139,37 @@ impl ConstraintMatcher for GrammarMatcher {
         };
         self.matcher
             .consume_token(token_id)
-            .map_err(|e| e.to_string())
+            .map_err(|e| self.error(&e.to_string()))
     }
 
     fn is_finished(&self) -> bool {
         self.matcher.is_stopped()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_told_from_other_failures_and_the_state_is_dropped() {
+        let over_items = "parser error: Too many items (limit 50000; ff_tokens)\n<state>\n\
+                          Tokens: x\nStop: ParserTooComplex\nError: ...\n</state>";
+        assert_eq!(
+            classify(over_items, StopReason::InternalError),
+            ConstraintError::TooComplex(
+                "parser error: Too many items (limit 50000; ff_tokens)".into()
+            )
+        );
+        let over_lexer = "lexer error: too many states";
+        assert!(matches!(
+            classify(over_lexer, StopReason::LexerTooComplex),
+            ConstraintError::TooComplex(_)
+        ));
+        let refused = "token 5 not allowed\n<state>\nStop: InternalError\n</state>";
+        assert_eq!(
+            classify(refused, StopReason::InternalError),
+            ConstraintError::Failed("token 5 not allowed".into())
+        );
     }
 }
