@@ -14,9 +14,13 @@
 //! - `stale`: is a failed send a closed keep-alive connection's (retried once)?
 //! - `probe`: readiness and model discovery.
 //!
-//! HTTP/1.1 only (reqwest without `http2`), plain `http://` (no TLS backend), as `vllm bench
-//! serve` and guidellm talk to a server: one connection per in-flight stream.
+//! - `access`: [`ServerAccess`], the key, headers and TLS trust every exchange carries.
+//!
+//! HTTP/1.1 only (reqwest without `http2`), as `vllm bench serve` and guidellm talk to a server:
+//! one connection per in-flight stream; `http://` or `https://` (rustls, with the system's and
+//! Mozilla's roots; `--insecure` accepts any certificate).
 
+mod access;
 mod cancellation;
 mod clock;
 mod config;
@@ -32,7 +36,10 @@ pub mod stream;
 pub mod structured_output;
 #[cfg(test)]
 mod test_http;
+#[cfg(test)]
+mod tls_tests;
 
+pub use access::ServerAccess;
 pub use cancellation::Cancellation;
 pub use clock::RunClock;
 pub use config::{

@@ -13,6 +13,7 @@ pub mod merge_cmd;
 pub mod plan_cmd;
 pub mod report_cmd;
 pub mod run_meta;
+pub mod sampling_args;
 pub mod serve;
 pub mod serve_args;
 pub mod serve_cmd;

@@ -13,7 +13,8 @@ use crate::cli::backend::resolve_endpoint;
 use crate::cli::serve_args::{DatasetName, EndpointArg, ServeArgs};
 use crate::cli::trace_replay::trace_workload;
 use crate::client::{
-    discover_model, readiness_check, Endpoint, RequestConfig, Sampling, StructuredOutput,
+    discover_model, readiness_check, Endpoint, RequestConfig, Sampling, ServerAccess,
+    StructuredOutput,
 };
 use crate::dataset::trace::TraceSummary;
 use crate::dataset::{build_workload, DatasetConfig, PrefixRepetitionConfig, RandomConfig};
@@ -151,7 +152,7 @@ fn request_config(
     let endpoint_arg = resolve_endpoint(args.backend.as_deref(), args.endpoint)?;
     let mut request = RequestConfig::new(endpoint(endpoint_arg), &args.base_url(), model);
     request.structured_output = structured_output;
-    request.api_key = args.api_key.clone();
+    request.access = server_access(args)?;
     request.timeout = Duration::from_secs_f64(args.request_timeout);
     request.pool_idle_timeout = Duration::try_from_secs_f64(args.pool_idle_timeout)
         .with_context(|| format!("--pool-idle-timeout {}", args.pool_idle_timeout))?;
@@ -163,14 +164,6 @@ fn request_config(
             .clone()
             .unwrap_or_else(|| format!("pagoda-bench-{:08x}-", rand::random::<u32>())),
     );
-    for header in &args.headers {
-        let (name, value) = header
-            .split_once(':')
-            .with_context(|| format!("--header {header:?}: expected NAME:VALUE"))?;
-        request
-            .headers
-            .push((name.trim().to_string(), value.trim().to_string()));
-    }
     let mut extra_body = match &args.extra_body {
         None => serde_json::Map::new(),
         Some(text) => match serde_json::from_str::<Value>(text) {
@@ -187,13 +180,37 @@ fn request_config(
             extra_body.entry("chat_template_kwargs").or_insert(kwargs);
         }
     }
+    for (key, value) in args.sampling.body_fields(endpoint(endpoint_arg)) {
+        extra_body.entry(key).or_insert(value);
+    }
     request.sampling = Sampling {
-        temperature: Some(args.temperature),
-        top_p: args.top_p,
+        temperature: Some(args.sampling.temperature),
+        top_p: args.sampling.top_p,
         ignore_eos: args.ignore_eos(),
         extra_body,
     };
     Ok(request)
+}
+
+/// `--api-key`, `--header` and `--insecure`.
+fn server_access(args: &ServeArgs) -> anyhow::Result<ServerAccess> {
+    let headers = args.headers.iter().map(|header| parse_header(header));
+    Ok(ServerAccess {
+        api_key: args.api_key.clone(),
+        headers: headers.collect::<anyhow::Result<_>>()?,
+        insecure: args.insecure,
+    })
+}
+
+/// A `--header`: `NAME:VALUE` or `NAME=VALUE`, split at whichever comes first (a header name
+/// holds neither).
+fn parse_header(header: &str) -> anyhow::Result<(String, String)> {
+    let split_at = header
+        .find([':', '='])
+        .with_context(|| format!("--header {header:?}: expected NAME:VALUE or NAME=VALUE"))?;
+    let (name, value) = (header[..split_at].trim(), header[split_at + 1..].trim());
+    anyhow::ensure!(!name.is_empty(), "--header {header:?}: the name is empty");
+    Ok((name.to_string(), value.to_string()))
 }
 
 /// Loads the tokenizer of `--tokenizer`, else of the default model.
@@ -223,7 +240,7 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
     if args.ready_timeout > 0.0 {
         readiness_check(
             &base_url,
-            args.api_key.as_deref(),
+            &server_access(args)?,
             Duration::from_secs_f64(args.ready_timeout),
         )
         .await
@@ -231,7 +248,7 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
     }
     let model = match &args.model {
         Some(model) => model.clone(),
-        None => discover_model(&base_url, args.api_key.as_deref()).await?,
+        None => discover_model(&base_url, &server_access(args)?).await?,
     };
     let schedule = schedule_config(args)?;
     let options = summary_options(args, &schedule)?;
@@ -361,68 +378,5 @@ pub fn all_records(runs: &[ServeRun]) -> Vec<RequestRecord> {
 }
 
 #[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use super::*;
-    use crate::cli::serve_args::ServeArgs;
-
-    #[derive(Debug, Parser)]
-    struct Command {
-        #[command(flatten)]
-        serve: ServeArgs,
-    }
-
-    fn parse(flags: &[&str]) -> ServeArgs {
-        Command::try_parse_from(std::iter::once("serve").chain(flags.iter().copied()))
-            .expect("parses")
-            .serve
-    }
-
-    fn output_tokens(flags: &[&str]) -> usize {
-        let args = parse(flags);
-        match dataset_config(&args).expect("a dataset") {
-            DatasetConfig::Random(random) => random.output_tokens,
-            DatasetConfig::PrefixRepetition(prefix) => prefix.output_tokens,
-            other => panic!("{other:?}"),
-        }
-    }
-
-    /// `--output-len` is vLLM's general alias: it sets the random and prefix-repetition lengths.
-    #[test]
-    fn output_len_overrides_the_synthetic_datasets_lengths() {
-        assert_eq!(output_tokens(&["--random-output-len", "4"]), 4);
-        assert_eq!(
-            output_tokens(&["--random-output-len", "4", "--output-len", "7"]),
-            7
-        );
-        let prefix = ["--dataset-name", "prefix-repetition", "--output-len", "9"];
-        assert_eq!(output_tokens(&prefix), 9);
-    }
-
-    /// vLLM's `--chat-template-kwargs` goes into chat bodies; its no-op flags are accepted.
-    #[test]
-    fn chat_template_kwargs_reach_chat_bodies_only() {
-        let kwargs = r#"{"enable_thinking": false}"#;
-        let body = |flags: &[&str]| {
-            let config = request_config(&parse(flags), "m", StructuredOutput::default());
-            config.map(|c| c.sampling.extra_body.get("chat_template_kwargs").cloned())
-        };
-        let chat = [
-            "--chat-template-kwargs",
-            kwargs,
-            "--disable-shuffle",
-            "--skip-chat-template",
-        ];
-        let sent = body(&chat).expect("valid").expect("sent");
-        assert_eq!(sent["enable_thinking"], false);
-        let completions = [
-            "--chat-template-kwargs",
-            kwargs,
-            "--endpoint",
-            "/v1/completions",
-        ];
-        assert_eq!(body(&completions).expect("valid"), None);
-        assert!(body(&["--chat-template-kwargs", "[1]"]).is_err());
-    }
-}
+#[path = "serve_tests.rs"]
+mod tests;

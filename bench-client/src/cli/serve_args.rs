@@ -10,6 +10,7 @@ use crate::cli::conversation_args::ConversationArgs;
 pub use crate::cli::dataset_name::DatasetName;
 use crate::cli::exit_status::parse_failure_rate;
 use crate::cli::lora_args::LoraArgs;
+use crate::cli::sampling_args::SamplingArgs;
 use crate::cli::structured_output_args::StructuredOutputArgs;
 use crate::cli::trace_args::TraceArgs;
 use crate::client::{Cancellation, DEFAULT_POOL_IDLE_TIMEOUT};
@@ -52,12 +53,17 @@ pub struct ServeArgs {
     /// Sent as `Authorization: Bearer KEY`.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
-    /// Extra request header `NAME:VALUE` (repeatable).
-    #[arg(long = "header", value_name = "NAME:VALUE")]
+    /// Extra request header `NAME:VALUE` or, as `vllm bench serve` writes it, `NAME=VALUE`
+    /// (repeatable; several may follow one --header).
+    #[arg(long = "header", value_name = "NAME:VALUE", num_args = 1..)]
     pub headers: Vec<String>,
+    /// Accept any TLS certificate from an `https://` server (self-signed, another name), as
+    /// vLLM's `--insecure`; the readiness check and model discovery too.
+    #[arg(long)]
+    pub insecure: bool,
     /// Seconds to wait for the server to answer /v1/models (or /health) before starting; 0
     /// skips the check (a gateway that serves only the completion routes).
-    #[arg(long, default_value_t = 600.0)]
+    #[arg(long, default_value_t = 600.0, alias = "ready-check-timeout-sec")]
     pub ready_timeout: f64,
     /// Per-request timeout in seconds.
     #[arg(long, default_value_t = 600.0)]
@@ -160,12 +166,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
-    /// Sampling temperature sent with every request.
-    #[arg(long, default_value_t = 0.0)]
-    pub temperature: f64,
-    /// top_p sent with every request. [default: not sent]
-    #[arg(long)]
-    pub top_p: Option<f64>,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
     /// Ask the server to ignore EOS so outputs have the workload's length (on by default for
     /// random, prefix-repetition, conversation and trace; off for sharegpt and custom, and with
     /// --json-schema, --json-object or --tools).
@@ -250,8 +252,8 @@ pub struct ServeArgs {
     /// pagoda-bench-<8 random hex digits>-]
     #[arg(long, value_name = "PREFIX")]
     pub request_id_prefix: Option<String>,
-    /// No live progress line.
-    #[arg(long)]
+    /// No live progress line (`--disable-tqdm`, vLLM's name, too).
+    #[arg(long, alias = "disable-tqdm")]
     pub disable_progress: bool,
     /// Flag the run (the client fell behind) when the p99 send lag exceeds this many ms.
     #[arg(long, default_value_t = 10.0)]

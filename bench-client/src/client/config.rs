@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::access::ServerAccess;
 use super::cancellation::Cancellation;
 pub use super::endpoint::Endpoint;
 use super::structured_output::StructuredOutput;
@@ -41,10 +42,8 @@ pub struct RequestConfig {
     pub base_url: String,
     /// The run's model; a request that names its own (a LoRA adapter) sends that instead.
     pub model: String,
-    /// Sent as `Authorization: Bearer KEY`.
-    pub api_key: Option<String>,
-    /// Extra headers, sent with every request.
-    pub headers: Vec<(String, String)>,
+    /// The API key, extra headers and TLS trust every request carries.
+    pub access: ServerAccess,
     pub sampling: Sampling,
     /// A JSON schema, JSON mode or tools sent with every request (before `extra_body`, whose
     /// keys win).
@@ -76,8 +75,7 @@ impl RequestConfig {
             endpoint,
             base_url: base_url.to_string(),
             model: model.to_string(),
-            api_key: None,
-            headers: Vec::new(),
+            access: ServerAccess::default(),
             sampling: Sampling::default(),
             structured_output: StructuredOutput::Unconstrained,
             timeout: Duration::from_secs(600),

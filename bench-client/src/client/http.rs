@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::{HeaderValue, CONTENT_TYPE};
 
 use super::config::{normalize_base_url, RequestConfig};
 use super::error::ClientError;
@@ -64,34 +64,16 @@ fn http_client(
     idle_timeout: Duration,
 ) -> Result<reqwest::Client, ClientError> {
     let idle_timeout = (!idle_timeout.is_zero()).then_some(idle_timeout);
-    Ok(reqwest::Client::builder()
-        .default_headers(default_headers(config)?)
+    let mut headers = config.access.header_map()?;
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(config
+        .access
+        .client_builder()
+        .default_headers(headers)
         .tcp_nodelay(true)
         .pool_max_idle_per_host(max_idle_per_host)
         .pool_idle_timeout(idle_timeout)
         .build()?)
-}
-
-fn default_headers(config: &RequestConfig) -> Result<HeaderMap, ClientError> {
-    let invalid = |name: &str, reason: String| ClientError::InvalidHeader {
-        name: name.to_string(),
-        reason,
-    };
-    let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Some(key) = &config.api_key {
-        let value = HeaderValue::from_str(&format!("Bearer {key}"))
-            .map_err(|e| invalid("authorization", e.to_string()))?;
-        headers.insert(AUTHORIZATION, value);
-    }
-    for (name, value) in &config.headers {
-        let header_name =
-            HeaderName::from_bytes(name.as_bytes()).map_err(|e| invalid(name, e.to_string()))?;
-        let header_value =
-            HeaderValue::from_str(value).map_err(|e| invalid(name, e.to_string()))?;
-        headers.insert(header_name, header_value);
-    }
-    Ok(headers)
 }
 
 #[cfg(test)]
@@ -102,7 +84,7 @@ mod tests {
     #[test]
     fn invalid_headers_are_refused() {
         let mut config = RequestConfig::new(Endpoint::Chat, "http://127.0.0.1:1", "m");
-        config.headers.push(("bad name".into(), "v".into()));
+        config.access.headers.push(("bad name".into(), "v".into()));
         assert!(matches!(
             Client::new(config),
             Err(ClientError::InvalidHeader { .. })

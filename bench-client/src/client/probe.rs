@@ -2,9 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest::header::AUTHORIZATION;
 use reqwest::StatusCode;
 
+use super::access::ServerAccess;
 use super::config::normalize_base_url;
 use super::error::ClientError;
 use super::openai::{error_body_message, ModelList};
@@ -16,29 +16,29 @@ const POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// The longest one probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Waits until the server answers 200 on `GET /v1/models` (with the API key) or, for servers
-/// without it, `GET /health`; polls every 250 ms for up to `timeout`. A 401 or 403 fails at once
-/// (a wrong key does not fix itself).
+/// Waits until the server answers 200 on `GET /v1/models` (with the API key and headers) or,
+/// for servers without it, `GET /health`; polls every 250 ms for up to `timeout`. A 401 or 403
+/// fails at once (a wrong key does not fix itself).
 pub async fn readiness_check(
     base_url: &str,
-    api_key: Option<&str>,
+    access: &ServerAccess,
     timeout: Duration,
 ) -> Result<(), ClientError> {
     let base = normalize_base_url(base_url);
-    let http = probe_client()?;
+    let http = probe_client(access)?;
     let started = Instant::now();
     let deadline = started + timeout;
     let models_url = format!("{base}/v1/models");
     let health_url = format!("{base}/health");
     loop {
-        let last_error = match get(&http, &models_url, api_key).await {
+        let last_error = match get(&http, &models_url).await {
             Ok((status, _)) if status.is_success() => return Ok(()),
             Ok((status, body))
                 if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN =>
             {
                 return Err(status_error(&models_url, status, &body));
             }
-            Ok((status, _)) => match get(&http, &health_url, None).await {
+            Ok((status, _)) => match get(&http, &health_url).await {
                 Ok((health, _)) if health.is_success() => return Ok(()),
                 Ok((health, _)) => format!("/v1/models: {status}, /health: {health}"),
                 Err(e) => format!("/v1/models: {status}, /health: {e}"),
@@ -58,16 +58,15 @@ pub async fn readiness_check(
 }
 
 /// The first model id of `GET /v1/models`.
-pub async fn discover_model(base_url: &str, api_key: Option<&str>) -> Result<String, ClientError> {
+pub async fn discover_model(base_url: &str, access: &ServerAccess) -> Result<String, ClientError> {
     let url = format!("{}/v1/models", normalize_base_url(base_url));
-    let http = probe_client()?;
-    let (status, body) =
-        get(&http, &url, api_key)
-            .await
-            .map_err(|message| ClientError::BadResponse {
-                url: url.clone(),
-                message,
-            })?;
+    let http = probe_client(access)?;
+    let (status, body) = get(&http, &url)
+        .await
+        .map_err(|message| ClientError::BadResponse {
+            url: url.clone(),
+            message,
+        })?;
     if !status.is_success() {
         return Err(status_error(&url, status, &body));
     }
@@ -85,21 +84,17 @@ pub async fn discover_model(base_url: &str, api_key: Option<&str>) -> Result<Str
         .ok_or_else(|| bad("no models listed".into()))
 }
 
-fn probe_client() -> Result<reqwest::Client, ClientError> {
-    Ok(reqwest::Client::builder().timeout(PROBE_TIMEOUT).build()?)
+fn probe_client(access: &ServerAccess) -> Result<reqwest::Client, ClientError> {
+    Ok(access
+        .client_builder()
+        .default_headers(access.header_map()?)
+        .timeout(PROBE_TIMEOUT)
+        .build()?)
 }
 
 /// `GET url`: the status and body, or the transport error as text.
-async fn get(
-    http: &reqwest::Client,
-    url: &str,
-    api_key: Option<&str>,
-) -> Result<(StatusCode, String), String> {
-    let mut request = http.get(url);
-    if let Some(key) = api_key {
-        request = request.header(AUTHORIZATION, format!("Bearer {key}"));
-    }
-    let response = request.send().await.map_err(|e| error_chain(&e))?;
+async fn get(http: &reqwest::Client, url: &str) -> Result<(StatusCode, String), String> {
+    let response = http.get(url).send().await.map_err(|e| error_chain(&e))?;
     let status = response.status();
     let body = response.text().await.map_err(|e| error_chain(&e))?;
     Ok((status, body))

@@ -1,11 +1,10 @@
 //! Tests only: the raw HTTP/1.1 pieces of the scripted servers the client's tests run on
 //! 127.0.0.1.
 
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Reads one request (head and `content-length` body); its body, or `None` at end of stream.
-pub async fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
+pub async fn read_request<S: AsyncRead + Unpin>(stream: &mut S) -> Option<Vec<u8>> {
     let mut buffer = Vec::new();
     let mut piece = [0u8; 4096];
     loop {

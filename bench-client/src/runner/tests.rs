@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::test_server::{TestServer, SERIAL};
 use super::*;
 use crate::client::RequestConfig;
-use crate::client::{discover_model, readiness_check, ClientError, Endpoint};
+use crate::client::{discover_model, readiness_check, ClientError, Endpoint, ServerAccess};
 use crate::record::{ErrorKind, TokenCountSource};
 use crate::workload::Prompt;
 
@@ -271,21 +271,40 @@ async fn duration_limit_stops_sending() {
 async fn probes_find_the_model_and_wait_for_readiness() {
     let _serial = SERIAL.lock().await;
     let server = TestServer::start_mock(&[]);
-    readiness_check(&server.base_url, None, Duration::from_secs(5))
+    let open = ServerAccess::default();
+    readiness_check(&server.base_url, &open, Duration::from_secs(5))
         .await
         .expect("ready");
-    let model = discover_model(&format!("{}/v1/", server.base_url), None)
+    let model = discover_model(&format!("{}/v1/", server.base_url), &open)
         .await
         .expect("a model");
     assert_eq!(model, "mock");
     let keyed = TestServer::start_mock(&["--api-key", "sesame"]);
-    let wrong_key = readiness_check(&keyed.base_url, Some("nope"), Duration::from_secs(5)).await;
+    let key = |key: &str| ServerAccess {
+        api_key: Some(key.to_string()),
+        ..ServerAccess::default()
+    };
+    let wrong_key = readiness_check(&keyed.base_url, &key("nope"), Duration::from_secs(5)).await;
     assert!(matches!(
         wrong_key,
         Err(ClientError::Status { status: 401, .. })
     ));
-    let model = discover_model(&keyed.base_url, Some("sesame")).await;
+    let model = discover_model(&keyed.base_url, &key("sesame")).await;
     assert_eq!(model.expect("a model"), "mock");
+    // The key may come as a header of its own (a gateway's `--header`), probes included.
+    let as_header = ServerAccess {
+        headers: vec![("Authorization".into(), "Bearer sesame".into())],
+        ..ServerAccess::default()
+    };
+    readiness_check(&keyed.base_url, &as_header, Duration::from_secs(5))
+        .await
+        .expect("ready with the header's key");
+    assert_eq!(
+        discover_model(&keyed.base_url, &as_header)
+            .await
+            .expect("a model"),
+        "mock"
+    );
     drop(keyed);
     drop(server);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -294,7 +313,7 @@ async fn probes_find_the_model_and_wait_for_readiness() {
         .port();
     let down = readiness_check(
         &format!("http://127.0.0.1:{port}"),
-        None,
+        &open,
         Duration::from_millis(300),
     )
     .await;

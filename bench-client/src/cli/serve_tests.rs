@@ -1,0 +1,133 @@
+//! Tests of `serve`'s flag handling (request bodies, headers, dataset lengths).
+
+use clap::Parser;
+
+use super::*;
+use crate::cli::serve_args::ServeArgs;
+
+#[derive(Debug, Parser)]
+struct Command {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+fn parse(flags: &[&str]) -> ServeArgs {
+    Command::try_parse_from(std::iter::once("serve").chain(flags.iter().copied()))
+        .expect("parses")
+        .serve
+}
+
+fn output_tokens(flags: &[&str]) -> usize {
+    let args = parse(flags);
+    match dataset_config(&args).expect("a dataset") {
+        DatasetConfig::Random(random) => random.output_tokens,
+        DatasetConfig::PrefixRepetition(prefix) => prefix.output_tokens,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// `--output-len` is vLLM's general alias: it sets the random and prefix-repetition lengths.
+#[test]
+fn output_len_overrides_the_synthetic_datasets_lengths() {
+    assert_eq!(output_tokens(&["--random-output-len", "4"]), 4);
+    assert_eq!(
+        output_tokens(&["--random-output-len", "4", "--output-len", "7"]),
+        7
+    );
+    let prefix = ["--dataset-name", "prefix-repetition", "--output-len", "9"];
+    assert_eq!(output_tokens(&prefix), 9);
+}
+
+/// vLLM's `--chat-template-kwargs` goes into chat bodies; its no-op flags are accepted.
+#[test]
+fn chat_template_kwargs_reach_chat_bodies_only() {
+    let kwargs = r#"{"enable_thinking": false}"#;
+    let body = |flags: &[&str]| {
+        let config = request_config(&parse(flags), "m", StructuredOutput::default());
+        config.map(|c| c.sampling.extra_body.get("chat_template_kwargs").cloned())
+    };
+    let chat = [
+        "--chat-template-kwargs",
+        kwargs,
+        "--disable-shuffle",
+        "--skip-chat-template",
+    ];
+    let sent = body(&chat).expect("valid").expect("sent");
+    assert_eq!(sent["enable_thinking"], false);
+    let completions = [
+        "--chat-template-kwargs",
+        kwargs,
+        "--endpoint",
+        "/v1/completions",
+    ];
+    assert_eq!(body(&completions).expect("valid"), None);
+    assert!(body(&["--chat-template-kwargs", "[1]"]).is_err());
+}
+
+/// vLLM's sampling flags reach the body; `--extra-body` wins over them.
+#[test]
+fn sampling_flags_reach_the_body_and_extra_body_wins() {
+    let flags = [
+        "--top-k",
+        "20",
+        "--min-p",
+        "0.1",
+        "--repetition-penalty",
+        "1.2",
+        "--presence-penalty",
+        "-0.5",
+        "--logprobs",
+        "2",
+        "--extra-body",
+        r#"{"top_k": 5}"#,
+    ];
+    let config = request_config(&parse(&flags), "m", StructuredOutput::default()).expect("valid");
+    let extra = &config.sampling.extra_body;
+    assert_eq!(extra["top_k"], 5, "--extra-body's own key wins");
+    assert_eq!(extra["min_p"], 0.1);
+    assert_eq!(extra["repetition_penalty"], 1.2);
+    assert_eq!(extra["presence_penalty"], -0.5);
+    assert_eq!(extra["logprobs"], true);
+    assert_eq!(extra["top_logprobs"], 2);
+    assert!(
+        !extra.contains_key("frequency_penalty"),
+        "not given, not sent"
+    );
+}
+
+/// Headers as pagoda writes them (`NAME:VALUE`) and as vLLM does (`NAME=VALUE`, several after
+/// one flag); vLLM's flag aliases parse.
+#[test]
+fn headers_take_either_separator_and_vllm_aliases_parse() {
+    let flags = [
+        "--header",
+        "x-a=1",
+        "x-b: two:parts",
+        "--header",
+        "Authorization=Bearer k=v",
+        "--ready-check-timeout-sec",
+        "0",
+        "--disable-tqdm",
+    ];
+    let args = parse(&flags);
+    assert_eq!(args.ready_timeout, 0.0);
+    assert!(args.disable_progress);
+    let config = request_config(&args, "m", StructuredOutput::default()).expect("valid");
+    let expected = [
+        ("x-a", "1"),
+        ("x-b", "two:parts"),
+        ("Authorization", "Bearer k=v"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    assert_eq!(config.access.headers, expected);
+    for bad in ["no-separator", ":value", " =value"] {
+        let args = parse(&["--header", bad]);
+        assert!(
+            request_config(&args, "m", StructuredOutput::default()).is_err(),
+            "{bad}"
+        );
+    }
+}
