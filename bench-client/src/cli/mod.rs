@@ -12,6 +12,7 @@ pub mod lora_args;
 pub mod merge_cmd;
 pub mod plan_cmd;
 pub mod report_cmd;
+pub mod result_file;
 pub mod run_meta;
 pub mod sampling_args;
 pub mod serve;

@@ -72,7 +72,7 @@ fn dataset_config(args: &ServeArgs) -> anyhow::Result<DatasetConfig> {
     };
     Ok(match args.dataset_name {
         DatasetName::Random => DatasetConfig::Random(RandomConfig {
-            input_tokens: args.random_input_len,
+            input_tokens: args.input_len.unwrap_or(args.random_input_len),
             output_tokens: args.output_len.unwrap_or(args.random_output_len),
             range_ratio: args.random_range_ratio,
             input_stddev: args.random_input_len_stddev,
@@ -246,8 +246,8 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
         .await
         .with_context(|| format!("the server at {base_url} is not ready"))?;
     }
-    let model = match &args.model {
-        Some(model) => model.clone(),
+    let model = match args.model_name() {
+        Some(model) => model.to_string(),
         None => discover_model(&base_url, &server_access(args)?).await?,
     };
     let schedule = schedule_config(args)?;

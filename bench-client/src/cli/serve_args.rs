@@ -45,6 +45,17 @@ pub struct ServeArgs {
     /// Model name sent in requests. [default: the first id of the server's /v1/models]
     #[arg(long)]
     pub model: Option<String>,
+    /// vLLM's: the name sent in requests when --model names the weights (then --model is only
+    /// recorded); wins over --model.
+    #[arg(long, value_name = "NAME")]
+    pub served_model_name: Option<String>,
+    /// vLLM's, accepted for its command lines: nothing here runs a model's code.
+    #[arg(long)]
+    pub trust_remote_code: bool,
+    /// vLLM's, accepted for its command lines: `auto` or `hf` (the tokenizer is always the
+    /// Hugging Face tokenizer of --tokenizer).
+    #[arg(long, value_name = "MODE", value_parser = ["auto", "hf"], default_value = "auto")]
+    pub tokenizer_mode: String,
     /// Tokenizer for exact prompt lengths and for counting tokens when the server sends no
     /// usage: a GGUF file or Hugging Face directory. [default: the default model, fetched on first
     /// use]
@@ -92,6 +103,9 @@ pub struct ServeArgs {
     /// random: prompt tokens (exact, by the tokenizer).
     #[arg(long, default_value_t = 1024)]
     pub random_input_len: usize,
+    /// vLLM's general alias: overrides --random-input-len.
+    #[arg(long)]
+    pub input_len: Option<usize>,
     /// random: tokens to generate.
     #[arg(long, default_value_t = 128)]
     pub random_output_len: usize,
@@ -124,8 +138,9 @@ pub struct ServeArgs {
     pub prefix_repetition_output_len: usize,
     /// Tokens to generate for every request: sharegpt/custom [default: the dataset's]; for
     /// random and prefix-repetition it overrides --random-output-len /
-    /// --prefix-repetition-output-len (vLLM's general alias).
-    #[arg(long)]
+    /// --prefix-repetition-output-len (vLLM's general alias; also as its --sharegpt-output-len
+    /// and --custom-output-len).
+    #[arg(long, visible_aliases = ["sharegpt-output-len", "custom-output-len"])]
     pub output_len: Option<usize>,
     #[command(flatten)]
     pub trace: TraceArgs,
@@ -217,6 +232,10 @@ pub struct ServeArgs {
     /// Save the result JSON (vllm bench serve's keys plus ours).
     #[arg(long)]
     pub save_result: bool,
+    /// As vLLM's: append the result to the file as one more line of JSON (JSON Lines), instead
+    /// of replacing it; pair it with --result-filename.
+    #[arg(long)]
+    pub append_result: bool,
     /// Directory for the result file.
     #[arg(long, default_value = ".")]
     pub result_dir: PathBuf,
@@ -276,6 +295,16 @@ fn parse_slice_duration(text: &str) -> Result<f64, String> {
 }
 
 impl ServeArgs {
+    /// Whether the result is written (`--save-result`, `--save-detailed`, `--append-result`).
+    pub fn saves_result(&self) -> bool {
+        self.save_result || self.save_detailed || self.append_result
+    }
+
+    /// The model name requests send, when the flags give one.
+    pub fn model_name(&self) -> Option<&str> {
+        self.served_model_name.as_deref().or(self.model.as_deref())
+    }
+
     pub fn base_url(&self) -> String {
         self.base_url
             .clone()

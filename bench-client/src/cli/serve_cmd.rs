@@ -9,6 +9,7 @@ use crate::cli::backend::{backend_name, resolve_endpoint};
 use crate::cli::conversation_args::render_conversations;
 use crate::cli::exit_status::check_result_failures;
 use crate::cli::report_cmd::write_run_report;
+use crate::cli::result_file::save_result;
 use crate::cli::run_meta::{format_date, machine_info, unix_now_s};
 use crate::cli::serve::{load_tokenizer, prepare, run_once_with_server_view, Prepared};
 use crate::cli::serve_args::{DatasetName, ServeArgs};
@@ -219,7 +220,7 @@ pub fn runs_aggregate(result: &Value) -> Option<&Value> {
 
 /// `serve`: prepare once, run `--num-runs` times, report each run (and their spread), save.
 pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
-    if args.save_result || args.save_detailed {
+    if args.saves_result() {
         // Before the run, so that a run is never lost for want of its directory.
         std::fs::create_dir_all(&args.result_dir)
             .with_context(|| format!("cannot create {}", args.result_dir.display()))?;
@@ -241,10 +242,10 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(aggregate) = runs_aggregate(&result) {
         println!("{}", render_spread(aggregate));
     }
-    if args.save_result || args.save_detailed {
+    if args.saves_result() {
         let path = result_path(&args);
-        let text = serde_json::to_string_pretty(&result)?;
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        save_result(&path, &result, args.append_result)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("result saved to {}", path.display());
     }
     check_result_failures(&results, args.max_failure_rate)

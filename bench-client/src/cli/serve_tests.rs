@@ -131,3 +131,28 @@ fn headers_take_either_separator_and_vllm_aliases_parse() {
         );
     }
 }
+
+/// vLLM's general and per-dataset length aliases, its model-name split and no-op flags.
+#[test]
+fn vllm_length_aliases_and_model_names_parse() {
+    let input = |flags: &[&str]| match dataset_config(&parse(flags)).expect("a dataset") {
+        DatasetConfig::Random(random) => random.input_tokens,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(input(&["--random-input-len", "4"]), 4);
+    assert_eq!(input(&["--random-input-len", "4", "--input-len", "6"]), 6);
+    for alias in ["--sharegpt-output-len", "--custom-output-len"] {
+        assert_eq!(parse(&[alias, "11"]).output_len, Some(11), "{alias}");
+    }
+    let named = parse(&[
+        "--model",
+        "org/Model-1B",
+        "--served-model-name",
+        "prod",
+        "--trust-remote-code",
+    ]);
+    assert_eq!(named.model_name(), Some("prod"));
+    assert_eq!(parse(&["--model", "m"]).model_name(), Some("m"));
+    assert_eq!(parse(&[]).model_name(), None);
+    assert!(Command::try_parse_from(["serve", "--tokenizer-mode", "mistral"]).is_err());
+}

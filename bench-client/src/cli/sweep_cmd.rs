@@ -67,8 +67,8 @@ where
     Fut: Future<Output = anyhow::Result<Vec<Value>>>,
 {
     args.validate()?;
-    if args.serve.save_result || args.serve.result_filename.is_some() {
-        eprintln!("note: sweep saves every result into --output-dir; --save-result and --result-filename are not used");
+    if args.serve.save_result || args.serve.append_result || args.serve.result_filename.is_some() {
+        eprintln!("note: sweep saves every result into --output-dir; --save-result, --append-result and --result-filename are not used");
     }
     let dir = args.output_dir(unix_now_s());
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
