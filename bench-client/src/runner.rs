@@ -27,6 +27,7 @@ mod health;
 mod interrupt;
 mod lag;
 mod outcome;
+mod probes;
 mod steps;
 #[cfg(test)]
 pub(crate) mod test_server;
@@ -46,6 +47,7 @@ pub use cpu::{CpuMonitor, CpuUsage};
 pub use health::ClientHealth;
 pub use lag::LagSummary;
 pub use outcome::{RunError, RunOutcome};
+pub use probes::ProbeSummary;
 
 use crate::client::{Client, RunClock, TokenCounter};
 use crate::progress::{LiveCounters, Progress};
@@ -98,6 +100,16 @@ pub async fn run(
         cancel: cancel_rx,
         handle: Handle::current(),
     };
+    // Dropping the sender ends the probes (when the workload's records are in).
+    let (probes_stop, probes_stopped) = watch::channel(());
+    let probes = match config.probe_rate_per_s {
+        Some(rate) => {
+            let probe_client = probes::probe_client(&config.request)?;
+            let sending = probes::send_probes(probe_client, clock, rate, probes_stopped);
+            Some((rate, tokio::spawn(sending)))
+        }
+        None => None,
+    };
     let cpu = CpuMonitor::start();
     let progress = Progress::start(config.progress, specs.len(), Arc::clone(&counters));
     let report = dispatch::spawn(dispatch, move |ticket| launcher.launch(ticket))
@@ -108,6 +120,11 @@ pub async fn run(
     let cpu = cpu.and_then(CpuMonitor::stop);
     progress.finish();
     let report = report.await.unwrap_or_default();
+    drop(probes_stop);
+    let probes = match probes {
+        Some((rate, sending)) => Some(ProbeSummary::of(rate, &sending.await.unwrap_or_default())),
+        None => None,
+    };
     Ok(RunOutcome {
         interrupted: interrupt.finish(),
         start_unix_s,
@@ -128,6 +145,7 @@ pub async fn run(
         ),
         records,
         conversations: None,
+        probes,
     })
 }
 

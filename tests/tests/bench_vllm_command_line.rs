@@ -1,7 +1,7 @@
 //! A `vllm bench serve` command line runs unchanged against the real `pagoda-server` (mock
 //! engine, API key on): vLLM's flag names and forms (`--header KEY=VALUE`, the sampling group,
 //! `--served-model-name` beside a hub id in `--model`, `--input-len`, `--append-result`, its
-//! no-op flags), the key sent only as a header reaching the readiness check and discovery too.
+//! no-op flags, `--probe-request-rate`), the key sent only as a header reaching the readiness check and discovery too.
 
 use pagoda_e2e::bench::{number, run_bench_ok};
 use pagoda_e2e::binaries::ensure_built;
@@ -68,6 +68,8 @@ fn a_vllm_bench_serve_command_line_runs_and_appends_its_results() {
         "--logprobs",
         "1",
         "--ignore-eos",
+        "--probe-request-rate",
+        "20",
         "--disable-tqdm",
         "--percentile-metrics",
         "ttft,tpot,itl,e2el",
@@ -91,5 +93,9 @@ fn a_vllm_bench_serve_command_line_runs_and_appends_its_results() {
         assert_eq!(number(run, "completed"), 5.0, "{run}");
         assert_eq!(number(run, "total_output_tokens"), 30.0);
         assert!(run.get("p99_e2el_ms").and_then(Value::as_f64).is_some());
+        // Probes answered beside the workload, with vLLM's keys.
+        assert!(number(run, "probe_completed") >= 1.0, "{run}");
+        assert_eq!(number(run, "probe_failed"), 0.0);
+        assert!(number(run, "probe_median_e2el_ms") > 0.0);
     }
 }

@@ -233,6 +233,9 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
         .conversation
         .is_conversation_run(args.dataset_name)?
         .then(|| args.conversation.runner_config(args.seed));
+    if conversation.is_some() && args.probe_request_rate > 0.0 {
+        bail!("--probe-request-rate is not supported with conversations");
+    }
     if conversation.is_some() && lora.is_some() {
         bail!("--lora-modules is not supported with conversations");
     }
@@ -264,6 +267,8 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
     let mut run_config = RunConfig::new(request_config(args, &model, structured_output)?);
     run_config.max_concurrency = args.max_concurrency;
     run_config.num_warmups = args.num_warmups;
+    run_config.probe_rate_per_s =
+        (args.probe_request_rate > 0.0).then_some(args.probe_request_rate);
     run_config.max_duration = args.duration.map(Duration::from_secs_f64);
     run_config.progress = !args.disable_progress;
     let counter = Arc::clone(&tokenizer);

@@ -177,6 +177,11 @@ pub struct ServeArgs {
     /// Requests sent before the run (not measured).
     #[arg(long, default_value_t = 0)]
     pub num_warmups: usize,
+    /// vLLM's: one-token probe requests per second, sent beside the workload and outside
+    /// --max-concurrency, their latency reported apart (how long the load makes a tiny request
+    /// wait). 0: none.
+    #[arg(long, value_name = "REQ_PER_S", default_value_t = 0.0, value_parser = parse_probe_rate)]
+    pub probe_request_rate: f64,
     /// Seed of the workload and of the schedule: the same seed gives the same run.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -285,6 +290,13 @@ pub struct ServeArgs {
     /// run where every request failed always exits 1. The result is saved first.
     #[arg(long, value_name = "FRACTION", value_parser = parse_failure_rate)]
     pub max_failure_rate: Option<f64>,
+}
+
+fn parse_probe_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate >= 0.0 => Ok(rate),
+        _ => Err(format!("{text:?}: expected requests per second ≥ 0")),
+    }
 }
 
 fn parse_slice_duration(text: &str) -> Result<f64, String> {

@@ -89,6 +89,14 @@ fn result_json(
     meta: &RunMetadata,
 ) -> anyhow::Result<Value> {
     let mut result = vllm_result_json(summary, &outcome.records, meta, args.save_detailed)?;
+    if let (Some(probes), Some(top)) = (&outcome.probes, result.as_object_mut()) {
+        // vLLM's keys.
+        top.insert("probe_completed".into(), json!(probes.num_completed));
+        top.insert("probe_failed".into(), json!(probes.num_failed));
+        top.insert("probe_median_e2el_ms".into(), json!(probes.median_e2el_ms));
+        top.insert("probe_p99_e2el_ms".into(), json!(probes.p99_e2el_ms));
+        top.insert("probe_max_e2el_ms".into(), json!(probes.max_e2el_ms));
+    }
     if let Some(pagoda) = result.get_mut("pagoda").and_then(Value::as_object_mut) {
         pagoda.insert("client".into(), serde_json::to_value(&outcome.client)?);
         if outcome.interrupted {
@@ -173,6 +181,9 @@ pub async fn run_repeated(
         println!("{}", render(&summary, &title));
         if let Some(conversations) = &outcome.conversations {
             println!("{}", render_conversations(conversations));
+        }
+        if let Some(probes) = &outcome.probes {
+            println!("{}", probes.render());
         }
         let mut result = run_result(
             args,

@@ -28,6 +28,9 @@ pub struct RunConfig {
     pub progress: bool,
     /// Counts the generated text when a server sends no usage.
     pub tokenizer: Option<Arc<TokenCounter>>,
+    /// One-token probe requests per second beside the workload (`--probe-request-rate`);
+    /// `None`: none.
+    pub probe_rate_per_s: Option<f64>,
 }
 
 impl RunConfig {
@@ -39,6 +42,7 @@ impl RunConfig {
             max_duration: None,
             progress: false,
             tokenizer: None,
+            probe_rate_per_s: None,
         }
     }
 }
@@ -52,6 +56,7 @@ impl std::fmt::Debug for RunConfig {
             .field("max_duration", &self.max_duration)
             .field("progress", &self.progress)
             .field("tokenizer", &self.tokenizer.is_some())
+            .field("probe_rate_per_s", &self.probe_rate_per_s)
             .finish()
     }
 }
@@ -77,6 +82,11 @@ pub(super) fn validate(
     }
     if config.max_concurrency == Some(0) {
         return Err(RunError::ZeroConcurrency);
+    }
+    if let Some(rate) = config.probe_rate_per_s {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(RunError::BadProbeRate(rate));
+        }
     }
     Ok(())
 }

@@ -139,6 +139,7 @@ pub async fn run_conversations(
             &records,
         ),
         records,
+        probes: None,
         conversations: Some(summary),
     })
 }

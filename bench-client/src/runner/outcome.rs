@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::conversation_summary::ConversationSummary;
 use super::health::ClientHealth;
+use super::probes::ProbeSummary;
 use crate::client::ClientError;
 use crate::record::RequestRecord;
 
@@ -18,6 +19,10 @@ pub enum RunError {
     BadSchedule { index: usize, value: f64 },
     #[error("max_concurrency must be at least 1")]
     ZeroConcurrency,
+    #[error(
+        "the probe request rate is {0}: it must be a finite number of requests per second > 0"
+    )]
+    BadProbeRate(f64),
     #[error(transparent)]
     Client(#[from] ClientError),
     #[error("cannot start the dispatcher thread: {0}")]
@@ -47,4 +52,7 @@ pub struct RunOutcome {
     /// How the conversations went, for a conversation run ([`super::run_conversations`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversations: Option<ConversationSummary>,
+    /// How the probe requests went (`--probe-request-rate`); their records are not in `records`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<ProbeSummary>,
 }

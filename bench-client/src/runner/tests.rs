@@ -377,3 +377,31 @@ async fn generated_text_is_kept_only_when_asked() {
         }
     }
 }
+
+/// Probes go out on their own schedule, outside `max_concurrency`, apart from the records: one
+/// slot held by 3 requests of ≥ 50 + 29·20 ms each keeps the run ≥ 1.9 s, so at 10 probes/s at
+/// least 19 probes are sent, and each (one token) takes at least the mock's 50 ms TTFT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_run_beside_the_workload_outside_its_concurrency_limit() {
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start_mock(&["--mock-ttft-ms", "50", "--mock-tpot-ms", "20"]);
+    let mut config = config(&server.base_url, Endpoint::Completions);
+    config.max_concurrency = Some(1);
+    config.probe_rate_per_s = Some(10.0);
+    let outcome = run(&specs(3, 30), &[0.0; 3], &config).await.expect("runs");
+    assert_all_succeeded(&outcome);
+    assert_eq!(outcome.records.len(), 3, "probes are not workload records");
+    let probes = outcome.probes.expect("a probe summary");
+    assert_eq!(probes.num_failed, 0, "{probes:?}");
+    assert!(probes.num_completed >= 19, "{probes:?}");
+    let median_ms = probes.median_e2el_ms.expect("a median");
+    assert!(median_ms >= 50.0, "{probes:?}");
+    assert!(probes.max_e2el_ms.expect("a max") >= median_ms);
+
+    config.probe_rate_per_s = Some(f64::NAN);
+    let refused = run(&specs(1, 1), &[0.0], &config).await;
+    assert!(
+        matches!(refused, Err(RunError::BadProbeRate(_))),
+        "{refused:?}"
+    );
+}
