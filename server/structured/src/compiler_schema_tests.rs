@@ -81,3 +81,36 @@ fn a_long_chain_of_rules_compiles_without_overflowing_the_stack() {
     let text = random_walk(compiled.constraint.as_ref(), 1);
     assert!(text.starts_with("xxx"), "{text}");
 }
+
+#[test]
+fn one_of_is_read_as_any_of_overlapping_or_not() {
+    // Overlapping branches (llguidance alone refuses them) and a discriminated union.
+    let number = json!({"type": "object", "properties": {"n": {"oneOf": [
+            {"type": "number", "minimum": 0, "maximum": 9}, {"type": "integer", "minimum": 0, "maximum": 9}]},
+        "d": {"oneOf": [{"type": "string", "format": "date"}, {"type": "string", "maxLength": 3}]}},
+        "required": ["n", "d"]});
+    for value in walks(number, 8) {
+        let n = value["n"].as_f64().unwrap();
+        assert!((0.0..=9.0).contains(&n), "{value}");
+        let d = value["d"].as_str().unwrap();
+        let is_date = d.len() == 10 && d.as_bytes()[4] == b'-' && d.as_bytes()[7] == b'-';
+        assert!(is_date || d.chars().count() <= 3, "{value}");
+    }
+    let union = json!({"oneOf": [
+        {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}},
+            "required": ["kind", "x"]},
+        {"type": "object", "properties": {"kind": {"const": "b"}, "y": {"type": "boolean"}},
+            "required": ["kind", "y"]}]});
+    // serde_json reads `-0` and integers past i64 as floats: whole numbers all the same.
+    let is_whole = |x: &Value| x.as_f64().is_some_and(|x| x.fract() == 0.0);
+    for value in walks(union, 8) {
+        match value["kind"].as_str() {
+            Some("a") => assert!(is_whole(&value["x"]) && value.get("y").is_none(), "{value}"),
+            Some("b") => assert!(
+                value["y"].is_boolean() && value.get("x").is_none(),
+                "{value}"
+            ),
+            _ => panic!("{value}"),
+        }
+    }
+}

@@ -24,14 +24,18 @@ pub enum OutputSpec {
     Grammar(String),
 }
 
-/// How JSON is laid out unless the schema says otherwise (`x-guidance`): one space after `:`
-/// and `,`, no other whitespace. Free whitespace lets a small model pad forever and never close
-/// the object; a fixed layout is what models are trained on.
-fn json_layout() -> Value {
+/// How JSON schemas are read unless the schema says otherwise (`x-guidance`). Layout: one space
+/// after `:` and `,`, no other whitespace — free whitespace lets a small model pad forever and
+/// never close the object; a fixed layout is what models are trained on. `oneOf` is read as
+/// `anyOf`, as vLLM's default backend (xgrammar) reads it: llguidance cannot keep overlapping
+/// branches exclusive and would refuse them (`oneOf: [number, integer]`, a format beside a
+/// plain string), while disjoint branches (discriminated unions) mean the same either way.
+fn json_options() -> Value {
     json!({
         "whitespace_flexible": false,
         "item_separator": ", ",
         "key_separator": ": ",
+        "coerce_one_of": true,
     })
 }
 
@@ -71,9 +75,11 @@ impl OutputSpec {
                 let mut schema = schema.clone();
                 normalize_schema(&mut schema)?;
                 close_objects(&mut schema);
-                Ok(TopLevelGrammar::from_json_schema(with_layout(schema)?))
+                Ok(TopLevelGrammar::from_json_schema(with_json_options(
+                    schema,
+                )?))
             }
-            OutputSpec::JsonObject => Ok(TopLevelGrammar::from_json_schema(with_layout(
+            OutputSpec::JsonObject => Ok(TopLevelGrammar::from_json_schema(with_json_options(
                 json!({"type": "object"}),
             )?)),
             OutputSpec::Regex(regex) => Ok(TopLevelGrammar::from_regex(regex)),
@@ -89,15 +95,16 @@ impl OutputSpec {
     }
 }
 
-/// The schema with the default layout, unless it sets its own `x-guidance`.
-fn with_layout(mut schema: Value) -> Result<Value, String> {
+/// The schema with our JSON options (layout, `oneOf` as `anyOf`), unless it sets its own
+/// `x-guidance`.
+fn with_json_options(mut schema: Value) -> Result<Value, String> {
     match &mut schema {
         Value::Object(object) => {
-            object.entry("x-guidance").or_insert_with(json_layout);
+            object.entry("x-guidance").or_insert_with(json_options);
             Ok(schema)
         }
         // `true` is the schema that takes anything; `false` takes nothing.
-        Value::Bool(true) => Ok(json!({"x-guidance": json_layout()})),
+        Value::Bool(true) => Ok(json!({"x-guidance": json_options()})),
         _ => Err("a JSON schema must be an object".to_string()),
     }
 }
@@ -132,13 +139,14 @@ mod tests {
 
     #[test]
     fn layout_is_added_unless_given_and_non_object_schemas_are_refused() {
-        let schema = with_layout(json!({"type": "string"})).expect("object");
+        let schema = with_json_options(json!({"type": "string"})).expect("object");
         assert_eq!(schema["x-guidance"]["key_separator"], ": ");
-        let own = with_layout(json!({"x-guidance": {"lenient": true}})).expect("object");
+        assert_eq!(schema["x-guidance"]["coerce_one_of"], true);
+        let own = with_json_options(json!({"x-guidance": {"lenient": true}})).expect("object");
         assert_eq!(own["x-guidance"], json!({"lenient": true}));
-        assert!(with_layout(json!(true)).is_ok());
-        assert!(with_layout(json!([1])).is_err());
-        assert!(with_layout(json!(false)).is_err());
+        assert!(with_json_options(json!(true)).is_ok());
+        assert!(with_json_options(json!([1])).is_err());
+        assert!(with_json_options(json!(false)).is_err());
     }
 
     #[test]
