@@ -531,11 +531,18 @@ class BadInput(unittest.TestCase):
     def test_each_bad_input_is_a_400_naming_the_field(self):
         schema_field = "response_format.json_schema.schema"
 
-        def schema_format(schema):
-            return {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+        def schema_format(schema, strict=None):
+            json_schema = {"name": "x", "schema": schema}
+            if strict is not None:
+                json_schema["strict"] = strict
+            return {"type": "json_schema", "json_schema": json_schema}
 
         self.assert_400(schema_field, response_format=schema_format({"type": "strng"}))
-        self.assert_400(schema_field, response_format=schema_format({"not": {"type": "null"}}))
+        # A keyword llguidance cannot enforce: refused when the client asks for strictness.
+        self.assert_400(schema_field,
+                        response_format=schema_format({"not": {"type": "null"}}, strict=True))
+        self.assert_400("response_format.json_schema.strict",
+                        response_format=schema_format({"type": "string"}, strict="yes"))
         self.assert_400("response_format.type", response_format={"type": "yaml"})
         self.assert_400("structured_outputs.regex", extra_body={"structured_outputs": {"regex": "(ab"}})
         self.assert_400("tool_choice", tools=TOOLS,
@@ -551,6 +558,29 @@ class BadInput(unittest.TestCase):
             model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=3
         )
         self.assertEqual(len(ok.choices), 1)
+
+    def test_unenforceable_keywords_are_served_unless_strict(self):
+        # As vLLM serves them: `uniqueItems` and `not` ignored, the rest enforced.
+        schema = {"type": "object", "properties": {
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 5},
+                     "maxItems": 2, "uniqueItems": True},
+            "mood": {"enum": ["calm", "busy"], "not": {"const": "busy"}}},
+            "required": ["tags", "mood"]}
+        response_format = {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}
+        completion = CLIENT.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "Describe your day as JSON."}],
+            max_tokens=60, temperature=0, response_format=response_format,
+        )
+        value = json.loads(completion.choices[0].message.content)
+        self.assertLessEqual(len(value["tags"]), 2)
+        self.assertIn(value["mood"], ["calm", "busy"])
+        response_format["json_schema"]["strict"] = True
+        with self.assertRaises(openai.BadRequestError) as caught:
+            CLIENT.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=5,
+                response_format=response_format,
+            )
+        self.assertIn("Unimplemented keys", caught.exception.body["message"])
 
     def test_a_grammar_too_complex_to_follow_is_a_400_streamed_or_not(self):
         # Compiles and starts, but llguidance's per-token parser limit stops it a token in: a

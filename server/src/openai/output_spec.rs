@@ -3,7 +3,7 @@
 //! `structured_outputs` and its older `guided_json`, `guided_regex`, `guided_choice`,
 //! `guided_grammar`. At most one of them may constrain a request.
 
-use pagoda_structured::OutputSpec;
+use pagoda_structured::{strict_schema, OutputSpec};
 use serde_json::Value;
 
 use crate::openai::error::ApiError;
@@ -77,6 +77,19 @@ fn from_response_format(format: &Value) -> Result<Option<RequestedSpec>, ApiErro
                 )
             })?;
             let spec = schema_spec(schema, "response_format.json_schema.schema")?;
+            let spec = match json_schema.and_then(|j| j.get("strict")) {
+                None | Some(Value::Null) | Some(Value::Bool(false)) => spec,
+                Some(Value::Bool(true)) => match spec {
+                    OutputSpec::JsonSchema(schema) => OutputSpec::JsonSchema(strict_schema(schema)),
+                    other => other,
+                },
+                Some(_) => {
+                    return Err(ApiError::invalid(
+                        "response_format.json_schema.strict",
+                        "`json_schema.strict` must be a boolean",
+                    ))
+                }
+            };
             // Required by OpenAI and vLLM alike.
             match json_schema.and_then(|j| j.get("name")) {
                 Some(Value::String(_)) => {}

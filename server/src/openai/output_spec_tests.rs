@@ -23,6 +23,12 @@ fn every_spelling_gives_its_spec_and_field() {
         (
             json!({"response_format": {"type": "json_schema",
                 "json_schema": {"name": "x", "schema": schema, "strict": true}}}),
+            OutputSpec::JsonSchema(strict_schema(schema.clone())),
+            "response_format.json_schema.schema",
+        ),
+        (
+            json!({"response_format": {"type": "json_schema",
+                "json_schema": {"name": "x", "schema": schema, "strict": false}}}),
             OutputSpec::JsonSchema(schema.clone()),
             "response_format.json_schema.schema",
         ),

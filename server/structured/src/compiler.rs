@@ -224,6 +224,14 @@ fn start_matcher(
         .create_parser(grammar)
         .map_err(|e| StructuredError::Invalid(e.to_string()))?;
     let mut matcher = Matcher::new(Ok(parser));
+    // What a lenient schema's grammar leaves unenforced (keywords llguidance cannot enforce).
+    let warnings = matcher.grammar_warnings();
+    if !warnings.is_empty() {
+        tracing::warn!(
+            ?warnings,
+            "the structured output grammar ignores what it cannot enforce"
+        );
+    }
     let first = matcher
         .compute_mask()
         .map_err(|e| StructuredError::Invalid(without_parser_state(&e.to_string())))?;

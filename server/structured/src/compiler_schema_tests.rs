@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::tests::{allows_after, compile, compiler, random_walk};
 use super::*;
+use crate::spec::strict_schema;
 
 fn walks(schema: Value, num_walks: u64) -> Vec<Value> {
     let compiler = compiler(CompileLimits::default());
@@ -112,5 +113,42 @@ fn one_of_is_read_as_any_of_overlapping_or_not() {
             ),
             _ => panic!("{value}"),
         }
+    }
+}
+
+#[test]
+fn keywords_llguidance_cannot_enforce_are_ignored_unless_the_schema_is_strict() {
+    // vLLM serves these schemas (its `auto` backend falls back until one takes them).
+    let schema = json!({"type": "object", "properties": {
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 4}, "maxItems": 3,
+            "uniqueItems": true},
+        "code": {"type": "string", "maxLength": 4, "not": {"const": "x"}},
+        "n": {"oneOf": [{"type": "number", "minimum": 0, "maximum": 9},
+            {"type": "integer", "minimum": 0, "maximum": 9}]}},
+        "required": ["tags", "code", "n"], "if": {"required": ["code"]}, "then": {}});
+    // What is enforceable still is: types, lengths, counts, required keys.
+    for value in walks(schema.clone(), 6) {
+        let tags = value["tags"].as_array().unwrap();
+        assert!(tags.len() <= 3, "{value}");
+        assert!(tags
+            .iter()
+            .all(|t| t.as_str().unwrap().chars().count() <= 4));
+        assert!(value["code"].as_str().unwrap().chars().count() <= 4);
+        assert!(value["n"].is_number());
+    }
+    let compiler = compiler(CompileLimits::default());
+    let strict = OutputSpec::JsonSchema(strict_schema(schema));
+    match compile(&compiler, &strict) {
+        Err(StructuredError::Invalid(message)) => {
+            assert!(message.contains("Unimplemented keys"), "{message}")
+        }
+        other => panic!("a strict schema with unenforceable keywords must be refused: {other:?}"),
+    }
+    // Strict or not, a malformed schema is refused.
+    for spec in [
+        OutputSpec::JsonSchema(json!({"type": "strng"})),
+        OutputSpec::JsonSchema(strict_schema(json!({"type": "strng"}))),
+    ] {
+        assert!(compile(&compiler, &spec).is_err(), "{spec:?}");
     }
 }

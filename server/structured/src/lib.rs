@@ -24,4 +24,4 @@ mod vocabulary;
 pub use compiler::{CompileLimits, Compiled, GrammarCompiler};
 pub use error::StructuredError;
 pub use matcher::{CompiledGrammar, MaskObserver};
-pub use spec::OutputSpec;
+pub use spec::{strict_schema, OutputSpec};

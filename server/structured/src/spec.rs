@@ -26,17 +26,41 @@ pub enum OutputSpec {
 
 /// How JSON schemas are read unless the schema says otherwise (`x-guidance`). Layout: one space
 /// after `:` and `,`, no other whitespace — free whitespace lets a small model pad forever and
-/// never close the object; a fixed layout is what models are trained on. `oneOf` is read as
-/// `anyOf`, as vLLM's default backend (xgrammar) reads it: llguidance cannot keep overlapping
-/// branches exclusive and would refuse them (`oneOf: [number, integer]`, a format beside a
-/// plain string), while disjoint branches (discriminated unions) mean the same either way.
-fn json_options() -> Value {
-    json!({
+/// never close the object; a fixed layout is what models are trained on.
+///
+/// Leniency, as vLLM serves schemas (its `auto` backend falls back until one takes the schema):
+/// keywords llguidance cannot enforce (`uniqueItems`, `contains`, `not`, `if`/`then`,
+/// `propertyNames`, …) are ignored with a warning, and `oneOf` is read as `anyOf` (disjoint
+/// branches, such as discriminated unions, mean the same; overlapping ones cannot be kept
+/// exclusive). A schema the client marked strict ([`strict_schema`]) is enforced whole or
+/// refused.
+fn json_options(lenient: bool) -> Value {
+    let mut options = json!({
         "whitespace_flexible": false,
         "item_separator": ", ",
         "key_separator": ": ",
-        "coerce_one_of": true,
-    })
+    });
+    if lenient {
+        options["lenient"] = json!(true);
+        options["coerce_one_of"] = json!(true);
+    }
+    options
+}
+
+/// `schema` marked strict (OpenAI's `strict: true`): every keyword is enforced, and a schema
+/// with one llguidance cannot enforce (or with overlapping `oneOf` branches) is refused. A
+/// schema with its own `x-guidance` options keeps them.
+pub fn strict_schema(schema: Value) -> Value {
+    match schema {
+        Value::Object(mut object) => {
+            object
+                .entry("x-guidance")
+                .or_insert_with(|| json_options(false));
+            Value::Object(object)
+        }
+        Value::Bool(true) => json!({"x-guidance": json_options(false)}),
+        other => other,
+    }
 }
 
 impl OutputSpec {
@@ -100,11 +124,13 @@ impl OutputSpec {
 fn with_json_options(mut schema: Value) -> Result<Value, String> {
     match &mut schema {
         Value::Object(object) => {
-            object.entry("x-guidance").or_insert_with(json_options);
+            object
+                .entry("x-guidance")
+                .or_insert_with(|| json_options(true));
             Ok(schema)
         }
         // `true` is the schema that takes anything; `false` takes nothing.
-        Value::Bool(true) => Ok(json!({"x-guidance": json_options()})),
+        Value::Bool(true) => Ok(json!({"x-guidance": json_options(true)})),
         _ => Err("a JSON schema must be an object".to_string()),
     }
 }
@@ -142,6 +168,12 @@ mod tests {
         let schema = with_json_options(json!({"type": "string"})).expect("object");
         assert_eq!(schema["x-guidance"]["key_separator"], ": ");
         assert_eq!(schema["x-guidance"]["coerce_one_of"], true);
+        assert_eq!(schema["x-guidance"]["lenient"], true);
+        let strict = with_json_options(strict_schema(json!({"type": "string"}))).expect("object");
+        assert_eq!(strict["x-guidance"]["key_separator"], ": ");
+        assert!(strict["x-guidance"].get("lenient").is_none());
+        let own = strict_schema(json!({"x-guidance": {"lenient": true}}));
+        assert_eq!(own["x-guidance"], json!({"lenient": true}));
         let own = with_json_options(json!({"x-guidance": {"lenient": true}})).expect("object");
         assert_eq!(own["x-guidance"], json!({"lenient": true}));
         assert!(with_json_options(json!(true)).is_ok());
