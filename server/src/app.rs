@@ -16,6 +16,7 @@ use tokio::net::TcpListener;
 
 use crate::args::ServerArgs;
 use crate::chat_prompt::ChatPolicy;
+use crate::chat_template_arg::{chat_template_source, check_chat_template, with_chat_template};
 use crate::http_limits::{fit_connections_to_fd_limit, HttpLimits};
 use crate::listener::serve_http;
 use crate::metrics::{HistogramBuckets, Metrics, MetricsConfig};
@@ -76,6 +77,14 @@ pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
     check_timeouts(args)?;
     let config = engine_config(args)?;
     http_limits(args)?;
+    let chat_template = args
+        .chat_template
+        .as_deref()
+        .map(chat_template_source)
+        .transpose()?;
+    if let Some(source) = &chat_template {
+        check_chat_template(source)?;
+    }
     let (engine, prompt_side, model_root) = if args.mock {
         start_mock(args, config)?
     } else {
@@ -91,6 +100,10 @@ pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
             started.elapsed().as_secs_f64()
         );
         (engine, prompt_side, path.display().to_string())
+    };
+    let prompt_side = match &chat_template {
+        Some(source) => with_chat_template(prompt_side, source)?,
+        None => prompt_side,
     };
     assemble_state(args, engine, prompt_side, model_root)
 }

@@ -215,6 +215,12 @@ pub struct ServerArgs {
     #[arg(long, env = "PAGODA_TOOL_CALL_PARSER", value_name = "NAME")]
     pub tool_call_parser: Option<String>,
 
+    /// vLLM's: the chat template to use instead of the model's — a Jinja file, or the template
+    /// itself written inline. Checked at start (a syntax error stops the server). [default: the
+    /// model's own (GGUF `tokenizer.chat_template`, `tokenizer_config.json`), else ChatML]
+    #[arg(long, value_name = "PATH_OR_TEMPLATE")]
+    pub chat_template: Option<String>,
+
     /// How a reasoning model marks its thinking, to return it as `reasoning_content` apart from
     /// `content`: `deepseek_r1` (everything up to `</think>`) or `qwen3` (a leading
     /// `<think>…</think>` block). [default: none: thinking stays in `content`]

@@ -7,6 +7,7 @@
 pub mod app;
 pub mod args;
 pub mod chat_prompt;
+pub mod chat_template_arg;
 pub mod cli_values;
 pub mod engine_health;
 pub mod generate;

@@ -79,6 +79,12 @@ impl ChatTemplate {
         })
     }
 
+    /// Another template's `source` with this one's BOS and EOS texts (a served model's
+    /// template replaced by `--chat-template`).
+    pub fn with_source(&self, source: &str) -> Result<Self, TemplateError> {
+        Self::new(source, self.bos_token.clone(), self.eos_token.clone())
+    }
+
     /// Whether the template itself renders the request's tools (its source uses `tools`).
     pub fn renders_tools(&self) -> bool {
         self.renders_tools
