@@ -75,6 +75,8 @@ pub fn http_limits(args: &ServerArgs) -> anyhow::Result<HttpLimits> {
 /// Loads the model (or starts the mock) and builds everything the handlers share.
 pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
     check_timeouts(args)?;
+    // Checked before the model loads; built again where the router is.
+    args.cors.layer()?;
     let config = engine_config(args)?;
     http_limits(args)?;
     let chat_template = args
@@ -276,7 +278,11 @@ pub async fn serve(args: &ServerArgs, state: AppState) -> anyhow::Result<()> {
         tokio::spawn(crate::watchdog::run(state.clone(), timeout));
     }
     tracing::info!(address = %local, model = state.model_name(), max_connections = limits.max_connections, "pagoda-server listening on http://{local}");
-    let app = router(state.clone());
+    let app = match args.cors.layer()? {
+        // Outside every other layer: preflights are answered before authentication.
+        Some(cors) => router(state.clone()).layer(cors),
+        None => router(state.clone()),
+    };
     let deadline = Duration::from_secs_f64(args.shutdown_timeout);
     serve_http(
         listener,

@@ -1,6 +1,7 @@
 //! `pagoda-server`'s command line. Every flag can also be set through the environment variable
 //! shown in `--help`; names follow vLLM's where the concept is the same.
 
+use crate::cors::CorsArgs;
 use clap::{Parser, ValueEnum};
 use pagoda_engine::args::values::parse_bytes;
 use pagoda_engine::EngineArgs;
@@ -19,6 +20,9 @@ use crate::metrics::MetricsNamespace;
 pub struct ServerArgs {
     #[command(flatten)]
     pub engine: EngineArgs,
+
+    #[command(flatten)]
+    pub cors: CorsArgs,
 
     /// Names clients may send as `model` (repeat or comma-separate); the first is the one
     /// responses and metrics carry. [default: the model file's or directory's name]

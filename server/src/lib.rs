@@ -9,6 +9,7 @@ pub mod args;
 pub mod chat_prompt;
 pub mod chat_template_arg;
 pub mod cli_values;
+pub mod cors;
 pub mod engine_health;
 pub mod generate;
 pub mod http_limits;
