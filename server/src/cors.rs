@@ -81,65 +81,76 @@ fn parse_optional_list(text: &Option<String>, flag: &str) -> anyhow::Result<Vec<
     }
 }
 
-fn is_wildcard(items: &[String]) -> bool {
-    items.iter().any(|item| item == "*")
+/// The rule for one list: `*` allows any (or, with credentials, echoes the request's own, since
+/// the CORS rules forbid `*` there), else exactly the values `parse` reads.
+struct ListRule<T, V> {
+    any: fn() -> T,
+    mirror: fn() -> T,
+    list: fn(Vec<V>) -> T,
+}
+
+impl<T, V> ListRule<T, V> {
+    fn build(
+        &self,
+        items: &[String],
+        credentials: bool,
+        parse: impl Fn(&str) -> anyhow::Result<V>,
+    ) -> anyhow::Result<T> {
+        if items.iter().any(|item| item == "*") {
+            return Ok(if credentials {
+                (self.mirror)()
+            } else {
+                (self.any)()
+            });
+        }
+        let values = items
+            .iter()
+            .map(|item| parse(item))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok((self.list)(values))
+    }
 }
 
 fn allow_origin(origins: &[String], credentials: bool) -> anyhow::Result<AllowOrigin> {
-    if is_wildcard(origins) {
-        return Ok(match credentials {
-            true => AllowOrigin::mirror_request(),
-            false => AllowOrigin::any(),
-        });
-    }
-    let values = origins
-        .iter()
-        .map(|origin| {
-            let origin = origin.trim_end_matches('/');
-            // An origin is `scheme://host[:port]`; anything else would never match a browser's.
-            let host = origin.split_once("://").map(|(_, host)| host);
-            if host.is_none_or(|host| host.is_empty() || host.contains('/')) {
-                bail!("--allowed-origins: {origin:?} is not an origin (scheme://host[:port])");
-            }
-            HeaderValue::from_str(origin)
-                .with_context(|| format!("--allowed-origins: {origin:?} is not a valid origin"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(AllowOrigin::list(values))
+    let rule = ListRule {
+        any: AllowOrigin::any,
+        mirror: AllowOrigin::mirror_request,
+        list: AllowOrigin::list,
+    };
+    rule.build(origins, credentials, |origin| {
+        let origin = origin.trim_end_matches('/');
+        // An origin is `scheme://host[:port]`; anything else would never match a browser's.
+        let host = origin.split_once("://").map(|(_, host)| host);
+        if host.is_none_or(|host| host.is_empty() || host.contains('/')) {
+            bail!("--allowed-origins: {origin:?} is not an origin (scheme://host[:port])");
+        }
+        HeaderValue::from_str(origin)
+            .with_context(|| format!("--allowed-origins: {origin:?} is not a valid origin"))
+    })
 }
 
 fn allow_methods(methods: &[String], credentials: bool) -> anyhow::Result<AllowMethods> {
-    if is_wildcard(methods) {
-        return Ok(match credentials {
-            true => AllowMethods::mirror_request(),
-            false => AllowMethods::any(),
-        });
-    }
-    let values = methods
-        .iter()
-        .map(|method| {
-            Method::from_bytes(method.to_ascii_uppercase().as_bytes())
-                .with_context(|| format!("--allowed-methods: {method:?} is not an HTTP method"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(AllowMethods::list(values))
+    let rule = ListRule {
+        any: AllowMethods::any,
+        mirror: AllowMethods::mirror_request,
+        list: AllowMethods::list,
+    };
+    rule.build(methods, credentials, |method| {
+        Method::from_bytes(method.to_ascii_uppercase().as_bytes())
+            .with_context(|| format!("--allowed-methods: {method:?} is not an HTTP method"))
+    })
 }
 
 fn allow_headers(headers: &[String], credentials: bool) -> anyhow::Result<AllowHeaders> {
-    if is_wildcard(headers) {
-        return Ok(match credentials {
-            true => AllowHeaders::mirror_request(),
-            false => AllowHeaders::any(),
-        });
-    }
-    let values = headers
-        .iter()
-        .map(|header| {
-            HeaderName::from_bytes(header.to_ascii_lowercase().as_bytes())
-                .with_context(|| format!("--allowed-headers: {header:?} is not a header name"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(AllowHeaders::list(values))
+    let rule = ListRule {
+        any: AllowHeaders::any,
+        mirror: AllowHeaders::mirror_request,
+        list: AllowHeaders::list,
+    };
+    rule.build(headers, credentials, |header| {
+        HeaderName::from_bytes(header.to_ascii_lowercase().as_bytes())
+            .with_context(|| format!("--allowed-headers: {header:?} is not a header name"))
+    })
 }
 
 #[cfg(test)]
