@@ -77,6 +77,8 @@ pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
     check_timeouts(args)?;
     // Checked before the model loads; built again where the router is.
     args.cors.layer()?;
+    args.generation.check()?;
+    args.vllm_compat.check()?;
     let config = engine_config(args)?;
     http_limits(args)?;
     let chat_template = args
@@ -137,7 +139,9 @@ fn assemble_state(
         engine.clone(),
     )?;
     let param_defaults = ParamDefaults {
-        sampling: info.model.sampling_defaults,
+        sampling: args
+            .generation
+            .sampling_defaults(info.model.sampling_defaults)?,
         extra_stop_token_ids: extra_stop_token_ids(
             &prompt_side.stop_token_ids,
             &info.model.eos_token_ids,

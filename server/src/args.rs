@@ -2,6 +2,8 @@
 //! shown in `--help`; names follow vLLM's where the concept is the same.
 
 use crate::cors::CorsArgs;
+use crate::generation_defaults::GenerationConfigArgs;
+use crate::vllm_compat_args::VllmCompatArgs;
 use clap::{Parser, ValueEnum};
 use pagoda_engine::args::values::parse_bytes;
 use pagoda_engine::EngineArgs;
@@ -23,6 +25,12 @@ pub struct ServerArgs {
 
     #[command(flatten)]
     pub cors: CorsArgs,
+
+    #[command(flatten)]
+    pub generation: GenerationConfigArgs,
+
+    #[command(flatten)]
+    pub vllm_compat: VllmCompatArgs,
 
     /// Names clients may send as `model` (repeat or comma-separate); the first is the one
     /// responses and metrics carry. [default: the model file's or directory's name]
