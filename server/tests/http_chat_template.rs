@@ -5,11 +5,8 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-
 use common::api::{client, post_json};
-use common::server::ServerProcess;
-use pagoda_e2e::binaries::binary_path;
+use common::server::{mock_start_failure, ServerProcess};
 use serde_json::{json, Value};
 
 /// The prompt the server renders for one user message `hi` (with the generation prompt).
@@ -74,21 +71,7 @@ fn a_template_that_cannot_be_read_or_compiled_stops_the_server_at_start() {
         ("{% for m in messages %}", "does not compile"),
         ("/nonexistent/template.jinja", "no such file"),
     ] {
-        let output = Command::new(binary_path("pagoda-server"))
-            .args([
-                "--mock",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--chat-template",
-                value,
-            ])
-            .stdin(Stdio::null())
-            .output()
-            .expect("runs");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{value}: {stderr}");
+        let stderr = mock_start_failure(&["--chat-template", value]);
         assert!(stderr.contains(reason), "{value}: {stderr}");
     }
 }

@@ -6,11 +6,8 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-
 use common::api::{client, post_json};
-use common::server::ServerProcess;
-use pagoda_e2e::binaries::binary_path;
+use common::server::{mock_start_failure, ServerProcess};
 use serde_json::json;
 
 /// Tokens generated for a chat request that sets no `max_tokens`.
@@ -68,14 +65,7 @@ fn flags_asking_for_what_the_server_cannot_do_stop_it_at_start() {
             "no generation_config.json",
         ),
     ] {
-        let output = Command::new(binary_path("pagoda-server"))
-            .args(["--mock", "--host", "127.0.0.1", "--port", "0"])
-            .args(flags)
-            .stdin(Stdio::null())
-            .output()
-            .expect("runs");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{flags:?}: {stderr}");
+        let stderr = mock_start_failure(flags);
         assert!(stderr.contains(reason), "{flags:?}: {stderr}");
     }
 }

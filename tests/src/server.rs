@@ -144,6 +144,20 @@ impl Drop for ServerProcess {
     }
 }
 
+/// Runs `pagoda-server --mock --host 127.0.0.1 --port 0 <args>`, which must refuse to start;
+/// its stderr (the reason).
+pub fn mock_start_failure(args: &[&str]) -> String {
+    let output = Command::new(crate::binaries::binary_path("pagoda-server"))
+        .args(["--mock", "--host", "127.0.0.1", "--port", "0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("pagoda-server runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{args:?} started: {stderr}");
+    stderr
+}
+
 /// Sends SIGTERM (the way Kubernetes stops a pod).
 pub fn send_sigterm(pid: u32) {
     let status = Command::new("kill")
