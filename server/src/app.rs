@@ -171,6 +171,7 @@ fn assemble_state(
     state.api_key = args.api_key.clone().filter(|k| !k.is_empty());
     state.log_requests = !args.disable_log_requests;
     state.sse_keep_alive = std::time::Duration::from_secs_f64(args.sse_keep_alive);
+    state.force_include_usage = args.vllm_compat.enable_force_include_usage;
     state.http_limits = http_limits(args)?;
     state.chat_policy = ChatPolicy {
         extra_roles: args.allowed_roles.clone(),

@@ -49,6 +49,9 @@ pub struct AppState {
     pub log_requests: bool,
     /// Between keep-alive comments on an idle SSE stream.
     pub sse_keep_alive: Duration,
+    /// Every stream ends with a usage chunk, asked for or not (vLLM's
+    /// `--enable-force-include-usage`).
+    pub force_include_usage: bool,
     /// Body size and read-time limits (connection limits are the listener's).
     pub http_limits: HttpLimits,
     /// Which roles chat messages may use and whether their content may carry control tokens.
@@ -105,6 +108,7 @@ impl AppState {
             api_key: None,
             log_requests: true,
             sse_keep_alive: DEFAULT_KEEP_ALIVE_INTERVAL,
+            force_include_usage: false,
             http_limits: HttpLimits::default(),
             chat_policy: ChatPolicy::default(),
             engine_health: EngineHealth::default(),

@@ -20,6 +20,13 @@ pub struct VllmCompatArgs {
     /// vLLM's; accepted: this server logs no periodic stats line (its stats are on /metrics).
     #[arg(long)]
     pub disable_log_stats: bool,
+    /// vLLM's; accepted: usage always carries `prompt_tokens_details.cached_tokens` here.
+    #[arg(long)]
+    pub enable_prompt_tokens_details: bool,
+    /// vLLM's: every stream ends with a usage chunk, whether the request asked for it
+    /// (`stream_options.include_usage`) or not — for gateways that bill by usage.
+    #[arg(long)]
+    pub enable_force_include_usage: bool,
 }
 
 impl VllmCompatArgs {
@@ -46,6 +53,8 @@ mod tests {
             enforce_eager: true,
             tensor_parallel_size: n,
             disable_log_stats: true,
+            enable_prompt_tokens_details: true,
+            enable_force_include_usage: false,
         };
         assert!(args(1).check().is_ok());
         let error = args(2).check().expect_err("refused");

@@ -7,7 +7,7 @@
 mod common;
 
 use common::api::{client, post_json};
-use common::server::{mock_start_failure, ServerProcess};
+use common::server::{mock_start_failure, sse_data, ServerProcess};
 use serde_json::json;
 
 /// Tokens generated for a chat request that sets no `max_tokens`.
@@ -33,10 +33,28 @@ async fn a_vllm_command_line_starts_and_generation_defaults_apply() {
         "--disable-log-stats",
         "--tensor-parallel-size",
         "1",
+        "--enable-prompt-tokens-details",
+        "--enable-force-include-usage",
         "--override-generation-config",
         r#"{"max_new_tokens": 3, "temperature": 0.5}"#,
     ]);
     assert_eq!(default_num_tokens(&server).await, 3);
+    // A stream that did not ask for usage ends with it all the same.
+    let streamed = post_json(
+        &client(),
+        &server.url("/v1/chat/completions"),
+        &json!({"model": "mock", "stream": true, "max_tokens": 2,
+                "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    let events = sse_data(&streamed.text());
+    let last: serde_json::Value = events
+        .iter()
+        .rev()
+        .find(|data| data.as_str() != "[DONE]")
+        .map(|data| serde_json::from_str(data).expect("JSON"))
+        .expect("chunks");
+    assert_eq!(last["usage"]["completion_tokens"], 2, "{last}");
     drop(server);
     let dir = tempfile::tempdir().expect("a directory");
     std::fs::write(

@@ -82,7 +82,7 @@ pub async fn respond<F: ResponseFormat>(
     if params.stream {
         let keep_alive = state.sse_keep_alive;
         let stream = SseStream {
-            include_usage: params.include_usage,
+            include_usage: params.include_usage || state.force_include_usage,
             continuous_usage: params.continuous_usage_stats,
             keep_alive,
             metrics,
