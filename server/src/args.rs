@@ -164,6 +164,17 @@ pub struct ServerArgs {
     #[arg(long, env = "PAGODA_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
 
+    /// Least severe log lines shown (also vLLM's `--uvicorn-log-level`); `RUST_LOG`, when set,
+    /// wins (it can set levels per module).
+    #[arg(
+        long,
+        env = "PAGODA_LOG_LEVEL",
+        value_enum,
+        default_value = "info",
+        visible_alias = "uvicorn-log-level"
+    )]
+    pub log_level: LogLevel,
+
     /// Replace the model with a mock engine: same scheduler, limits, API and metrics, no model
     /// compute. Uses the tokenizer of --model when given, else a built-in byte tokenizer.
     #[arg(long, env = "PAGODA_MOCK")]
@@ -270,6 +281,32 @@ pub struct ServerArgs {
     pub sse_keep_alive: f64,
 }
 
+/// Log levels as vLLM (uvicorn) names them; `warn` and `warning` are one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    #[value(alias = "warn")]
+    Warning,
+    Error,
+    /// Python's highest level; the same lines as `error` here.
+    Critical,
+}
+
+impl LogLevel {
+    /// The `tracing` filter directive of this level.
+    pub fn directive(self) -> &'static str {
+        match self {
+            LogLevel::Trace => "trace",
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warning => "warn",
+            LogLevel::Error | LogLevel::Critical => "error",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     Text,
@@ -313,6 +350,26 @@ mod tests {
         assert_eq!(args.max_connections, 4096);
         assert_eq!(args.engine_stall_timeout, 60.0);
         assert!(args.allowed_roles.is_empty() && !args.allow_special_tokens_in_content);
+    }
+
+    #[test]
+    fn log_levels_read_as_vllm_writes_them() {
+        let level = |flags: &[&str]| {
+            let argv = std::iter::once("pagoda-server").chain(flags.iter().copied());
+            ServerArgs::try_parse_from(argv).map(|args| args.log_level.directive())
+        };
+        assert_eq!(level(&[]).expect("default"), "info");
+        assert_eq!(
+            level(&["--uvicorn-log-level", "warning"]).expect("ok"),
+            "warn"
+        );
+        assert_eq!(level(&["--log-level", "warn"]).expect("ok"), "warn");
+        assert_eq!(
+            level(&["--uvicorn-log-level", "critical"]).expect("ok"),
+            "error"
+        );
+        assert_eq!(level(&["--log-level", "debug"]).expect("ok"), "debug");
+        assert!(level(&["--log-level", "loud"]).is_err());
     }
 
     #[test]

@@ -1,13 +1,15 @@
-//! Logs on stderr, as text or one JSON object per line; `RUST_LOG` sets the level (default info).
+//! Logs on stderr, as text or one JSON object per line; `--log-level` sets the level (default
+//! info), `RUST_LOG` when set.
 
 use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
-use crate::args::LogFormat;
+use crate::args::{LogFormat, LogLevel};
 
-pub fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+pub fn init_logging(format: LogFormat, level: LogLevel) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level.directive()));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

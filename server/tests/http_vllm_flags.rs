@@ -33,6 +33,8 @@ async fn a_vllm_command_line_starts_and_generation_defaults_apply() {
         "--disable-log-stats",
         "--tensor-parallel-size",
         "1",
+        "--uvicorn-log-level",
+        "info",
         "--enable-prompt-tokens-details",
         "--enable-force-include-usage",
         "--override-generation-config",

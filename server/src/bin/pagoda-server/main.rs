@@ -10,7 +10,7 @@ use pagoda_server::logging::init_logging;
 fn main() -> ExitCode {
     pagoda_engine::cpu_threads::use_one_cpu_pool();
     let args = ServerArgs::parse();
-    init_logging(args.log_format);
+    init_logging(args.log_format, args.log_level);
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
