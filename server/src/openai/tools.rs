@@ -10,7 +10,7 @@
 //!   arguments.
 
 use pagoda_structured::tool_schema::{named_call_schema, required_calls_schema, ToolFunction};
-use pagoda_structured::OutputSpec;
+use pagoda_structured::{strict_schema, OutputSpec};
 use pagoda_text::tool_calls::ToolCallFormat;
 use serde_json::Value;
 
@@ -167,6 +167,15 @@ fn function_of(tool: &Value, index: usize) -> Result<ToolFunction, ApiError> {
             "a function name must be 1-64 letters, digits, '_', '-' or '.'",
         ));
     }
+    if !matches!(
+        function.get("strict"),
+        None | Some(Value::Null | Value::Bool(_))
+    ) {
+        return Err(ApiError::invalid(
+            field("function.strict"),
+            "`strict` must be a boolean",
+        ));
+    }
     let parameters = function.get("parameters").cloned().unwrap_or(Value::Null);
     if !(parameters.is_null() || parameters.is_object()) {
         return Err(ApiError::invalid(
@@ -188,28 +197,37 @@ impl ToolsRequest {
 
     /// The schema that forces the call, for `required` and a named function.
     pub fn forced_spec(&self) -> Option<RequestedSpec> {
-        let schema = match &self.choice {
+        let (schema, strict) = match &self.choice {
             ToolChoice::None | ToolChoice::Auto => return None,
-            ToolChoice::Required => {
-                required_calls_schema(&self.functions, self.parallel_tool_calls)
-            }
+            ToolChoice::Required => (
+                required_calls_schema(&self.functions, self.parallel_tool_calls),
+                self.is_strict(None),
+            ),
             ToolChoice::Named(name) => {
                 let function = self.functions.iter().find(|f| &f.name == name)?;
-                named_call_schema(function)
+                (named_call_schema(function), self.is_strict(Some(name)))
             }
         };
-        Some(RequestedSpec {
-            spec: OutputSpec::JsonSchema(schema),
-            field: "tools".into(),
-        })
+        Some(tools_spec(schema, strict))
     }
 
     /// Every tool's parameters as one schema, compiled to check them even when nothing is forced.
     pub fn validation_spec(&self) -> RequestedSpec {
-        RequestedSpec {
-            spec: OutputSpec::JsonSchema(required_calls_schema(&self.functions, true)),
-            field: "tools".into(),
-        }
+        tools_spec(
+            required_calls_schema(&self.functions, true),
+            self.is_strict(None),
+        )
+    }
+
+    /// Whether the function `name` (`None`: any of them) asked for `strict: true`. One grammar
+    /// serves every tool, so a strict function makes the whole of it strict: its parameters are
+    /// enforced whole or refused, as OpenAI's strict functions are.
+    fn is_strict(&self, name: Option<&str>) -> bool {
+        self.tools.iter().any(|tool| {
+            let function = &tool["function"];
+            function["strict"] == Value::Bool(true)
+                && name.is_none_or(|name| function["name"] == name)
+        })
     }
 
     /// How the output becomes `tool_calls`; `None` with `tool_choice: "none"`.
@@ -234,6 +252,19 @@ impl ToolsRequest {
                 )),
             },
         }
+    }
+}
+
+/// The tools' schema as a spec, strict when a function asked for it.
+fn tools_spec(schema: Value, strict: bool) -> RequestedSpec {
+    let schema = if strict {
+        strict_schema(schema)
+    } else {
+        schema
+    };
+    RequestedSpec {
+        spec: OutputSpec::JsonSchema(schema),
+        field: "tools".into(),
     }
 }
 

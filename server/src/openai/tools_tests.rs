@@ -130,6 +130,11 @@ fn bad_tools_and_choices_name_the_field() {
         ),
         (json!([weather()]), Some(json!("sometimes")), "tool_choice"),
         (
+            json!([{"type": "function", "function": {"name": "f", "strict": "yes"}}]),
+            None,
+            "tools[0].function.strict",
+        ),
+        (
             json!([weather()]),
             Some(json!({"type": "function"})),
             "tool_choice",
@@ -150,4 +155,36 @@ fn bad_tools_and_choices_name_the_field() {
             error.message
         );
     }
+}
+
+#[test]
+fn a_strict_function_makes_the_tools_grammar_strict() {
+    let mut strict_weather = weather();
+    strict_weather["function"]["strict"] = json!(true);
+    let is_strict = |spec: RequestedSpec| match spec.spec {
+        OutputSpec::JsonSchema(schema) => schema.get("x-guidance").is_some(),
+        other => panic!("{other:?}"),
+    };
+    let tools = json!([strict_weather, add()]);
+    let named = |name: &str| {
+        parse(
+            tools.clone(),
+            Some(json!({"type": "function", "function": {"name": name}})),
+        )
+        .expect("valid")
+        .expect("tools")
+    };
+    assert!(is_strict(
+        named("get_weather").forced_spec().expect("forced")
+    ));
+    assert!(!is_strict(named("add").forced_spec().expect("forced")));
+    let required = parse(tools.clone(), Some(json!("required")))
+        .expect("valid")
+        .expect("tools");
+    assert!(is_strict(required.forced_spec().expect("forced")));
+    assert!(is_strict(required.validation_spec()));
+    let lenient = parse(json!([weather(), add()]), Some(json!("required")))
+        .expect("valid")
+        .expect("tools");
+    assert!(!is_strict(lenient.validation_spec()));
 }
