@@ -114,7 +114,6 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::workload::Prompt;
 
     fn plan(names: &[&str], assignment: LoraAssignment) -> LoraPlan {
         let names = names.iter().map(|n| n.to_string()).collect();
@@ -174,13 +173,7 @@ mod tests {
 
     #[test]
     fn apply_names_every_spec_by_its_index() {
-        let spec = RequestSpec {
-            prompt: Prompt::Text("hi".into()),
-            input_tokens: 1,
-            output_tokens: 1,
-            conversation: None,
-            model: None,
-        };
+        let spec = RequestSpec::text("hi", 1, 1);
         let mut specs = vec![spec; 5];
         plan(&["x", "y"], LoraAssignment::RoundRobin).apply(&mut specs, 0);
         let models: Vec<Option<&str>> = specs.iter().map(|s| s.model.as_deref()).collect();

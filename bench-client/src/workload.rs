@@ -65,3 +65,16 @@ pub struct RequestSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
 }
+
+impl RequestSpec {
+    /// A single text request, naming the run's model.
+    pub fn text(prompt: impl Into<String>, input_tokens: usize, output_tokens: usize) -> Self {
+        Self {
+            prompt: Prompt::Text(prompt.into()),
+            input_tokens,
+            output_tokens,
+            conversation: None,
+            model: None,
+        }
+    }
+}

@@ -240,10 +240,11 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
         bail!("--lora-modules is not supported with conversations");
     }
     let base_url = args.base_url();
+    let access = server_access(args)?;
     if args.ready_timeout > 0.0 {
         readiness_check(
             &base_url,
-            &server_access(args)?,
+            &access,
             Duration::from_secs_f64(args.ready_timeout),
         )
         .await
@@ -251,7 +252,7 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
     }
     let model = match args.model_name() {
         Some(model) => model.to_string(),
-        None => discover_model(&base_url, &server_access(args)?).await?,
+        None => discover_model(&base_url, &access).await?,
     };
     let schedule = schedule_config(args)?;
     let options = summary_options(args, &schedule)?;

@@ -8,7 +8,7 @@ use super::*;
 use crate::cli::backend::resolve_endpoint;
 use crate::cli::serve_args::{EndpointArg, ServeArgs};
 use crate::client::{Client, RequestConfig};
-use crate::workload::{Prompt, RequestSpec};
+use crate::workload::RequestSpec;
 
 #[derive(Debug, Parser)]
 struct Command {
@@ -41,13 +41,7 @@ fn body(flags: &[&str]) -> anyhow::Result<Value> {
     };
     let mut config = RequestConfig::new(endpoint, "http://127.0.0.1:1", "m");
     config.structured_output = args.structured_output.load(endpoint)?;
-    let spec = RequestSpec {
-        prompt: Prompt::Text("hi".into()),
-        input_tokens: 1,
-        output_tokens: 4,
-        conversation: None,
-        model: None,
-    };
+    let spec = RequestSpec::text("hi", 1, 4);
     Ok(serde_json::from_slice(&Client::new(config)?.body(&spec))?)
 }
 
@@ -135,13 +129,7 @@ fn extra_body_still_wins_over_the_structured_fields() {
         .sampling
         .extra_body
         .insert("response_format".into(), json!({"type": "text"}));
-    let spec = RequestSpec {
-        prompt: Prompt::Text("hi".into()),
-        input_tokens: 1,
-        output_tokens: 4,
-        conversation: None,
-        model: None,
-    };
+    let spec = RequestSpec::text("hi", 1, 4);
     let client = Client::new(config).expect("a client");
     let sent: Value = serde_json::from_slice(&client.body(&spec)).expect("JSON");
     assert_eq!(sent["response_format"], json!({"type": "text"}));

@@ -14,7 +14,7 @@ use tokio::time::timeout;
 use crate::client::test_http::read_request;
 use crate::client::{Client, Endpoint, RequestConfig, RunClock};
 use crate::record::{ErrorKind, RequestRecord};
-use crate::workload::{Prompt, RequestSpec};
+use crate::workload::RequestSpec;
 
 /// Every wait in these tests ends: no test hangs on a broken server or client.
 const BOUND: Duration = Duration::from_secs(10);
@@ -114,13 +114,7 @@ fn client(base_url: &str, pool_idle_timeout: Duration) -> Client {
 }
 
 async fn send(client: &Client, index: usize) -> RequestRecord {
-    let spec = RequestSpec {
-        prompt: Prompt::Text("hello".into()),
-        input_tokens: 1,
-        output_tokens: 1,
-        conversation: None,
-        model: None,
-    };
+    let spec = RequestSpec::text("hello", 1, 1);
     let clock = RunClock {
         start: std::time::Instant::now(),
     };

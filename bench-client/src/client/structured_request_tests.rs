@@ -12,7 +12,7 @@ use tokio::time::timeout;
 use crate::client::test_http::read_request;
 use crate::client::{Client, Endpoint, RequestConfig, RunClock, StructuredOutput, ToolChoice};
 use crate::record::{RequestRecord, TokenCountSource};
-use crate::workload::{Prompt, RequestSpec};
+use crate::workload::RequestSpec;
 
 const BOUND: Duration = Duration::from_secs(10);
 
@@ -66,13 +66,7 @@ async fn send_tool_request(
         choice: ToolChoice::Required,
     };
     let client = Client::new(config).expect("a client");
-    let spec = RequestSpec {
-        prompt: Prompt::Text("weather in Oslo?".into()),
-        input_tokens: 4,
-        output_tokens: 32,
-        conversation: None,
-        model: None,
-    };
+    let spec = RequestSpec::text("weather in Oslo?", 4, 32);
     let clock = RunClock {
         start: std::time::Instant::now(),
     };

@@ -16,7 +16,7 @@ use crate::client::{
     discover_model, readiness_check, Client, ClientError, Endpoint, RequestConfig, RunClock,
     ServerAccess,
 };
-use crate::workload::{Prompt, RequestSpec};
+use crate::workload::RequestSpec;
 
 const BOUND: Duration = Duration::from_secs(10);
 
@@ -109,13 +109,7 @@ async fn a_self_signed_server_is_refused_unless_insecure() {
 #[tokio::test]
 async fn a_benchmark_request_streams_over_tls() {
     let base_url = serve_tls().await;
-    let spec = RequestSpec {
-        prompt: Prompt::Text("hello".into()),
-        input_tokens: 1,
-        output_tokens: 1,
-        conversation: None,
-        model: None,
-    };
+    let spec = RequestSpec::text("hello", 1, 1);
     for insecure in [false, true] {
         let mut config = RequestConfig::new(Endpoint::Completions, &base_url, "m");
         config.timeout = BOUND;

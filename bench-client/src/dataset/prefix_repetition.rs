@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use super::error::DatasetError;
 use super::exact_len::ExactTextGenerator;
 use super::parallel;
-use crate::workload::{Prompt, RequestSpec};
+use crate::workload::RequestSpec;
 
 /// `--prefix-repetition-num-prefixes`, `-prefix-len`, `-suffix-len`, `-output-len`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,13 +67,11 @@ pub(super) fn build(
         let prefix = &prefixes[index % prefixes.len()];
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let suffix = generator.continuation(prefix, config.suffix_tokens, &mut rng)?;
-        Ok(RequestSpec {
-            prompt: Prompt::Text(format!("{}{suffix}", prefix.text)),
-            input_tokens: config.prefix_tokens + config.suffix_tokens,
-            output_tokens: config.output_tokens,
-            conversation: None,
-            model: None,
-        })
+        Ok(RequestSpec::text(
+            format!("{}{suffix}", prefix.text),
+            config.prefix_tokens + config.suffix_tokens,
+            config.output_tokens,
+        ))
     })?;
     requests.shuffle(rng);
     Ok(requests)

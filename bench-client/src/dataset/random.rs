@@ -9,7 +9,7 @@ use super::error::DatasetError;
 use super::exact_len::ExactTextGenerator;
 use super::length_sampler::LengthSampler;
 use super::parallel;
-use crate::workload::{Prompt, RequestSpec};
+use crate::workload::RequestSpec;
 
 /// `--random-input-len`, `--random-output-len`, `--random-range-ratio`, `--random-prefix-len`,
 /// `--random-input-len-stddev`, `--random-output-len-stddev`.
@@ -82,13 +82,11 @@ pub(super) fn build(
     parallel::try_map(&plans, |&(input_tokens, output_tokens, seed)| {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let suffix = generator.continuation(&prefix, input_tokens, &mut rng)?;
-        Ok(RequestSpec {
-            prompt: Prompt::Text(format!("{}{suffix}", prefix.text)),
-            input_tokens: config.prefix_tokens + input_tokens,
+        Ok(RequestSpec::text(
+            format!("{}{suffix}", prefix.text),
+            config.prefix_tokens + input_tokens,
             output_tokens,
-            conversation: None,
-            model: None,
-        })
+        ))
     })
 }
 
@@ -98,6 +96,7 @@ mod tests {
     use super::*;
     use crate::dataset::length_sampler::length_range;
     use crate::dataset::test_support::tokenizer;
+    use crate::workload::Prompt;
 
     fn build_random(config: &RandomConfig, num_prompts: usize, seed: u64) -> Vec<RequestSpec> {
         let generator = ExactTextGenerator::new(tokenizer()).unwrap();

@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 use crate::client::{Client, ClientError, RequestConfig, RunClock, StructuredOutput};
 use crate::record::RequestRecord;
 use crate::stats::{median, percentile};
-use crate::workload::{Prompt, RequestSpec};
+use crate::workload::RequestSpec;
 
 /// How the probes of a run went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,13 +90,7 @@ pub(super) async fn send_probes(
     rate_per_s: f64,
     mut stop: watch::Receiver<()>,
 ) -> Vec<RequestRecord> {
-    let spec = RequestSpec {
-        prompt: Prompt::Text("Hi".into()),
-        input_tokens: 1,
-        output_tokens: 1,
-        conversation: None,
-        model: None,
-    };
+    let spec = RequestSpec::text("Hi", 1, 1);
     let mut in_flight = JoinSet::new();
     for index in 0usize.. {
         let due_s = index as f64 / rate_per_s;

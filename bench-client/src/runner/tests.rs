@@ -11,16 +11,15 @@ use super::*;
 use crate::client::RequestConfig;
 use crate::client::{discover_model, readiness_check, ClientError, Endpoint, ServerAccess};
 use crate::record::{ErrorKind, TokenCountSource};
-use crate::workload::Prompt;
 
 fn specs(n: usize, output_tokens: usize) -> Vec<RequestSpec> {
     (0..n)
-        .map(|i| RequestSpec {
-            prompt: Prompt::Text(format!("request {i}: tell me about benchmarks")),
-            input_tokens: 8,
-            output_tokens,
-            conversation: None,
-            model: None,
+        .map(|i| {
+            RequestSpec::text(
+                format!("request {i}: tell me about benchmarks"),
+                8,
+                output_tokens,
+            )
         })
         .collect()
 }

@@ -1,7 +1,7 @@
 use super::*;
 use crate::client::{Endpoint, RequestConfig};
 use crate::runner::{run, RunConfig};
-use crate::workload::{Prompt, RequestSpec};
+use crate::workload::RequestSpec;
 
 /// A real scrape of `pagoda-server --mock --mock-ttft-ms 50 --mock-tpot-ms 10` after 1,236
 /// requests of 20 tokens.
@@ -187,13 +187,7 @@ async fn scrapes_a_live_server_during_a_run() {
             .await
             .expect("first scrape");
         let specs: Vec<RequestSpec> = (0..30)
-            .map(|i| RequestSpec {
-                prompt: Prompt::Text(format!("scrape test {i}")),
-                input_tokens: 4,
-                output_tokens: 10,
-                conversation: None,
-                model: None,
-            })
+            .map(|i| RequestSpec::text(format!("scrape test {i}"), 4, 10))
             .collect();
         let arrivals: Vec<f64> = (0..30).map(|i| i as f64 / 30.0).collect();
         let config = RunConfig::new(RequestConfig::new(Endpoint::Chat, &server.base_url, "mock"));

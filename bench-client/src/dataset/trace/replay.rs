@@ -11,7 +11,7 @@ use crate::dataset::error::DatasetError;
 use crate::dataset::exact_len::ExactTextGenerator;
 use crate::dataset::parallel;
 use crate::dataset::read::read_file;
-use crate::workload::{Prompt, RequestSpec};
+use crate::workload::RequestSpec;
 
 /// A trace ready to replay: the requests, when each is due, and what the result records.
 #[derive(Debug, Clone)]
@@ -60,13 +60,11 @@ pub fn build_trace(
     }
     let indexed: Vec<(usize, &TraceRequest)> = requests.iter().enumerate().collect();
     let specs = parallel::try_map(&indexed, |&(index, request)| {
-        Ok::<_, DatasetError>(RequestSpec {
-            prompt: Prompt::Text(builder.prompt(index, request)),
-            input_tokens: request.input_tokens,
-            output_tokens: request.output_tokens,
-            conversation: None,
-            model: None,
-        })
+        Ok::<_, DatasetError>(RequestSpec::text(
+            builder.prompt(index, request),
+            request.input_tokens,
+            request.output_tokens,
+        ))
     })?;
     let summary = summarize(config, &requests, &arrivals_s, num_records, num_skipped);
     Ok(TraceWorkload {
