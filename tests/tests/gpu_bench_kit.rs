@@ -173,6 +173,10 @@ fn the_tiny_dummy_model_serves_benchmark_2s_workload_with_exact_counts() {
                "floor_ms": 1.0, "weights_bytes": 2_900_000_000u64, "kv_bytes_read": 16_777_216,
                "bandwidth_gbps": 1200.0, "greedy_step_ms_p50": 1.6, "greedy_step_ms_mean": 1.7,
                "sampled_step_ms_p50": 1.9}),
+        json!({"batch_size": 32, "context_len": 512, "step_ms_mean": 3.0, "step_ms_p50": 3.0,
+               "floor_ms": 1.5, "weights_bytes": 2_900_000_000u64, "kv_bytes_read": 536_870_912,
+               "bandwidth_gbps": 1100.0, "greedy_step_ms_p50": 2.5, "greedy_step_ms_mean": 2.5,
+               "sampled_step_ms_p50": 2.65}),
         json!({"batch_size": 256, "context_len": 512, "step_ms_mean": 8.5, "step_ms_p50": 8.0,
                "floor_ms": 2.4, "weights_bytes": 2_900_000_000u64, "kv_bytes_read": 4_294_967_296u64,
                "bandwidth_gbps": 850.0}),
@@ -186,11 +190,16 @@ fn the_tiny_dummy_model_serves_benchmark_2s_workload_with_exact_counts() {
     );
     assert_eq!(
         line_starting(&markdown, "| 1 |"),
-        "| 1 | 2.00 ms | 2.50 ms | 1.00 ms | 50% | 1,200 | 500 | 1.60 ms | 625 | 1.90 ms |"
+        "| 1 | 2.00 ms | 2.50 ms | 1.00 ms | 50% | 1,200 | 500 | 1.60 ms | 625 | 1.90 ms | 0.30 ms |"
     );
     assert_eq!(
         line_starting(&markdown, "| 256 |"),
-        "| 256 | 8.00 ms | 8.50 ms | 2.40 ms | 30% | 850 | 32,000 | — | — | — |"
+        "| 256 | 8.00 ms | 8.50 ms | 2.40 ms | 30% | 850 | 32,000 | — | — | — | — |"
+    );
+    // The sampling issue's GPU goal, read from the batch-32 row: 2.65 − 2.50 ms.
+    assert!(
+        markdown.contains("Sampling cost at batch 32 (sampled − greedy step p50): 0.15 ms; goal ≤ 0.2 ms: **met**."),
+        "{markdown}"
     );
     assert!(markdown.contains("3,000 GB/s"), "{markdown}");
     let tput = number(&result, "output_throughput");

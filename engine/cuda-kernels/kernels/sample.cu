@@ -3,15 +3,16 @@
 // number the host drew from the sequence's own seeded generator. Only the token id goes back.
 //
 // No sort: one thread block per row finds each filter's threshold on the softmax weights
-// w_i = exp((x_i - max) / temperature) (the most likely token weighs exactly 1) by bisection
+// w_i = exp((x_i - max) / temperature) (the most likely token weighs exactly 1) by a search
 // over the bit patterns of positive floats (monotone in the value), so the threshold found is
-// exactly a weight of the row:
+// exactly a weight of the row. Each pass over the row measures kPivots points of the range and
+// keeps one of the kPivots + 1 sub-ranges (~10 passes where bisection took ~30):
 //   top-k: the largest t with #{w >= t} >= k (the k-th largest weight);
 //   top-p: the largest t with sum{w >= t} >= top_p * (mass left by top-k);
 //   min-p: t = min_p (the largest weight is 1).
 // Kept: w >= every threshold and w > 0. The draw walks the kept tokens in vocabulary order, as the
 // host pipeline does: each thread sums its contiguous chunk, a block scan gives each chunk's
-// offset, and the thread whose chunk holds `uniform * kept mass` finds the token. Ties at a
+// offset (a block scan), and the thread whose chunk holds `uniform * kept mass` finds the token. Ties at a
 // threshold are all kept (the host keeps the lowest ids among tied weights). The host twin of
 // this kernel is engine/src/sampling/thresholds.rs.
 
@@ -21,6 +22,8 @@ namespace {
 
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
+// Points measured per pass of the threshold search (PIVOTS_PER_PASS of thresholds.rs).
+constexpr int kPivots = 7;
 // Below this the host pipeline's exponential is 0 and the token drops out.
 constexpr float kMinExponent = -87.3f;
 
@@ -66,35 +69,112 @@ __device__ float block_max(float value, float* shared) {
   return best;
 }
 
-// Number of weights >= t (as a float sum of ones: exact below 2^24 entries).
-__device__ float count_at_least(const float* weights, int vocab, float t, float* shared) {
-  float count = 0.f;
-  for (int i = threadIdx.x; i < vocab; i += kThreads) count += weights[i] >= t ? 1.f : 0.f;
-  return block_sum(count, shared);
-}
-
-__device__ float mass_at_least(const float* weights, int vocab, float t, float* shared) {
-  float mass = 0.f;
-  for (int i = threadIdx.x; i < vocab; i += kThreads) {
-    const float w = weights[i];
-    mass += w >= t ? w : 0.f;
-  }
-  return block_sum(mass, shared);
-}
-
-// The largest positive float t in [low, 1] with `at_least(t) >= goal` (true at `low`).
-template <typename AtLeast>
-__device__ float largest_threshold(float low, float goal, AtLeast at_least) {
-  unsigned int lo = __float_as_uint(low), hi = __float_as_uint(1.f);
-  while (lo < hi) {
-    const unsigned int mid = lo + (hi - lo + 1) / 2;
-    if (at_least(__uint_as_float(mid)) >= goal) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
+// Block-wide sums of kPivots values at once (`shared`: kWarps * kPivots floats); every thread
+// gets the totals.
+__device__ void block_sums(float (&values)[kPivots], float* shared) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int j = 0; j < kPivots; ++j) {
+    for (int offset = 16; offset > 0; offset /= 2) {
+      values[j] += __shfl_xor_sync(0xffffffffu, values[j], offset);
     }
   }
+  __syncthreads();
+  if (lane == 0) {
+#pragma unroll
+    for (int j = 0; j < kPivots; ++j) shared[j * kWarps + warp] = values[j];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < kPivots; ++j) {
+    float total = shared[j * kWarps + lane];
+    for (int offset = 16; offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
+    values[j] = total;
+  }
+}
+
+// One pass over the row: at each pivot, the number (kMass false; a float sum of ones, exact below
+// 2^24 entries) or the mass (kMass true) of the weights >= the pivot.
+template <bool kMass>
+__device__ void at_least_pivots(const float* weights, int vocab, const float (&pivots)[kPivots],
+                                float (&measured)[kPivots], float* shared) {
+#pragma unroll
+  for (int j = 0; j < kPivots; ++j) measured[j] = 0.f;
+  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+    const float w = weights[i];
+#pragma unroll
+    for (int j = 0; j < kPivots; ++j) measured[j] += w >= pivots[j] ? (kMass ? w : 1.f) : 0.f;
+  }
+  block_sums(measured, shared);
+}
+
+// The largest positive float t in [low, 1] with at_least(t) >= goal (true at `low`): each pass
+// measures the pivots lo + ceil(span * j / (kPivots + 1)), j = 1..kPivots, all in (lo, hi], and
+// keeps the sub-range where at_least crosses the goal. Every thread holds the same sums, so the
+// loop is uniform across the block.
+template <bool kMass>
+__device__ float largest_threshold(const float* weights, int vocab, float low, float goal,
+                                   float* shared) {
+  unsigned int lo = __float_as_uint(low), hi = __float_as_uint(1.f);
+  while (lo < hi) {
+    const unsigned long long span = hi - lo;
+    unsigned int points[kPivots];
+    float pivots[kPivots];
+#pragma unroll
+    for (int j = 0; j < kPivots; ++j) {
+      points[j] = lo + static_cast<unsigned int>((span * (j + 1) + kPivots) / (kPivots + 1));
+      pivots[j] = __uint_as_float(points[j]);
+    }
+    float measured[kPivots];
+    at_least_pivots<kMass>(weights, vocab, pivots, measured, shared);
+    unsigned int next_lo = lo, next_hi = hi;
+    bool crossed = false;
+#pragma unroll
+    for (int j = 0; j < kPivots; ++j) {
+      if (crossed) continue;
+      if (measured[j] >= goal) {
+        next_lo = points[j];
+      } else {
+        next_hi = points[j] - 1;
+        crossed = true;
+      }
+    }
+    lo = next_lo;
+    hi = next_hi;
+  }
   return __uint_as_float(lo);
+}
+
+// The sum of `value` over this warp's lanes up to and including this one.
+__device__ __forceinline__ float warp_inclusive_scan(float value) {
+  const int lane = threadIdx.x % 32;
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const float before = __shfl_up_sync(0xffffffffu, value, offset);
+    if (lane >= offset) value += before;
+  }
+  return value;
+}
+
+// The sum of `value` over the threads before this one (`shared`: kWarps + 1 floats), and in
+// `total` the block's sum.
+__device__ float block_exclusive_scan(float value, float* shared, float* total) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float inclusive = warp_inclusive_scan(value);
+  float exclusive = __shfl_up_sync(0xffffffffu, inclusive, 1);
+  if (lane == 0) exclusive = 0.f;
+  __syncthreads();
+  if (lane == 31) shared[warp] = inclusive;
+  __syncthreads();
+  if (warp == 0) {
+    const float warps_inclusive = warp_inclusive_scan(shared[lane]);
+    float warps_before = __shfl_up_sync(0xffffffffu, warps_inclusive, 1);
+    if (lane == 0) warps_before = 0.f;
+    shared[lane] = warps_before;
+    if (lane == 31) shared[kWarps] = warps_inclusive;
+  }
+  __syncthreads();
+  *total = shared[kWarps];
+  return shared[warp] + exclusive;
 }
 
 }  // namespace
@@ -150,8 +230,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
     sample_filtered(const float* __restrict__ logits, int vocab,
                     const RowSampling* __restrict__ params, float* __restrict__ weights_scratch,
                     unsigned int* __restrict__ tokens) {
-  __shared__ float shared[kWarps];
-  __shared__ float chunk_offsets[kThreads];
+  __shared__ float shared[kWarps * kPivots];
   __shared__ unsigned int chosen;
   const RowSampling p = params[blockIdx.x];
   const float* row = logits + static_cast<long long>(p.row) * vocab;
@@ -185,17 +264,20 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   float threshold = __uint_as_float(1u);
   if (p.top_k > 0) {
     const float goal = static_cast<float>(p.top_k);
-    if (count_at_least(weights, vocab, threshold, shared) > goal) {
-      threshold = largest_threshold(threshold, goal, [&](float t) {
-        return count_at_least(weights, vocab, t, shared);
-      });
+    float count = 0.f;
+    for (int i = threadIdx.x; i < vocab; i += kThreads) count += weights[i] >= threshold ? 1.f : 0.f;
+    if (block_sum(count, shared) > goal) {
+      threshold = largest_threshold<false>(weights, vocab, threshold, goal, shared);
     }
   }
   if (p.top_p < 1.f) {
-    const float goal = p.top_p * mass_at_least(weights, vocab, threshold, shared);
-    threshold = largest_threshold(threshold, goal, [&](float t) {
-      return mass_at_least(weights, vocab, t, shared);
-    });
+    float mass = 0.f;
+    for (int i = threadIdx.x; i < vocab; i += kThreads) {
+      const float w = weights[i];
+      mass += w >= threshold ? w : 0.f;
+    }
+    const float goal = p.top_p * block_sum(mass, shared);
+    threshold = largest_threshold<true>(weights, vocab, threshold, goal, shared);
   }
   if (p.min_p > 0.f) threshold = fmaxf(threshold, p.min_p);
 
@@ -208,22 +290,9 @@ extern "C" __global__ void __launch_bounds__(kThreads)
     const float w = weights[i];
     chunk_mass += w >= threshold ? w : 0.f;
   }
-  chunk_offsets[threadIdx.x] = chunk_mass;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    // A serial exclusive scan of 1024 sums: one thread, negligible beside the passes above.
-    float running = 0.f;
-    for (int t = 0; t < kThreads; ++t) {
-      const float mass = chunk_offsets[t];
-      chunk_offsets[t] = running;
-      running += mass;
-    }
-    shared[0] = running;
-  }
-  __syncthreads();
-  const float total = shared[0];
+  float total;
+  float cumulative = block_exclusive_scan(chunk_mass, shared, &total);
   const float target = p.uniform * total;
-  float cumulative = chunk_offsets[threadIdx.x];
   int last_kept = -1;
   for (int i = first; i < last; ++i) {
     const float w = weights[i];

@@ -3,8 +3,8 @@
 //! every machine, and the GPU tests compare the kernel with it.
 //!
 //! On the softmax weights `w = exp((logit - max) / temperature)` (the most likely token weighs
-//! exactly 1), each filter is a threshold found by bisection over the bit patterns of positive
-//! floats (monotone in the value), so it is exactly one of the row's weights:
+//! exactly 1), each filter is a threshold found by a search over the bit patterns of positive
+//! floats (monotone in the value; several pivots per pass over the row), so it is exactly one of the row's weights:
 //! top-k: the largest `t` with `#{w ≥ t} ≥ k`; top-p: the largest `t` with `Σ{w ≥ t} ≥ top_p ×`
 //! the mass top-k left; min-p: `t = min_p`. Kept: `w ≥` every threshold and `w > 0` — the same
 //! set as the host pipeline (`filters.rs`) except that tokens tied at a threshold are all kept.
@@ -41,16 +41,41 @@ fn mass_at_least(weights: &[f32], threshold: f32) -> f64 {
         .sum()
 }
 
-/// The largest positive float `t` in `[low, 1]` with `at_least(t) ≥ goal` (true at `low`).
-fn largest_threshold(low: f32, goal: f64, at_least: impl Fn(f32) -> f64) -> f32 {
+/// Pivots per pass of the threshold search: each pass over the row evaluates `at_least` at this
+/// many points and keeps one of the `PIVOTS_PER_PASS + 1` sub-ranges, so the ~2^30 bit patterns of
+/// (0, 1] take ~10 passes instead of bisection's ~30 (the kernel's cost is its passes over the row).
+pub(crate) const PIVOTS_PER_PASS: u32 = 7;
+
+/// The `PIVOTS_PER_PASS` pivots of `[lo, hi]` (`lo < hi`): `lo + ⌈span × j / (PIVOTS_PER_PASS + 1)⌉`,
+/// non-decreasing, each in `(lo, hi]`.
+pub(crate) fn pivots(lo: u32, hi: u32) -> [u32; PIVOTS_PER_PASS as usize] {
+    let span = u64::from(hi - lo);
+    let parts = u64::from(PIVOTS_PER_PASS + 1);
+    std::array::from_fn(|j| lo + (span * (j as u64 + 1)).div_ceil(parts) as u32)
+}
+
+/// What one pass over the row measures: `at_least` at each of the pass's pivots.
+type Pass<'a> = dyn FnMut(&[f32; PIVOTS_PER_PASS as usize]) -> [f64; PIVOTS_PER_PASS as usize] + 'a;
+
+/// The largest positive float `t` in `[low, 1]` with `at_least(t) ≥ goal` (true at `low`), by a
+/// search over the bit patterns of positive floats (monotone in the value): each call of `pass`
+/// (one pass over the row in the kernel) measures `at_least` at `PIVOTS_PER_PASS` points. With
+/// `at_least` non-increasing, the same `t` as a bisection.
+fn largest_threshold(low: f32, goal: f64, pass: &mut Pass<'_>) -> f32 {
     let (mut lo, mut hi) = (low.to_bits(), 1f32.to_bits());
     while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        if at_least(f32::from_bits(mid)) >= goal {
-            lo = mid;
-        } else {
-            hi = mid - 1;
+        let points = pivots(lo, hi);
+        let measured = pass(&points.map(f32::from_bits));
+        let (mut next_lo, mut next_hi) = (lo, hi);
+        for (point, at_least) in points.into_iter().zip(measured) {
+            if at_least >= goal {
+                next_lo = point;
+            } else {
+                next_hi = point - 1;
+                break;
+            }
         }
+        (lo, hi) = (next_lo, next_hi);
     }
     f32::from_bits(lo)
 }
@@ -75,12 +100,16 @@ fn weights_and_threshold(logits: &[f32], filters: &RowFilters) -> Result<(Vec<f3
     if filters.top_k > 0 {
         let goal = filters.top_k as f64;
         if count_at_least(&weights, threshold) > goal {
-            threshold = largest_threshold(threshold, goal, |t| count_at_least(&weights, t));
+            threshold = largest_threshold(threshold, goal, &mut |points| {
+                points.map(|t| count_at_least(&weights, t))
+            });
         }
     }
     if filters.top_p < 1.0 {
         let goal = f64::from(filters.top_p) * mass_at_least(&weights, threshold);
-        threshold = largest_threshold(threshold, goal, |t| mass_at_least(&weights, t));
+        threshold = largest_threshold(threshold, goal, &mut |points| {
+            points.map(|t| mass_at_least(&weights, t))
+        });
     }
     if filters.min_p > 0.0 {
         threshold = threshold.max(filters.min_p);

@@ -118,3 +118,70 @@ fn degenerate_rows_are_decided_without_a_draw() {
         assert!(token == 1 || token == 3, "{token}");
     }
 }
+
+/// Plain bisection over the bit patterns: the specification the multi-pivot search must meet.
+fn bisect(low: f32, goal: f64, mut at_least: impl FnMut(f32) -> f64) -> f32 {
+    let (mut lo, mut hi) = (low.to_bits(), 1f32.to_bits());
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if at_least(f32::from_bits(mid)) >= goal {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    f32::from_bits(lo)
+}
+
+#[test]
+fn the_multi_pivot_search_finds_what_bisection_finds() {
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    let low = f32::from_bits(1);
+    for row in 0..40 {
+        let spread = [0.2f32, 3.0, 20.0, 80.0][row % 4];
+        let weights: Vec<f32> = (0..500)
+            .map(|_| (-(rng.random::<f32>() * spread)).exp())
+            .chain([1.0])
+            .collect();
+        let total = mass_at_least(&weights, low);
+        for share in [0.0, 0.1, 0.5, 0.9, 0.95, 0.999, 1.0] {
+            let goal = share * total;
+            let found = largest_threshold(low, goal, &mut |points| {
+                points.map(|t| mass_at_least(&weights, t))
+            });
+            let expected = bisect(low, goal, |t| mass_at_least(&weights, t));
+            assert_eq!(found.to_bits(), expected.to_bits(), "row {row}, share {share}");
+        }
+        for k in [1.0, 2.0, 40.0, 499.0, 501.0] {
+            let found = largest_threshold(low, k, &mut |points| {
+                points.map(|t| count_at_least(&weights, t))
+            });
+            let expected = bisect(low, k, |t| count_at_least(&weights, t));
+            assert_eq!(found.to_bits(), expected.to_bits(), "row {row}, top-k {k}");
+        }
+    }
+}
+
+#[test]
+fn pivots_lie_inside_the_range_and_the_search_takes_a_third_of_bisection_s_passes() {
+    let weights = [1.0f32, 0.5, 0.25, 1e-6, 1e-30];
+    let low = f32::from_bits(1);
+    let mut bisection_passes = 0;
+    bisect(low, 4.0, |t| {
+        bisection_passes += 1;
+        count_at_least(&weights, t)
+    });
+    let mut search_passes = 0;
+    let found = largest_threshold(low, 4.0, &mut |points| {
+        search_passes += 1;
+        points.map(|t| count_at_least(&weights, t))
+    });
+    assert_eq!(found, 1e-6);
+    assert!(bisection_passes >= 29, "bisection took {bisection_passes}");
+    assert!(search_passes <= 11, "the search took {search_passes} passes");
+    for (lo, hi) in [(0u32, 1), (5, 9), (1, 1_065_353_216), (100, 107), (100, 108)] {
+        let points = pivots(lo, hi);
+        assert!(points.iter().all(|&p| p > lo && p <= hi), "{points:?} of ({lo}, {hi}]");
+        assert!(points.windows(2).all(|pair| pair[0] <= pair[1]), "{points:?}");
+    }
+}
