@@ -15,7 +15,7 @@ use crate::error::EngineError;
 use crate::models::{LoadFormat, WeightFormat};
 use values::{
     parse_bytes, parse_device, parse_dtype, parse_itl_target, parse_kv_cache_dtype,
-    parse_load_format, parse_weight_format, DeviceArg,
+    parse_load_format, parse_max_logprobs, parse_weight_format, DeviceArg, MaxLogprobs,
 };
 
 /// The share of a GPU's memory the engine takes when neither `--gpu-memory-utilization` nor
@@ -131,6 +131,11 @@ pub struct EngineArgs {
     /// Highest LoRA rank accepted (with --enable-lora); adapters above it are refused.
     #[arg(long, env = "PAGODA_MAX_LORA_RANK", default_value_t = LoraLimits::default().max_lora_rank)]
     pub max_lora_rank: usize,
+
+    /// Most alternatives a request's `logprobs` / `top_logprobs` / `prompt_logprobs` may ask for
+    /// (vLLM's flag); -1: the whole vocabulary.
+    #[arg(long, env = "PAGODA_MAX_LOGPROBS", default_value = "20", value_name = "N|-1", allow_negative_numbers = true, value_parser = parse_max_logprobs)]
+    pub max_logprobs: MaxLogprobs,
 }
 
 impl EngineArgs {
@@ -177,6 +182,7 @@ impl EngineArgs {
             device,
             load_format: self.load_format,
             gpu_memory_utilization,
+            max_logprobs: self.max_logprobs.0,
             lora: self.enable_lora.then_some(LoraLimits {
                 max_loras: self.max_loras,
                 max_lora_rank: self.max_lora_rank,
@@ -341,6 +347,25 @@ mod tests {
         assert!(Cli::try_parse_from(["engine", "--dtype", "int4"]).is_err());
         assert!(Cli::try_parse_from(["engine", "--kv-cache-memory", "lots"]).is_err());
         assert!(Cli::try_parse_from(["engine", "--itl-target-ms", "-1"]).is_err());
+    }
+
+    #[test]
+    fn max_logprobs_is_a_count_or_minus_one_for_the_vocabulary() {
+        let max = |flags: &[&str]| {
+            parse(flags)
+                .engine_config_on(DeviceSpec::Cpu)
+                .expect("valid")
+                .max_logprobs
+        };
+        assert_eq!(max(&[]), Some(20));
+        assert_eq!(max(&["--max-logprobs", "64"]), Some(64));
+        assert_eq!(max(&["--max-logprobs", "-1"]), None);
+        for bad in ["-2", "many", "1.5"] {
+            assert!(
+                Cli::try_parse_from(["engine", "--max-logprobs", bad]).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

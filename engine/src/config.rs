@@ -12,6 +12,7 @@ pub use crate::kv_cache_dtype::{KvCacheDType, KV_CACHE_DTYPES};
 pub use crate::models::dtype::ModelDType;
 use crate::models::load::{LoadFormat, LoadOptions};
 use crate::models::weight_format::WeightFormat;
+use crate::request::DEFAULT_MAX_LOGPROBS;
 
 /// The most a KV cache takes when no budget is given (`kv_cache_memory_bytes: None` on the
 /// CPU): 1 GiB, unless one sequence of `max_model_len` tokens needs more (see `kv::cache_size`).
@@ -58,6 +59,9 @@ pub struct EngineConfig {
     pub gpu_memory_utilization: Option<f64>,
     /// LoRA adapters may be loaded and used (`None`: they are refused).
     pub lora: Option<LoraLimits>,
+    /// The most alternatives a request's `top_logprobs` / `prompt_logprobs` may ask for (`None`:
+    /// the whole vocabulary).
+    pub max_logprobs: Option<usize>,
 }
 
 /// The limits on LoRA adapters (`--max-loras`, `--max-lora-rank`).
@@ -101,6 +105,7 @@ impl Default for EngineConfig {
             load_format: LoadFormat::Auto,
             gpu_memory_utilization: None,
             lora: None,
+            max_logprobs: Some(DEFAULT_MAX_LOGPROBS),
         }
     }
 }

@@ -74,6 +74,7 @@ impl EngineCore {
             vocab_size: info.model.vocab_size,
             max_model_len: info.max_model_len,
             kv_capacity_tokens: info.kv_capacity_tokens,
+            max_logprobs: info.max_logprobs,
         };
         let totals = EngineStats {
             num_kv_blocks_total: info.num_kv_blocks,

@@ -87,6 +87,9 @@ pub struct EngineInfo {
     pub max_concurrency_at_max_model_len: f64,
     /// What the KV cache stores keys and values in (never `Auto`).
     pub kv_cache_dtype: KvCacheDType,
+    /// The most alternatives `top_logprobs` / `prompt_logprobs` may ask for (at most the
+    /// vocabulary).
+    pub max_logprobs: usize,
 }
 
 /// Talks to the engine thread. Cheap to clone; every clone drives the same engine.

@@ -17,8 +17,9 @@ impl std::fmt::Display for RequestId {
     }
 }
 
-/// The largest number of alternatives `top_logprobs` may ask for (as OpenAI).
-pub const MAX_TOP_LOGPROBS: usize = 20;
+/// The default of the most alternatives `top_logprobs` / `prompt_logprobs` may ask for (OpenAI's
+/// cap, vLLM's default `--max-logprobs`); `EngineConfig::max_logprobs` sets it.
+pub const DEFAULT_MAX_LOGPROBS: usize = 20;
 /// The largest `logit_bias` magnitude (OpenAI's).
 pub const MAX_LOGIT_BIAS: f32 = 100.0;
 
@@ -126,14 +127,6 @@ impl SamplingParams {
                 format!("the bias of token {token_id} must be in [-100, 100], got {bias}"),
             ));
         }
-        if let Some(n) = self.logprobs {
-            if n > MAX_TOP_LOGPROBS {
-                return Err(invalid(
-                    "top_logprobs",
-                    format!("must be at most {MAX_TOP_LOGPROBS}, got {n}"),
-                ));
-            }
-        }
         Ok(())
     }
 }
@@ -190,7 +183,7 @@ pub struct EngineRequest {
     /// adapter unloaded meanwhile still serves it to the end.
     pub lora: Option<Arc<LoraAdapter>>,
     /// Return the log-probability of every prompt token after the first (from the model's raw
-    /// logits), plus this many alternatives each; at most [`MAX_TOP_LOGPROBS`]. The prompt is
+    /// logits), plus this many alternatives each; at most the engine's `max_logprobs`. The prompt is
     /// then computed in full: it takes no blocks from the prefix cache (it still fills it).
     pub prompt_logprobs: Option<usize>,
 }

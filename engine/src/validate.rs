@@ -3,7 +3,7 @@
 //! (through `EngineHandle::validate`), so a bad request fails before it reaches the queue.
 
 use crate::error::EngineError;
-use crate::request::{EngineRequest, RequestId, MAX_TOP_LOGPROBS};
+use crate::request::{EngineRequest, RequestId};
 
 /// A request that passed every check, with the most tokens it may generate. Only
 /// [`RequestLimits::validate`] makes one, so the engine never re-checks what it queues.
@@ -48,6 +48,8 @@ pub struct RequestLimits {
     pub max_model_len: usize,
     /// Tokens the whole KV cache holds.
     pub kv_capacity_tokens: usize,
+    /// The most alternatives `logprobs` (`top_logprobs`) and `prompt_logprobs` may ask for.
+    pub max_logprobs: usize,
 }
 
 impl RequestLimits {
@@ -111,11 +113,19 @@ impl RequestLimits {
             ));
         }
         request.sampling.validate()?;
-        if let Some(n) = request.prompt_logprobs.filter(|&n| n > MAX_TOP_LOGPROBS) {
-            return Err(invalid(
-                "prompt_logprobs",
-                format!("must be at most {MAX_TOP_LOGPROBS}, got {n}"),
-            ));
+        let max_logprobs = self.max_logprobs;
+        for (field, asked) in [
+            ("top_logprobs", request.sampling.logprobs),
+            ("prompt_logprobs", request.prompt_logprobs),
+        ] {
+            if let Some(n) = asked.filter(|&n| n > max_logprobs) {
+                return Err(invalid(
+                    field,
+                    format!(
+                        "must be at most {max_logprobs} (the server's --max-logprobs), got {n}"
+                    ),
+                ));
+            }
         }
         if request.stop.max_tokens == Some(0) {
             return Err(invalid("max_tokens", "must be at least 1".into()));
@@ -182,6 +192,7 @@ mod tests {
         vocab_size: 100,
         max_model_len: 64,
         kv_capacity_tokens: 48,
+        max_logprobs: 20,
     };
 
     fn request(prompt: Vec<u32>, max_tokens: Option<usize>) -> EngineRequest {
@@ -190,6 +201,34 @@ mod tests {
             ..StopConditions::default()
         };
         EngineRequest::new(RequestId(1), prompt, SamplingParams::greedy(), stop)
+    }
+
+    #[test]
+    fn logprobs_are_capped_by_the_server_s_max_logprobs() {
+        let asking = |top: Option<usize>, prompt: Option<usize>| {
+            let mut r = request(vec![1, 2], Some(4));
+            r.sampling.logprobs = top;
+            r.prompt_logprobs = prompt;
+            r
+        };
+        assert!(LIMITS.validate(asking(Some(20), Some(20))).is_ok());
+        for (r, field) in [
+            (asking(Some(21), None), "top_logprobs"),
+            (asking(None, Some(21)), "prompt_logprobs"),
+        ] {
+            match LIMITS.validate(r) {
+                Err(EngineError::InvalidRequest { field: f, message }) => {
+                    assert_eq!(f, field);
+                    assert!(message.contains("at most 20"), "{message}");
+                }
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+        let raised = RequestLimits {
+            max_logprobs: 100,
+            ..LIMITS
+        };
+        assert!(raised.validate(asking(Some(100), Some(100))).is_ok());
     }
 
     #[test]

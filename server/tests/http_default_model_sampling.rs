@@ -191,6 +191,27 @@ async fn chat_logprobs_cover_every_generated_token() {
     }
 }
 
+/// `--max-logprobs -1` (vLLM's "the whole vocabulary"): a thousand alternatives per token, best
+/// first, the greedy token at the top.
+#[tokio::test]
+async fn a_raised_max_logprobs_returns_that_many_alternatives() {
+    let api = Api::start_with(&["--max-logprobs", "-1"]);
+    let request = with(
+        chat(FRANCE, 3),
+        json!({"logprobs": true, "top_logprobs": 1000}),
+    );
+    let response = api.json(CHAT, &request).await;
+    let entries = array(&response["choices"][0]["logprobs"]["content"]);
+    assert_eq!(entries.len(), 3, "{response}");
+    for entry in entries {
+        let top = array(&entry["top_logprobs"]);
+        assert_eq!(top.len(), 1000);
+        let values: Vec<f64> = top.iter().map(|t| number(&t["logprob"])).collect();
+        assert!(values.windows(2).all(|w| w[0] >= w[1]), "best first");
+        assert_eq!(top[0]["token"], entry["token"], "greedy takes the best");
+    }
+}
+
 /// The text and finish reason of a chat request's only choice, streamed or not.
 async fn answer_of(api: &Api, request: &Value, stream: bool) -> (String, String) {
     if stream {

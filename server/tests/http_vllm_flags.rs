@@ -89,3 +89,59 @@ fn flags_asking_for_what_the_server_cannot_do_stop_it_at_start() {
         assert!(stderr.contains(reason), "{flags:?}: {stderr}");
     }
 }
+
+/// A chat request asking for `top` alternatives per token: its status and body.
+async fn chat_top_logprobs(server: &ServerProcess, top: u64) -> (u16, serde_json::Value) {
+    let reply = post_json(
+        &client(),
+        &server.url("/v1/chat/completions"),
+        &json!({"model": "mock", "max_tokens": 2, "logprobs": true, "top_logprobs": top,
+                "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    (reply.status.as_u16(), reply.json())
+}
+
+/// `--max-logprobs` moves the cap (the mock engine returns no alternatives: the default model's
+/// test, `http_default_model_sampling.rs`, counts them).
+#[tokio::test]
+async fn max_logprobs_sets_how_many_alternatives_a_request_may_ask_for() {
+    let default = ServerProcess::start(&["--mock"]);
+    assert_eq!(chat_top_logprobs(&default, 20).await.0, 200);
+    let (status, body) = chat_top_logprobs(&default, 21).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "top_logprobs", "{body}");
+    drop(default);
+
+    let raised = ServerProcess::start(&["--mock", "--max-logprobs", "30"]);
+    assert_eq!(chat_top_logprobs(&raised, 30).await.0, 200);
+    let completion = |n: u64| {
+        let url = raised.url("/v1/completions");
+        async move {
+            let body = json!({"model": "mock", "prompt": "hi", "max_tokens": 2, "logprobs": n});
+            let reply = post_json(&client(), &url, &body).await;
+            (reply.status.as_u16(), reply.json())
+        }
+    };
+    assert_eq!(completion(30).await.0, 200);
+    let (status, body) = completion(31).await;
+    assert_eq!(
+        (status, &body["error"]["param"]),
+        (400, &json!("logprobs")),
+        "{body}"
+    );
+    let (status, body) = chat_top_logprobs(&raised, 31).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("at most 30")),
+        "{body}"
+    );
+    drop(raised);
+
+    // -1: the whole vocabulary (the mock's byte tokenizer: a few hundred tokens), no more.
+    let unbounded = ServerProcess::start(&["--mock", "--max-logprobs", "-1"]);
+    assert_eq!(chat_top_logprobs(&unbounded, 250).await.0, 200);
+    assert_eq!(chat_top_logprobs(&unbounded, 100_000).await.0, 400);
+}

@@ -127,3 +127,21 @@ mod tests {
         );
     }
 }
+
+/// `--max-logprobs`: a count, or `None` for the whole vocabulary (`-1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxLogprobs(pub Option<usize>);
+
+pub fn parse_max_logprobs(text: &str) -> Result<MaxLogprobs, String> {
+    match text.trim() {
+        "-1" => Ok(MaxLogprobs(None)),
+        other => other
+            .parse::<usize>()
+            .map(|n| MaxLogprobs(Some(n)))
+            .map_err(|_| {
+                format!(
+                    "expected a count of alternatives or -1 (the whole vocabulary), got `{text}`"
+                )
+            }),
+    }
+}

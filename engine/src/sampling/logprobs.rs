@@ -49,8 +49,12 @@ pub fn log_softmax_into(logits: &[f32], out: &mut Vec<f32>) {
 /// (ties: lowest token id first). NaN entries rank last.
 ///
 /// One pass over the row keeping a small sorted buffer: O(vocab) when `n` is small, as it is for
-/// `top_logprobs` (at most 20), and no allocation beyond the result.
+/// `top_logprobs` (20 by default), and no allocation beyond the result. A large `n` (a server with
+/// a high `--max-logprobs`) selects instead: O(vocab + n log n).
 pub fn top_n(logprobs: &[f32], n: usize) -> Vec<(u32, f32)> {
+    if n > MAX_BUFFERED_TOP_N {
+        return top_n_by_selection(logprobs, n);
+    }
     let mut best: Vec<(u32, f32)> = Vec::with_capacity(n.min(logprobs.len()) + 1);
     if n == 0 {
         return best;
@@ -73,6 +77,25 @@ pub fn top_n(logprobs: &[f32], n: usize) -> Vec<(u32, f32)> {
     best
 }
 
+/// Above this many alternatives `top_n` selects instead of keeping a sorted buffer.
+const MAX_BUFFERED_TOP_N: usize = 64;
+
+/// `top_n` for a large `n`: the same entries in the same order.
+fn top_n_by_selection(logprobs: &[f32], n: usize) -> Vec<(u32, f32)> {
+    let order = |a: &(u32, f32), b: &(u32, f32)| {
+        rank_of(b.1)
+            .total_cmp(&rank_of(a.1))
+            .then_with(|| a.0.cmp(&b.0))
+    };
+    let mut all: Vec<(u32, f32)> = (0u32..).zip(logprobs.iter().copied()).collect();
+    if n < all.len() {
+        all.select_nth_unstable_by(n, order);
+        all.truncate(n);
+    }
+    all.sort_unstable_by(order);
+    all
+}
+
 /// The value `top_n` ranks by: NaN counts as `-inf`.
 fn rank_of(logprob: f32) -> f32 {
     if logprob.is_nan() {
@@ -90,6 +113,26 @@ mod tests {
         let mut out = Vec::new();
         log_softmax_into(logits, &mut out);
         out
+    }
+
+    #[test]
+    fn a_large_n_selects_the_same_entries_in_the_same_order() {
+        // Ties, NaN and -inf included; the buffer (n ≤ 64) is the reference.
+        let row: Vec<f32> = (0..400)
+            .map(|i| match i % 7 {
+                0 => f32::NAN,
+                1 => f32::NEG_INFINITY,
+                _ => -(((i * 37) % 50) as f32) / 10.0,
+            })
+            .collect();
+        for n in [10, 64] {
+            assert_eq!(top_n_by_selection(&row, n), top_n(&row, n), "n = {n}");
+        }
+        let all = top_n(&row, 1000);
+        assert_eq!(all.len(), 400);
+        assert_eq!(&all[..64], &top_n(&row, 64)[..]);
+        assert!(all.windows(2).all(|w| rank_of(w[0].1) >= rank_of(w[1].1)));
+        assert_eq!(top_n(&row, 300).len(), 300);
     }
 
     #[test]

@@ -24,8 +24,6 @@ use crate::timeline::ReceivedAt;
 
 /// The most prompts one request may batch.
 pub const MAX_PROMPTS: usize = 64;
-/// The most alternatives `logprobs` may ask for.
-pub const MAX_COMPLETION_LOGPROBS: u32 = 20;
 
 pub async fn completions(
     State(state): State<SharedState>,
@@ -37,14 +35,15 @@ pub async fn completions(
     let request: CompletionRequest = parse_body(&body)?;
     let lora = state.select_model(request.fields.model.as_deref()).await?;
     reject_unsupported(&request)?;
-    let logprobs = match request.logprobs {
-        Some(n) if n > MAX_COMPLETION_LOGPROBS => {
-            return Err(ApiError::invalid(
-                "logprobs",
-                format!("`logprobs` must be at most {MAX_COMPLETION_LOGPROBS}, got {n}"),
-            ))
-        }
-        other => other.map(|n| n as usize),
+    let max_logprobs = state.engine.info().max_logprobs;
+    let logprobs = match request.logprobs.map(|n| n as usize) {
+        Some(n) if n > max_logprobs => return Err(ApiError::invalid(
+            "logprobs",
+            format!(
+                "`logprobs` must be at most {max_logprobs} (the server's --max-logprobs), got {n}"
+            ),
+        )),
+        other => other,
     };
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
     params.lora = lora;

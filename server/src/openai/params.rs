@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
-use pagoda_engine::request::MAX_TOP_LOGPROBS;
 use pagoda_engine::{
     EngineRequest, LoraAdapter, RequestId, SamplingParams, StopConditions, TokenConstraint,
 };
@@ -268,8 +267,8 @@ fn stop_conditions(
     })
 }
 
-/// vLLM's `prompt_logprobs`: 0 to 20 alternatives (vLLM's default `max_logprobs`), not with
-/// `stream`.
+/// vLLM's `prompt_logprobs`: 0 or more alternatives (the engine caps them at `--max-logprobs`),
+/// not with `stream`.
 fn prompt_logprobs(fields: &CommonFields, stream: bool) -> Result<Option<usize>, ApiError> {
     let Some(n) = fields.prompt_logprobs else {
         return Ok(None);
@@ -280,13 +279,12 @@ fn prompt_logprobs(fields: &CommonFields, stream: bool) -> Result<Option<usize>,
             "`prompt_logprobs` are not available when `stream` is true",
         ));
     }
-    match usize::try_from(n) {
-        Ok(n) if n <= MAX_TOP_LOGPROBS => Ok(Some(n)),
-        _ => Err(ApiError::invalid(
+    usize::try_from(n).map(Some).map_err(|_| {
+        ApiError::invalid(
             "prompt_logprobs",
-            format!("`prompt_logprobs` must be between 0 and {MAX_TOP_LOGPROBS}, got {n}"),
-        )),
-    }
+            format!("`prompt_logprobs` must be at least 0, got {n}"),
+        )
+    })
 }
 
 fn stop_strings(fields: &CommonFields) -> Result<Vec<String>, ApiError> {

@@ -26,9 +26,15 @@ pub struct Api {
 
 impl Api {
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// The server with more flags.
+    pub fn start_with(flags: &[&str]) -> Self {
         let model = super::model_path();
         let model = model.to_str().expect("a UTF-8 path");
-        let server = ServerProcess::start(&["--model", model, "--served-model-name", MODEL]);
+        let base = ["--model", model, "--served-model-name", MODEL];
+        let server = ServerProcess::start(&[&base[..], flags].concat());
         let client = reqwest::Client::new();
         Self { server, client }
     }

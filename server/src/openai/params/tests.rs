@@ -8,6 +8,7 @@ const LIMITS: RequestLimits = RequestLimits {
     vocab_size: 1000,
     max_model_len: 4096,
     kv_capacity_tokens: 4096,
+    max_logprobs: 20,
 };
 
 /// The fields as a request handler checks them: here, then once by the engine.
