@@ -18,7 +18,7 @@ use crate::args::ServerArgs;
 use crate::chat_prompt::ChatPolicy;
 use crate::chat_template_arg::{chat_template_source, check_chat_template, with_chat_template};
 use crate::http_limits::{fit_connections_to_fd_limit, HttpLimits};
-use crate::listener::serve_http;
+use crate::listener::{serve_http, ServeOptions};
 use crate::metrics::{HistogramBuckets, Metrics, MetricsConfig};
 use crate::mock_engine::start_mock;
 use crate::openai::admission::Admission;
@@ -147,6 +147,7 @@ fn assemble_state(
             &info.model.eos_token_ids,
         ),
         eos_token_ids: info.model.eos_token_ids.clone(),
+        tokens_as_ids: args.vllm_compat.return_tokens_as_token_ids,
     };
     let tokenizer = Arc::new(prompt_side.tokenizer);
     let mut end_token_ids = info.model.eos_token_ids.clone();
@@ -172,6 +173,7 @@ fn assemble_state(
     state.log_requests = !args.disable_log_requests;
     state.sse_keep_alive = std::time::Duration::from_secs_f64(args.sse_keep_alive);
     state.force_include_usage = args.vllm_compat.enable_force_include_usage;
+    state.response_role = args.vllm_compat.response_role.trim().to_string();
     state.http_limits = http_limits(args)?;
     state.chat_policy = ChatPolicy {
         extra_roles: args.allowed_roles.clone(),
@@ -289,10 +291,14 @@ pub async fn serve(args: &ServerArgs, state: AppState) -> anyhow::Result<()> {
         None => router(state.clone()),
     };
     let deadline = Duration::from_secs_f64(args.shutdown_timeout);
+    let options = ServeOptions {
+        limits,
+        root_path: args.vllm_compat.root_path()?.map(Arc::from),
+    };
     serve_http(
         listener,
         app,
-        limits,
+        options,
         drain_on_signal(state.clone(), deadline),
     )
     .await;

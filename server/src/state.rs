@@ -52,6 +52,8 @@ pub struct AppState {
     /// Every stream ends with a usage chunk, asked for or not (vLLM's
     /// `--enable-force-include-usage`).
     pub force_include_usage: bool,
+    /// The role of chat replies that follow a generation prompt (vLLM's `--response-role`).
+    pub response_role: String,
     /// Body size and read-time limits (connection limits are the listener's).
     pub http_limits: HttpLimits,
     /// Which roles chat messages may use and whether their content may carry control tokens.
@@ -109,6 +111,7 @@ impl AppState {
             log_requests: true,
             sse_keep_alive: DEFAULT_KEEP_ALIVE_INTERVAL,
             force_include_usage: false,
+            response_role: "assistant".into(),
             http_limits: HttpLimits::default(),
             chat_policy: ChatPolicy::default(),
             engine_health: EngineHealth::default(),

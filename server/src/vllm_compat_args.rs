@@ -27,6 +27,24 @@ pub struct VllmCompatArgs {
     /// (`stream_options.include_usage`) or not — for gateways that bill by usage.
     #[arg(long)]
     pub enable_force_include_usage: bool,
+    /// vLLM's: log-probabilities name tokens `token_id:{id}` instead of by their text, unless a
+    /// request's own `return_tokens_as_token_ids` says otherwise.
+    #[arg(long)]
+    pub return_tokens_as_token_ids: bool,
+    /// vLLM's: the role of the chat replies' messages when the prompt ends with the generation
+    /// prompt (otherwise the last message's role).
+    #[arg(long, value_name = "ROLE", default_value = "assistant")]
+    pub response_role: String,
+    /// vLLM's: a path prefix a proxy may leave on requests (`/prefix/v1/models`); requests are
+    /// served with or without it.
+    #[arg(long, value_name = "PATH")]
+    pub root_path: Option<String>,
+    /// vLLM's CPU swap space in GiB; accepted: a preempted sequence is recomputed, never swapped.
+    #[arg(long, value_name = "GIB")]
+    pub swap_space: Option<f64>,
+    /// vLLM's longest sequence a CUDA graph covers; accepted: no CUDA graphs yet.
+    #[arg(long, value_name = "N")]
+    pub max_seq_len_to_capture: Option<usize>,
 }
 
 impl VllmCompatArgs {
@@ -38,7 +56,24 @@ impl VllmCompatArgs {
                 self.tensor_parallel_size
             );
         }
+        if self.response_role.trim().is_empty() {
+            bail!("--response-role must name a role");
+        }
+        self.root_path()?;
         Ok(())
+    }
+
+    /// `--root-path` as a prefix to strip: `/` added in front, no trailing `/`; `None` for none
+    /// or `/`.
+    pub fn root_path(&self) -> anyhow::Result<Option<String>> {
+        let Some(path) = self.root_path.as_deref().map(str::trim) else {
+            return Ok(None);
+        };
+        if path.contains(['?', '#', ' ']) {
+            bail!("--root-path {path:?} must be a plain path such as /llm");
+        }
+        let trimmed = path.trim_matches('/');
+        Ok((!trimmed.is_empty()).then(|| format!("/{trimmed}")))
     }
 }
 
@@ -55,9 +90,43 @@ mod tests {
             disable_log_stats: true,
             enable_prompt_tokens_details: true,
             enable_force_include_usage: false,
+            return_tokens_as_token_ids: false,
+            response_role: "assistant".into(),
+            root_path: None,
+            swap_space: Some(4.0),
+            max_seq_len_to_capture: Some(8192),
         };
         assert!(args(1).check().is_ok());
         let error = args(2).check().expect_err("refused");
         assert!(error.to_string().contains("one device"), "{error}");
+    }
+
+    #[test]
+    fn root_paths_are_normalised_and_a_role_is_required() {
+        let with = |root: Option<&str>, role: &str| VllmCompatArgs {
+            trust_remote_code: false,
+            enforce_eager: false,
+            tensor_parallel_size: 1,
+            disable_log_stats: false,
+            enable_prompt_tokens_details: false,
+            enable_force_include_usage: false,
+            return_tokens_as_token_ids: false,
+            response_role: role.into(),
+            root_path: root.map(str::to_string),
+            swap_space: None,
+            max_seq_len_to_capture: None,
+        };
+        for (given, expected) in [
+            (None, None),
+            (Some("/"), None),
+            (Some("llm"), Some("/llm")),
+            (Some("/llm/v2/"), Some("/llm/v2")),
+        ] {
+            let args = with(given, "assistant");
+            assert!(args.check().is_ok());
+            assert_eq!(args.root_path().expect("valid").as_deref(), expected);
+        }
+        assert!(with(Some("/a?b"), "assistant").check().is_err());
+        assert!(with(None, " ").check().is_err());
     }
 }

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::api::{client, post_json};
+use common::api::{client, get, post_json};
 use common::server::{mock_start_failure, sse_data, ServerProcess};
 use serde_json::json;
 
@@ -144,4 +144,87 @@ async fn max_logprobs_sets_how_many_alternatives_a_request_may_ask_for() {
     let unbounded = ServerProcess::start(&["--mock", "--max-logprobs", "-1"]);
     assert_eq!(chat_top_logprobs(&unbounded, 250).await.0, 200);
     assert_eq!(chat_top_logprobs(&unbounded, 100_000).await.0, 400);
+}
+
+/// `--response-role`, `--return-tokens-as-token-ids` and `--root-path` (with vLLM's no-op
+/// `--swap-space` and `--max-seq-len-to-capture` on the same line).
+#[tokio::test]
+async fn response_role_token_ids_and_root_path_apply() {
+    let server = ServerProcess::start(&[
+        "--mock",
+        "--response-role",
+        "bot",
+        "--return-tokens-as-token-ids",
+        "--root-path",
+        "/llm/",
+        "--swap-space",
+        "4",
+        "--max-seq-len-to-capture",
+        "8192",
+    ]);
+    let chat = |extra: serde_json::Value, path: &'static str| {
+        let url = server.url(path);
+        async move {
+            let mut body = json!({"model": "mock", "max_tokens": 2, "logprobs": true,
+                                  "messages": [{"role": "user", "content": "hi"}]});
+            for (key, value) in extra.as_object().expect("an object") {
+                body[key] = value.clone();
+            }
+            post_json(&client(), &url, &body).await
+        }
+    };
+    // Through the prefix a proxy left on, and without it.
+    for path in ["/llm/v1/chat/completions", "/v1/chat/completions"] {
+        let reply = chat(json!({}), path).await;
+        let body = reply.json();
+        assert_eq!(reply.status.as_u16(), 200, "{path}: {body}");
+        assert_eq!(body["choices"][0]["message"]["role"], "bot", "{body}");
+        let first = &body["choices"][0]["logprobs"]["content"][0]["token"];
+        assert!(
+            first.as_str().is_some_and(|t| t.starts_with("token_id:")),
+            "{body}"
+        );
+    }
+    // A request's own field wins over the server's default.
+    let body = chat(
+        json!({"return_tokens_as_token_ids": false}),
+        "/llm/v1/chat/completions",
+    )
+    .await
+    .json();
+    let first = &body["choices"][0]["logprobs"]["content"][0]["token"];
+    assert!(
+        first.as_str().is_some_and(|t| !t.starts_with("token_id:")),
+        "{body}"
+    );
+    // The stream's first delta carries the role too.
+    let streamed = chat(json!({"stream": true}), "/llm/v1/chat/completions").await;
+    let first: serde_json::Value =
+        serde_json::from_str(&sse_data(&streamed.text())[0]).expect("JSON");
+    assert_eq!(first["choices"][0]["delta"]["role"], "bot", "{first}");
+    // Continuing the last message: its role, as vLLM answers.
+    let continued = chat(
+        json!({"messages": [{"role": "user", "content": "hi"},
+                            {"role": "assistant", "content": "Hel"}],
+               "continue_final_message": true, "add_generation_prompt": false}),
+        "/v1/chat/completions",
+    )
+    .await
+    .json();
+    assert_eq!(
+        continued["choices"][0]["message"]["role"], "assistant",
+        "{continued}"
+    );
+    for path in ["/llm/health", "/llm/v1/models", "/llm"] {
+        let status = get(&client(), &server.url(path)).await.status.as_u16();
+        let expected = if path == "/llm" { 404 } else { 200 };
+        assert_eq!(status, expected, "{path}");
+    }
+    assert_eq!(
+        get(&client(), &server.url("/llmx/health"))
+            .await
+            .status
+            .as_u16(),
+        404
+    );
 }

@@ -35,14 +35,23 @@ use service::{at_connection_limit, ConnectionService};
 /// The header timeout of a probe connection (when shorter than `--http-header-read-timeout`).
 const PROBE_HEADER_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How connections are served besides the router.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    pub limits: HttpLimits,
+    /// `--root-path`: a prefix taken off the request paths that carry it.
+    pub root_path: Option<Arc<str>>,
+}
+
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and waits for every
 /// open connection to finish its requests (idle ones are closed at once).
 pub async fn serve_http(
     listener: TcpListener,
     app: Router,
-    limits: HttpLimits,
+    options: ServeOptions,
     shutdown: impl Future<Output = ()>,
 ) {
+    let limits = options.limits;
     let registry = ConnectionRegistry::new(limits.max_connections);
     let (stop_tx, stop_rx) = watch::channel(false);
     let (open_tx, mut open_rx) = mpsc::channel::<()>(1);
@@ -77,6 +86,7 @@ pub async fn serve_http(
         let connection = Connection {
             app: app.clone(),
             limits,
+            root_path: options.root_path.clone(),
             stop: stop_rx.clone(),
             _open: open_tx.clone(),
         };
@@ -97,6 +107,7 @@ pub async fn serve_http(
 struct Connection {
     app: Router,
     limits: HttpLimits,
+    root_path: Option<Arc<str>>,
     stop: watch::Receiver<bool>,
     _open: mpsc::Sender<()>,
 }
@@ -109,6 +120,7 @@ impl Connection {
             app: self.app,
             clock: Arc::clone(&clock),
             probe_only,
+            root_path: self.root_path,
         };
         let conn = hyper::server::conn::http1::Builder::new()
             .keep_alive(!probe_only)

@@ -25,6 +25,8 @@ pub struct ConnectionService {
     pub app: Router,
     pub clock: Arc<ConnectionClock>,
     pub probe_only: bool,
+    /// `--root-path`: a prefix taken off request paths that carry it.
+    pub root_path: Option<Arc<str>>,
 }
 
 impl hyper::service::Service<Request<Incoming>> for ConnectionService {
@@ -32,8 +34,11 @@ impl hyper::service::Service<Request<Incoming>> for ConnectionService {
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
-    fn call(&self, request: Request<Incoming>) -> Self::Future {
+    fn call(&self, mut request: Request<Incoming>) -> Self::Future {
         let in_flight = self.clock.start_request();
+        if let Some(root) = &self.root_path {
+            strip_root_path(&mut request, root);
+        }
         if self.probe_only && !OPEN_PATHS.contains(&request.uri().path()) {
             let response = at_connection_limit().into_response();
             return Box::pin(std::future::ready(Ok(track(response, in_flight))));
@@ -47,6 +52,29 @@ impl hyper::service::Service<Request<Incoming>> for ConnectionService {
             };
             Ok(track(response, in_flight))
         })
+    }
+}
+
+/// `/root/v1/models` → `/v1/models` (`/root` → `/`), the query kept; other paths as they are
+/// (a proxy that strips the prefix itself works as well).
+fn strip_root_path<B>(request: &mut Request<B>, root: &str) {
+    let path = request.uri().path();
+    let rest = match path.strip_prefix(root) {
+        Some("") => "/",
+        Some(rest) if rest.starts_with('/') => rest,
+        _ => return,
+    };
+    let path_and_query = match request.uri().query() {
+        Some(query) => format!("{rest}?{query}"),
+        None => rest.to_string(),
+    };
+    let mut parts = request.uri().clone().into_parts();
+    match path_and_query.parse() {
+        Ok(parsed) => parts.path_and_query = Some(parsed),
+        Err(_) => return,
+    }
+    if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+        *request.uri_mut() = uri;
     }
 }
 
@@ -95,5 +123,26 @@ impl hyper::body::Body for InFlightBody {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stripped(uri: &str, root: &str) -> String {
+        let mut request = Request::builder().uri(uri).body(()).expect("request");
+        strip_root_path(&mut request, root);
+        request.uri().to_string()
+    }
+
+    #[test]
+    fn the_root_path_comes_off_paths_that_carry_it() {
+        assert_eq!(stripped("/llm/v1/models", "/llm"), "/v1/models");
+        assert_eq!(stripped("/llm/v1/models?x=1", "/llm"), "/v1/models?x=1");
+        assert_eq!(stripped("/llm", "/llm"), "/");
+        assert_eq!(stripped("/v1/models", "/llm"), "/v1/models");
+        assert_eq!(stripped("/llmx/v1/models", "/llm"), "/llmx/v1/models");
+        assert_eq!(stripped("/a/b/health", "/a/b"), "/health");
     }
 }

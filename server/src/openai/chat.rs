@@ -101,6 +101,7 @@ pub async fn start_chat(
         params.skip_special_tokens = false;
     }
     let echo = echoed_text(&request)?;
+    let role = response_role(state, &request);
     let prompt = chat_prompt_ids(state, request, tools.as_ref()).await?;
     let num_prompt_tokens = prompt.len();
     let request = state
@@ -116,13 +117,26 @@ pub async fn start_chat(
         return_token_ids: params.return_token_ids,
     };
     let totals = UsageTotals::new(vec![num_prompt_tokens], params.n);
-    let format = ChatFormat::new(meta, tool_output, state.reasoning).with_echo(echo);
+    let format = ChatFormat::new(meta, tool_output, state.reasoning)
+        .with_echo(echo)
+        .with_role(role);
     Ok(StartedChat {
         runs,
         format,
         totals,
         params,
     })
+}
+
+/// The replies' role, as vLLM chooses it: `--response-role` after a generation prompt, else the
+/// role of the last message (the one the output continues).
+fn response_role(state: &SharedState, request: &ChatCompletionRequest) -> String {
+    let ends_with_generation_prompt = request.add_generation_prompt.unwrap_or(true)
+        && request.continue_final_message != Some(true);
+    match request.messages.last() {
+        Some(last) if !ends_with_generation_prompt => last.role.clone(),
+        _ => state.response_role.clone(),
+    }
 }
 
 /// vLLM's chat `echo`: the text of the final message when it is the assistant's, which the

@@ -37,12 +37,14 @@ pub async fn completions(
     reject_unsupported(&request)?;
     let max_logprobs = state.engine.info().max_logprobs;
     let logprobs = match request.logprobs.map(|n| n as usize) {
-        Some(n) if n > max_logprobs => return Err(ApiError::invalid(
-            "logprobs",
-            format!(
+        Some(n) if n > max_logprobs => {
+            return Err(ApiError::invalid(
+                "logprobs",
+                format!(
                 "`logprobs` must be at most {max_logprobs} (the server's --max-logprobs), got {n}"
             ),
-        )),
+            ))
+        }
         other => other,
     };
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;

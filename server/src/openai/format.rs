@@ -99,6 +99,8 @@ pub struct ChatFormat {
     streams: Mutex<HashMap<usize, ChoiceReader>>,
     /// vLLM's chat `echo`: the final assistant message the output continues, written first.
     echo: Option<String>,
+    /// The replies' role (`assistant` unless `--response-role` or the prompt's ending says).
+    role: String,
 }
 
 /// One streamed choice's text readers: reasoning first, then tool calls on the content.
@@ -169,7 +171,14 @@ impl ChatFormat {
             reasoning,
             streams: Mutex::new(HashMap::new()),
             echo: None,
+            role: "assistant".into(),
         }
+    }
+
+    /// The role written in every choice's message (and the first delta of a stream).
+    pub fn with_role(mut self, role: String) -> Self {
+        self.role = role;
+        self
     }
 
     /// Writes `echo` before every choice's content (vLLM's chat `echo`).
@@ -252,7 +261,7 @@ impl ResponseFormat for ChatFormat {
     fn opening_choice(&self, index: usize) -> Option<Value> {
         let content = self.echo.as_deref().unwrap_or("");
         Some(
-            json!({"index": index, "delta": {"role": "assistant", "content": content},
+            json!({"index": index, "delta": {"role": self.role, "content": content},
             "logprobs": null, "finish_reason": null}),
         )
     }
@@ -357,10 +366,10 @@ impl ChatFormat {
             None => (None, choice.text.clone()),
         };
         let mut message = match &self.tools {
-            None => json!({"role": "assistant", "content": text}),
+            None => json!({"role": self.role, "content": text}),
             Some(output) => {
                 let (content, calls) = message_parts(output, &text);
-                let mut message = json!({"role": "assistant", "content": content});
+                let mut message = json!({"role": self.role, "content": content});
                 if !calls.is_empty() {
                     message["tool_calls"] = Value::Array(calls);
                 }

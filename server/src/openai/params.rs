@@ -82,6 +82,9 @@ pub struct ParamDefaults {
     pub extra_stop_token_ids: Vec<u32>,
     /// The model's EOS ids (they end a choice unless `ignore_eos`).
     pub eos_token_ids: Vec<u32>,
+    /// Log-probabilities name tokens `token_id:{id}` unless a request says otherwise
+    /// (`--return-tokens-as-token-ids`).
+    pub tokens_as_ids: bool,
 }
 
 impl GenerationParams {
@@ -144,7 +147,9 @@ impl GenerationParams {
             prompt_logprobs: prompt_logprobs(fields, stream)?,
             echo: None,
             return_token_ids: fields.return_token_ids.unwrap_or(false),
-            tokens_as_ids: fields.return_tokens_as_token_ids.unwrap_or(false),
+            tokens_as_ids: fields
+                .return_tokens_as_token_ids
+                .unwrap_or(defaults.tokens_as_ids),
         })
     }
 

@@ -32,6 +32,7 @@ fn defaults_are_openai_and_model_defaults_fill_unset_fields() {
         },
         extra_stop_token_ids: vec![7],
         eos_token_ids: vec![2],
+        tokens_as_ids: false,
     };
     let fields = CommonFields {
         top_p: Some(0.5),
