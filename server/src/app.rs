@@ -75,8 +75,9 @@ pub fn http_limits(args: &ServerArgs) -> anyhow::Result<HttpLimits> {
 /// Loads the model (or starts the mock) and builds everything the handlers share.
 pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
     check_timeouts(args)?;
-    // Checked before the model loads; built again where the router is.
+    // Checked before the model loads; built again where the router (or listener) is.
     args.cors.layer()?;
+    args.tls.acceptor()?;
     args.generation.check()?;
     args.vllm_compat.check()?;
     let config = engine_config(args)?;
@@ -284,7 +285,12 @@ pub async fn serve(args: &ServerArgs, state: AppState) -> anyhow::Result<()> {
         let timeout = Duration::from_secs_f64(args.engine_stall_timeout);
         tokio::spawn(crate::watchdog::run(state.clone(), timeout));
     }
-    tracing::info!(address = %local, model = state.model_name(), max_connections = limits.max_connections, "pagoda-server listening on http://{local}");
+    let scheme = if args.tls.ssl_certfile.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    tracing::info!(address = %local, model = state.model_name(), max_connections = limits.max_connections, "pagoda-server listening on {scheme}://{local}");
     let app = match args.cors.layer()? {
         // Outside every other layer: preflights are answered before authentication.
         Some(cors) => router(state.clone()).layer(cors),
@@ -294,6 +300,7 @@ pub async fn serve(args: &ServerArgs, state: AppState) -> anyhow::Result<()> {
     let options = ServeOptions {
         limits,
         root_path: args.vllm_compat.root_path()?.map(Arc::from),
+        tls: args.tls.acceptor()?,
     };
     serve_http(
         listener,

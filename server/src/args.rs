@@ -3,6 +3,7 @@
 
 use crate::cors::CorsArgs;
 use crate::generation_defaults::GenerationConfigArgs;
+use crate::tls::TlsArgs;
 use crate::vllm_compat_args::VllmCompatArgs;
 use clap::{Parser, ValueEnum};
 use pagoda_engine::args::values::parse_bytes;
@@ -31,6 +32,9 @@ pub struct ServerArgs {
 
     #[command(flatten)]
     pub vllm_compat: VllmCompatArgs,
+
+    #[command(flatten)]
+    pub tls: TlsArgs,
 
     /// Names clients may send as `model` (repeat or comma-separate); the first is the one
     /// responses and metrics carry. [default: the model file's or directory's name]

@@ -27,5 +27,6 @@ pub mod openai;
 pub mod routes;
 pub mod state;
 pub mod timeline;
+pub mod tls;
 pub mod vllm_compat_args;
 pub mod watchdog;

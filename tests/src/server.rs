@@ -93,14 +93,18 @@ pub fn forward_stderr(child: &mut Child, prefix: &str) -> mpsc::Receiver<String>
     lines
 }
 
-/// The base URL of a server's "listening on http://ADDRESS" log line, text or JSON logs
-/// (`0.0.0.0` becomes `127.0.0.1`, an address a client can use).
+/// The base URL of a server's "listening on http://ADDRESS" (or `https://`) log line, text or
+/// JSON logs (`0.0.0.0` becomes `127.0.0.1`, an address a client can use).
 pub fn listening_url(line: &str) -> Option<String> {
-    let rest = line.split("listening on http://").nth(1)?;
+    let rest = line.split("listening on ").nth(1)?;
+    let (scheme, rest) = rest.split_once("://")?;
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
     // Ends at whitespace (text logs) or at the closing quote (JSON logs).
     let address = rest.split(|c: char| c.is_whitespace() || c == '"').next()?;
     Some(format!(
-        "http://{}",
+        "{scheme}://{}",
         address.replace("0.0.0.0", "127.0.0.1")
     ))
 }

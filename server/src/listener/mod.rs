@@ -8,7 +8,8 @@
 //! idle one; when all are busy, a few probe connections still answer `/health` and `/metrics`,
 //! and past those a new connection gets a 503 and is closed — the listener itself never stops.
 //! When accepting fails for lack of file descriptors the loop backs off and closes an idle
-//! connection.
+//! connection. With `--ssl-certfile` every connection is TLS (its handshake bounded by the
+//! header timeout).
 
 mod accept;
 pub mod clock;
@@ -21,9 +22,10 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
+use tokio_rustls::TlsAcceptor;
 
 use crate::http_limits::HttpLimits;
 
@@ -36,11 +38,23 @@ use service::{at_connection_limit, ConnectionService};
 const PROBE_HEADER_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How connections are served besides the router.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ServeOptions {
     pub limits: HttpLimits,
     /// `--root-path`: a prefix taken off the request paths that carry it.
     pub root_path: Option<Arc<str>>,
+    /// HTTPS (`--ssl-certfile`): every connection's TLS handshake, within the header timeout.
+    pub tls: Option<TlsAcceptor>,
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("limits", &self.limits)
+            .field("root_path", &self.root_path)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and waits for every
@@ -87,12 +101,15 @@ pub async fn serve_http(
             app: app.clone(),
             limits,
             root_path: options.root_path.clone(),
+            tls: options.tls.clone(),
             stop: stop_rx.clone(),
             _open: open_tx.clone(),
         };
         match registry.admit(Instant::now()) {
             Admission::Full(ticket) => tokio::spawn(connection.serve(stream, ticket, false)),
             Admission::ProbeOnly(ticket) => tokio::spawn(connection.serve(stream, ticket, true)),
+            // Over TLS a plain-text 503 would be noise to the client: close at once.
+            Admission::Refused if options.tls.is_some() => continue,
             Admission::Refused => tokio::spawn(refuse(stream)),
         };
     }
@@ -108,12 +125,32 @@ struct Connection {
     app: Router,
     limits: HttpLimits,
     root_path: Option<Arc<str>>,
+    tls: Option<TlsAcceptor>,
     stop: watch::Receiver<bool>,
     _open: mpsc::Sender<()>,
 }
 
 impl Connection {
+    /// Serves the connection, after its TLS handshake when the server speaks HTTPS (a handshake
+    /// that fails or takes longer than the header timeout closes it).
     async fn serve(mut self, stream: TcpStream, ticket: ConnectionTicket, probe_only: bool) {
+        let Some(acceptor) = self.tls.take() else {
+            return self.serve_io(stream, ticket, probe_only).await;
+        };
+        let limit = self.limits.header_read_timeout;
+        match tokio::time::timeout(limit, acceptor.accept(stream)).await {
+            Ok(Ok(secured)) => self.serve_io(secured, ticket, probe_only).await,
+            Ok(Err(error)) => tracing::debug!(%error, "TLS handshake failed"),
+            Err(_) => {
+                tracing::debug!("closing a connection whose TLS handshake did not end in time")
+            }
+        }
+    }
+
+    async fn serve_io<S>(mut self, stream: S, ticket: ConnectionTicket, probe_only: bool)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let clock = Arc::clone(&ticket.clock);
         let io = TokioIo::new(ClockedIo::new(stream, Arc::clone(&clock)));
         let service = ConnectionService {
