@@ -248,6 +248,13 @@ pub struct ServerArgs {
     #[arg(long, value_name = "PATH_OR_TEMPLATE")]
     pub chat_template: Option<String>,
 
+    /// vLLM's: read the tokenizer, chat template and end-of-turn tokens from this Hugging Face
+    /// directory (or GGUF file) instead of the model's — a GGUF whose embedded tokenizer lacks
+    /// a fine-tune's added tokens, say. A local path; nothing is downloaded. Its vocabulary
+    /// must fit the model's. [default: the model's own]
+    #[arg(long, env = "PAGODA_TOKENIZER", value_name = "PATH")]
+    pub tokenizer: Option<std::path::PathBuf>,
+
     /// How a reasoning model marks its thinking, to return it as `reasoning_content` apart from
     /// `content`: `deepseek_r1` (everything up to `</think>`) or `qwen3` (a leading
     /// `<think>…</think>` block). [default: none: thinking stays in `content`]

@@ -45,7 +45,9 @@ pub fn start_mock(
     args: &ServerArgs,
     config: EngineConfig,
 ) -> anyhow::Result<(EngineHandle, PromptSide, String)> {
-    let (prompt_side, model, root) = match &args.engine.model {
+    // The text side of `--tokenizer`, else of `--model`: the mock imitates what it reads.
+    let text_path = args.tokenizer.as_ref().or(args.engine.model.as_ref());
+    let (prompt_side, model, root) = match text_path {
         Some(path) => {
             let side = PromptSide::load(path)?;
             let eos = side.stop_token_ids.clone();
