@@ -135,7 +135,8 @@ fn the_openai_python_sdk_drives_the_server() {
 }
 
 /// Structured outputs (pydantic `parse`, strict JSON schemas, regex, choice, grammar) and tool
-/// calls (required, named, auto with the hermes parser, streamed through the SDK's helpers),
+/// calls (required, named, auto with the hermes parser, streamed through the SDK's helpers; the
+/// deprecated `functions` too),
 /// reasoning split by the qwen3 parser, bad inputs, and a compile timeout on a second server
 /// whose limit every grammar exceeds.
 #[test]
@@ -154,6 +155,11 @@ fn the_openai_python_sdk_gets_structured_outputs_and_tool_calls() {
             ("PAGODA_BASE_URL", server.url("/v1")),
             ("PAGODA_TIMEOUT_BASE_URL", strict.url("/v1")),
         ],
+    );
+    // OpenAI's deprecated `functions` / `function_call`, answered in their own shape.
+    run_python_tests(
+        "test_legacy_functions_sdk.py",
+        &[("PAGODA_BASE_URL", server.url("/v1"))],
     );
 }
 

@@ -10,11 +10,13 @@ use serde_json::Value;
 
 use crate::chat_prompt::{prompt_ending, template_kwargs, Conversation};
 use crate::middleware::RequestIdValue;
+use crate::openai::chat_format::ChatFormat;
 use crate::openai::choice::ChoiceRun;
 use crate::openai::constrain::{compile_requested, TOOL_CALL_KIND};
 use crate::openai::error::ApiError;
-use crate::openai::format::{ChatFormat, ResponseMeta};
+use crate::openai::format::ResponseMeta;
 use crate::openai::json_body::JsonBody;
+use crate::openai::legacy_functions::read_legacy_functions;
 use crate::openai::output_spec::requested_spec;
 use crate::openai::params::GenerationParams;
 use crate::openai::requests::{parse_body, ChatCompletionRequest};
@@ -60,10 +62,10 @@ pub struct StartedChat {
 pub async fn start_chat(
     state: &SharedState,
     request_id: &RequestIdValue,
-    request: ChatCompletionRequest,
+    mut request: ChatCompletionRequest,
 ) -> Result<StartedChat, ApiError> {
     let lora = state.select_model(request.fields.model.as_deref()).await?;
-    reject_unsupported(&request)?;
+    let legacy_functions = read_legacy_functions(&mut request)?;
     if request.messages.is_empty() {
         return Err(ApiError::invalid(
             "messages",
@@ -119,7 +121,8 @@ pub async fn start_chat(
     let totals = UsageTotals::new(vec![num_prompt_tokens], params.n);
     let format = ChatFormat::new(meta, tool_output, state.reasoning)
         .with_echo(echo)
-        .with_role(role);
+        .with_role(role)
+        .with_legacy_functions(legacy_functions);
     Ok(StartedChat {
         runs,
         format,
@@ -187,10 +190,10 @@ async fn chat_prompt_ids(
 /// `input_tokens`): the model is checked, the tools read, the prompt rendered.
 pub async fn count_prompt_tokens(
     state: &SharedState,
-    request: ChatCompletionRequest,
+    mut request: ChatCompletionRequest,
 ) -> Result<usize, ApiError> {
     state.check_model(request.fields.model.as_deref())?;
-    reject_unsupported(&request)?;
+    read_legacy_functions(&mut request)?;
     let tools = parse_tools(
         request.tools.as_ref(),
         request.tool_choice.as_ref(),
@@ -237,31 +240,5 @@ async fn constrain(
     };
     params.constraint = Some(compile_requested(compiler, &state.metrics, &spec).await?);
     state.metrics.record_structured_request(kind);
-    Ok(())
-}
-
-fn is_present(value: &Option<Value>) -> bool {
-    match value {
-        None | Some(Value::Null) => false,
-        Some(Value::Array(items)) => !items.is_empty(),
-        Some(_) => true,
-    }
-}
-
-/// Features not offered: a clear 400 naming the field.
-fn reject_unsupported(request: &ChatCompletionRequest) -> Result<(), ApiError> {
-    if is_present(&request.functions) {
-        return Err(ApiError::unsupported(
-            "functions",
-            "the deprecated `functions` (use `tools`)",
-        ));
-    }
-    let none = |v: &Value| v.is_null() || v.as_str() == Some("none");
-    if request.function_call.as_ref().is_some_and(|v| !none(v)) {
-        return Err(ApiError::unsupported(
-            "function_call",
-            "the deprecated `function_call` (use `tool_choice`)",
-        ));
-    }
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 pub mod admission;
 pub mod chat;
+pub mod chat_format;
 pub mod choice;
 pub mod completion_format;
 pub mod completions;
@@ -9,6 +10,7 @@ pub mod constrain;
 pub mod error;
 pub mod format;
 pub mod json_body;
+pub mod legacy_functions;
 pub mod logit_bias;
 pub mod logprob;
 pub mod output_spec;

@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use crate::metrics::Metrics;
 use crate::openai::chat::StartedChat;
+use crate::openai::chat_format::ChatFormat;
 use crate::openai::choice::ChoiceEvent;
-use crate::openai::format::{ChatFormat, ResponseFormat};
+use crate::openai::format::ResponseFormat;
 use crate::openai::respond::{delta_parts, merged};
 use crate::openai::responses::background::{BackgroundRun, BackgroundRuns};
 use crate::openai::responses::events::ResponseEvents;

@@ -46,9 +46,25 @@ pub fn structured_output_cases() -> Vec<Case> {
             "structured_outputs.choice",
         ),
         Case::chat(
-            "the deprecated functions field",
-            json!({"functions": [{"name": "f"}]}),
+            "both tools and the deprecated functions",
+            json!({"functions": [{"name": "f"}],
+                   "tools": [{"type": "function", "function": {"name": "g"}}]}),
             "functions",
+        ),
+        Case::chat(
+            "the deprecated functions as an object",
+            json!({"functions": {"name": "f"}}),
+            "functions",
+        ),
+        Case::chat(
+            "function_call without functions",
+            json!({"function_call": {"name": "f"}}),
+            "function_call",
+        ),
+        Case::chat(
+            "function_call naming nothing",
+            json!({"functions": [{"name": "f"}], "function_call": {"nom": "f"}}),
+            "function_call",
         ),
     ]
 }

@@ -20,6 +20,10 @@ pub struct ChatMessage {
     /// The participant's (or, for `tool` messages, the function's) name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// OpenAI's deprecated single call of an assistant message (`functions` era); the server
+    /// turns it into `tool_calls` before templates see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_call: Option<FunctionCall>,
 }
 
 impl ChatMessage {
@@ -31,6 +35,7 @@ impl ChatMessage {
             tool_calls: None,
             tool_call_id: None,
             name: None,
+            function_call: None,
         }
     }
 }
