@@ -45,6 +45,10 @@ pub struct VllmCompatArgs {
     /// vLLM's longest sequence a CUDA graph covers; accepted: no CUDA graphs yet.
     #[arg(long, value_name = "N")]
     pub max_seq_len_to_capture: Option<usize>,
+    /// vLLM's weight quantization method: only `gguf` is accepted (a GGUF file's quantization
+    /// is read from the file; --weight-format chooses the CPU kernels).
+    #[arg(long, short = 'q', value_name = "METHOD")]
+    pub quantization: Option<String>,
 }
 
 impl VllmCompatArgs {
@@ -55,6 +59,15 @@ impl VllmCompatArgs {
                  server per device behind a load balancer",
                 self.tensor_parallel_size
             );
+        }
+        if let Some(method) = self.quantization.as_deref() {
+            if !method.eq_ignore_ascii_case("gguf") {
+                bail!(
+                    "--quantization {method}: weights run in the format their file holds (GGUF \
+                     quantizations, or f32/f16/bf16 safetensors); only `gguf` is accepted, and \
+                     --weight-format chooses the CPU kernels"
+                );
+            }
         }
         if self.response_role.trim().is_empty() {
             bail!("--response-role must name a role");
@@ -95,6 +108,7 @@ mod tests {
             root_path: None,
             swap_space: Some(4.0),
             max_seq_len_to_capture: Some(8192),
+            quantization: None,
         };
         assert!(args(1).check().is_ok());
         let error = args(2).check().expect_err("refused");
@@ -115,6 +129,7 @@ mod tests {
             root_path: root.map(str::to_string),
             swap_space: None,
             max_seq_len_to_capture: None,
+            quantization: None,
         };
         for (given, expected) in [
             (None, None),
@@ -128,5 +143,12 @@ mod tests {
         }
         assert!(with(Some("/a?b"), "assistant").check().is_err());
         assert!(with(None, " ").check().is_err());
+        let quantized = |method: &str| VllmCompatArgs {
+            quantization: Some(method.into()),
+            ..with(None, "assistant")
+        };
+        assert!(quantized("gguf").check().is_ok());
+        let error = quantized("awq").check().expect_err("refused");
+        assert!(error.to_string().contains("--weight-format"), "{error}");
     }
 }

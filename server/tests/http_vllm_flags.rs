@@ -84,6 +84,8 @@ fn flags_asking_for_what_the_server_cannot_do_stop_it_at_start() {
             &["--generation-config", "/nonexistent"][..],
             "no generation_config.json",
         ),
+        (&["--quantization", "awq"][..], "--weight-format"),
+        (&["--response-role", ""][..], "--response-role"),
     ] {
         let stderr = mock_start_failure(flags);
         assert!(stderr.contains(reason), "{flags:?}: {stderr}");
@@ -159,6 +161,8 @@ async fn response_role_token_ids_and_root_path_apply() {
         "/llm/",
         "--swap-space",
         "4",
+        "-q",
+        "gguf",
         "--max-seq-len-to-capture",
         "8192",
     ]);

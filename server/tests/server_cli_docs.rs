@@ -41,10 +41,11 @@ fn defined_flags(help: &str) -> BTreeSet<String> {
     help.lines()
         .filter_map(|line| {
             let line = line.trim_start();
-            let line = line
-                .strip_prefix("-h, ")
-                .or(line.strip_prefix("-V, "))
-                .unwrap_or(line);
+            // A short form first (`-h, --help`, `-q, --quantization`).
+            let line = match line.as_bytes() {
+                [b'-', short, b',', b' ', ..] if short.is_ascii_alphabetic() => &line[4..],
+                _ => line,
+            };
             line.strip_prefix("--")
         })
         .map(|rest| {
