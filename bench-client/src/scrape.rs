@@ -115,14 +115,16 @@ pub struct Scraper {
 
 impl Scraper {
     /// Scrapes `url` once (a base URL gets `/metrics` appended) and starts sampling every
-    /// `interval`. Fails when the first scrape fails or shows no engine series.
-    pub async fn start(url: &str, interval: Duration) -> Result<Self, ScrapeError> {
+    /// `interval`; `insecure` accepts any certificate of an `https://` server (`--insecure`).
+    /// Fails when the first scrape fails or shows no engine series.
+    pub async fn start(url: &str, interval: Duration, insecure: bool) -> Result<Self, ScrapeError> {
         let url = metrics_url(url);
         let fetch_error = |message: String| ScrapeError::Fetch {
             url: url.clone(),
             message,
         };
         let http = reqwest::Client::builder()
+            .danger_accept_invalid_certs(insecure)
             .timeout(SCRAPE_TIMEOUT)
             .build()
             .map_err(|e| fetch_error(e.to_string()))?;

@@ -7,13 +7,7 @@ use super::*;
 
 /// A self-signed server certificate for 127.0.0.1 and its key, as PEM files in `dir`.
 fn write_server_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).expect("a certificate");
-    let cert = dir.join(format!("{name}.crt"));
-    let key = dir.join(format!("{name}.key"));
-    std::fs::write(&cert, certified.cert.pem()).expect("writes");
-    std::fs::write(&key, certified.signing_key.serialize_pem()).expect("writes");
-    (cert, key)
+    pagoda_e2e::tls::write_self_signed(dir, name)
 }
 
 fn write_ca(dir: &Path) -> PathBuf {

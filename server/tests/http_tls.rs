@@ -18,12 +18,7 @@ const BOUND: Duration = Duration::from_secs(20);
 
 /// A self-signed server certificate for 127.0.0.1, as PEM files: (certificate, key).
 fn server_pair(dir: &Path) -> (PathBuf, PathBuf) {
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).expect("a certificate");
-    let (cert, key) = (dir.join("server.crt"), dir.join("server.key"));
-    std::fs::write(&cert, certified.cert.pem()).expect("writes");
-    std::fs::write(&key, certified.signing_key.serialize_pem()).expect("writes");
-    (cert, key)
+    pagoda_e2e::tls::write_self_signed(dir, "server")
 }
 
 /// A CA (its certificate written to `ca.crt`) and a client identity it signed (PEM: certificate

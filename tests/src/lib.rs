@@ -7,4 +7,5 @@ pub mod browser;
 pub mod html;
 pub mod prometheus;
 pub mod server;
+pub mod tls;
 pub mod tools;

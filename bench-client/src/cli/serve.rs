@@ -50,7 +50,8 @@ pub struct Prepared {
     pub run_config: RunConfig,
     pub options: SummaryOptions,
     /// `--scrape-metrics` URL and interval.
-    pub scrape: Option<(String, Duration)>,
+    /// `--scrape-metrics`: where, how often, and whether any certificate goes (`--insecure`).
+    pub scrape: Option<(String, Duration, bool)>,
     /// A run of closed-loop conversations: `specs` are their turns, `arrivals_s` their starts.
     pub conversation: Option<ConversationConfig>,
     /// The replayed trace (`--dataset-name trace`).
@@ -279,10 +280,10 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
             .map(|ids| ids.len())
             .unwrap_or(0)
     }));
-    let scrape = args
-        .scrape_metrics
-        .clone()
-        .map(|url| (url, Duration::from_secs_f64(args.scrape_interval.max(0.05))));
+    let scrape = args.scrape_metrics.clone().map(|url| {
+        let interval = Duration::from_secs_f64(args.scrape_interval.max(0.05));
+        (url, interval, args.insecure)
+    });
     Ok(Prepared {
         model,
         specs,
@@ -364,11 +365,11 @@ pub async fn run_once(prepared: &Prepared) -> anyhow::Result<(RunOutcome, BenchS
 pub async fn run_once_with_server_view(
     prepared: &Prepared,
 ) -> anyhow::Result<(RunOutcome, BenchSummary, Option<ServerSideStats>)> {
-    let Some((url, interval)) = &prepared.scrape else {
+    let Some((url, interval, insecure)) = &prepared.scrape else {
         let (outcome, summary) = run_once(prepared).await?;
         return Ok((outcome, summary, None));
     };
-    let scraper = Scraper::start(url, *interval)
+    let scraper = Scraper::start(url, *interval, *insecure)
         .await
         .with_context(|| format!("cannot scrape {url}"))?;
     let (outcome, summary) = run_once(prepared).await?;

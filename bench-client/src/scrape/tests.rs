@@ -183,7 +183,7 @@ async fn scrapes_a_live_server_during_a_run() {
             "--metrics-namespace",
             namespace,
         ]);
-        let scraper = Scraper::start(&server.base_url, Duration::from_millis(200))
+        let scraper = Scraper::start(&server.base_url, Duration::from_millis(200), false)
             .await
             .expect("first scrape");
         let specs: Vec<RequestSpec> = (0..30)
