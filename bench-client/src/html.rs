@@ -21,6 +21,7 @@ mod css;
 mod distributions;
 mod figure;
 mod input;
+mod itl_timeline_page;
 mod json_table;
 mod over_time;
 mod page;
@@ -31,6 +32,7 @@ mod timeline_chart;
 mod timeline_sampling;
 
 pub use input::{parse_input, read_input, HtmlError, ReportInput, ReportResult, SweepFile};
+pub use itl_timeline_page::itl_timeline_page;
 pub use page::{render_report, ReportOptions};
 pub use timeline_sampling::MAX_TIMELINE_ROWS;
 

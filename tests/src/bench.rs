@@ -44,3 +44,21 @@ pub fn number(result: &Value, key: &str) -> f64 {
         .and_then(Value::as_f64)
         .unwrap_or_else(|| panic!("result has no number {key:?}: {result}"))
 }
+
+/// The start of a `pagoda-bench serve` command line against the mock server at `base_url`:
+/// model `mock`, the default model's tokenizer, no progress line.
+pub fn serve_against_mock(base_url: &str) -> Vec<String> {
+    let tokenizer = crate::tools::default_model().display().to_string();
+    let args = [
+        "serve",
+        "--base-url",
+        base_url,
+        "--model",
+        "mock",
+        "--tokenizer",
+    ];
+    let mut args: Vec<String> = args.map(String::from).to_vec();
+    args.push(tokenizer);
+    args.push("--disable-progress".into());
+    args
+}

@@ -3,11 +3,10 @@
 //! with it the whole run goes over TLS — readiness check, discovery, the requests and the
 //! `--scrape-metrics` sampling of the server's `/metrics`.
 
-use pagoda_e2e::bench::{number, read_json, run_bench, run_bench_ok};
+use pagoda_e2e::bench::{number, read_json, run_bench, serve_against_mock};
 use pagoda_e2e::binaries::ensure_built;
 use pagoda_e2e::server::ServerProcess;
 use pagoda_e2e::tls::write_self_signed;
-use pagoda_e2e::tools::default_model;
 
 #[test]
 fn a_run_against_an_https_server_needs_insecure_for_a_self_signed_certificate() {
@@ -31,45 +30,44 @@ fn a_run_against_an_https_server_needs_insecure_for_a_self_signed_certificate() 
         "{}",
         server.base_url
     );
-    let tokenizer = default_model().display().to_string();
     let out = dir.path().display().to_string();
     let args = |insecure: bool| {
-        let mut args = vec![
-            "serve",
-            "--base-url",
-            &server.base_url,
-            "--model",
-            "mock",
-            "--tokenizer",
-            &tokenizer,
-            "--disable-progress",
-            "--random-input-len",
-            "16",
-            "--random-output-len",
-            "4",
-            "--num-prompts",
-            "6",
-            "--max-concurrency",
-            "2",
-            "--ignore-eos",
-            "--ready-check-timeout-sec",
-            "5",
-            "--scrape-metrics",
-            &server.base_url,
-            "--scrape-interval",
-            "0.1",
-            "--save-result",
-            "--result-dir",
-            &out,
-            "--result-filename",
-            "https.json",
-        ];
+        let mut args = serve_against_mock(&server.base_url);
+        args.extend(
+            [
+                "--random-input-len",
+                "16",
+                "--random-output-len",
+                "4",
+                "--num-prompts",
+                "6",
+                "--max-concurrency",
+                "2",
+                "--ignore-eos",
+                "--ready-check-timeout-sec",
+                "5",
+                "--scrape-metrics",
+                &server.base_url,
+                "--scrape-interval",
+                "0.1",
+                "--save-result",
+                "--result-dir",
+                &out,
+                "--result-filename",
+                "https.json",
+            ]
+            .map(String::from),
+        );
         if insecure {
-            args.push("--insecure");
+            args.push("--insecure".into());
         }
         args
     };
-    let refused = run_bench(&args(false));
+    let run = |insecure: bool| {
+        let args = args(insecure);
+        run_bench(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let refused = run(false);
     assert!(
         !refused.status.success(),
         "an untrusted certificate was accepted"
@@ -77,7 +75,8 @@ fn a_run_against_an_https_server_needs_insecure_for_a_self_signed_certificate() 
     let said = String::from_utf8_lossy(&refused.stderr).to_lowercase();
     assert!(said.contains("certificate"), "{said}");
 
-    run_bench_ok(&args(true));
+    let accepted = run(true);
+    assert!(accepted.status.success(), "the run with --insecure failed");
     let result = read_json(&dir.path().join("https.json"));
     assert_eq!(number(&result, "completed"), 6.0, "{result}");
     assert_eq!(number(&result, "failed"), 0.0);

@@ -259,6 +259,14 @@ pub struct ServeArgs {
     /// errors; every run with --num-runs), for spreadsheets and dataframes. serve only.
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+    /// vLLM's: also write each run's per-request timeline, every inter-token gap coloured by
+    /// --timeline-itl-thresholds, as an HTML page beside the result file (`<result>.timeline.html`).
+    #[arg(long)]
+    pub plot_timeline: bool,
+    /// vLLM's: the two inter-token latencies (ms, ascending) that split --plot-timeline's gaps
+    /// into green, orange and red.
+    #[arg(long, value_name = "MS,MS", default_value = "25,50", value_parser = parse_itl_thresholds)]
+    pub timeline_itl_thresholds: [f64; 2],
     /// Server facts recorded in the result, `KEY=VALUE` (repeatable), e.g. --metadata tp=1.
     #[arg(long, num_args = 1.., value_name = "KEY=VALUE")]
     pub metadata: Vec<String>,
@@ -312,6 +320,11 @@ impl ServeArgs {
         self.save_result || self.save_detailed || self.append_result
     }
 
+    /// Whether anything is written into `--result-dir` (the result, or the timeline beside it).
+    pub fn writes_result_dir(&self) -> bool {
+        self.saves_result() || self.plot_timeline
+    }
+
     /// The model name requests send, when the flags give one.
     pub fn model_name(&self) -> Option<&str> {
         self.served_model_name.as_deref().or(self.model.as_deref())
@@ -362,5 +375,20 @@ impl ServeArgs {
             delay,
             seed: self.seed,
         }))
+    }
+}
+
+/// `--timeline-itl-thresholds`: two positive, ascending numbers of milliseconds.
+fn parse_itl_thresholds(text: &str) -> Result<[f64; 2], String> {
+    let values: Vec<f64> = text
+        .split(',')
+        .map(|part| part.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("expected two numbers of milliseconds as LOW,HIGH, got `{text}`"))?;
+    match values[..] {
+        [low, high] if low > 0.0 && low < high && high.is_finite() => Ok([low, high]),
+        _ => Err(format!(
+            "expected two positive, ascending numbers of milliseconds (LOW,HIGH), got `{text}`"
+        )),
     }
 }

@@ -15,6 +15,7 @@ use crate::cli::serve::{load_tokenizer, prepare, run_once_with_server_view, Prep
 use crate::cli::serve_args::{DatasetName, ServeArgs};
 use crate::cli::trace_replay;
 use crate::compare::aggregate_runs;
+use crate::html::itl_timeline_page;
 use crate::record::RequestRecord;
 use crate::record_csv::{write_csv, RunRecords};
 use crate::report::{render, render_server_side};
@@ -105,7 +106,7 @@ fn result_json(
         if let Some(conversations) = &outcome.conversations {
             pagoda.insert("conversations".into(), serde_json::to_value(conversations)?);
         }
-        if args.save_detailed || args.html.is_some() || args.csv.is_some() {
+        if args.save_detailed || args.html.is_some() || args.csv.is_some() || args.plot_timeline {
             pagoda.insert(RECORDS_KEY.into(), serde_json::to_value(&outcome.records)?);
         }
     }
@@ -231,7 +232,7 @@ pub fn runs_aggregate(result: &Value) -> Option<&Value> {
 
 /// `serve`: prepare once, run `--num-runs` times, report each run (and their spread), save.
 pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
-    if args.saves_result() {
+    if args.writes_result_dir() {
         // Before the run, so that a run is never lost for want of its directory.
         std::fs::create_dir_all(&args.result_dir)
             .with_context(|| format!("cannot create {}", args.result_dir.display()))?;
@@ -248,6 +249,10 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.csv {
         write_records_csv(path, &results)?;
     }
+    if args.plot_timeline {
+        let path = result_path(&args).with_extension("timeline.html");
+        write_timeline_page(&path, &results, args.timeline_itl_thresholds)?;
+    }
     let mut result = combine_runs(&results);
     drop_unsaved_records(&args, &mut result);
     if let Some(aggregate) = runs_aggregate(&result) {
@@ -260,6 +265,34 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
         eprintln!("result saved to {}", path.display());
     }
     check_result_failures(&results, args.max_failure_rate)
+}
+
+/// `--plot-timeline`: every run's timeline, gaps coloured against `thresholds_ms`.
+fn write_timeline_page(
+    path: &std::path::Path,
+    results: &[Value],
+    thresholds_ms: [f64; 2],
+) -> anyhow::Result<()> {
+    let mut runs: Vec<(String, Vec<RequestRecord>)> = Vec::with_capacity(results.len());
+    for (index, result) in results.iter().enumerate() {
+        let records = result
+            .pointer(&format!("/pagoda/{RECORDS_KEY}"))
+            .cloned()
+            .context("a result without its records")?;
+        let label = match results.len() {
+            1 => "the run".to_string(),
+            _ => format!("run {}", index + 1),
+        };
+        runs.push((label, serde_json::from_value(records)?));
+    }
+    let runs: Vec<(String, &[RequestRecord])> = runs
+        .iter()
+        .map(|(label, records)| (label.clone(), records.as_slice()))
+        .collect();
+    std::fs::write(path, itl_timeline_page(&runs, thresholds_ms))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("timeline saved to {}", path.display());
+    Ok(())
 }
 
 /// `--csv`: every run's records, one row per request.

@@ -156,3 +156,16 @@ fn vllm_length_aliases_and_model_names_parse() {
     assert_eq!(parse(&[]).model_name(), None);
     assert!(Command::try_parse_from(["serve", "--tokenizer-mode", "mistral"]).is_err());
 }
+
+#[test]
+fn timeline_thresholds_are_two_ascending_positive_milliseconds() {
+    assert_eq!(parse(&[]).timeline_itl_thresholds, [25.0, 50.0]);
+    assert!(!parse(&[]).writes_result_dir());
+    let args = parse(&["--plot-timeline", "--timeline-itl-thresholds", "10, 80.5"]);
+    assert_eq!(args.timeline_itl_thresholds, [10.0, 80.5]);
+    assert!(args.writes_result_dir() && !args.saves_result());
+    for bad in ["50,25", "0,10", "10", "10,20,30", "a,b"] {
+        let parsed = Command::try_parse_from(["serve", "--timeline-itl-thresholds", bad]);
+        assert!(parsed.is_err(), "{bad}");
+    }
+}

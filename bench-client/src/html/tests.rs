@@ -258,3 +258,29 @@ fn preemptions_are_increases_per_interval_and_survive_a_reset() {
         vec![(0.0, 1.0), (2.0, 1.0), (2.0, 3.0), (5.0, 3.0)]
     );
 }
+
+/// `--plot-timeline`: every gap between tokens is coloured by its length against the two
+/// thresholds, runs of one colour drawn as one bar, and the page is self-contained.
+#[test]
+fn the_itl_timeline_colours_every_gap_by_its_length() {
+    use super::itl_timeline_page::itl_timeline_page;
+    use crate::stats::test_records::streamed;
+    // Gaps of 10, 10, 30, 60 and 10 ms: green (two, merged), orange, red, green.
+    let chunks_s = [0.100, 0.110, 0.120, 0.150, 0.210, 0.220];
+    let records = [streamed(0, 0.0, 0.0, &chunks_s, 0.220, 6)];
+    let page = itl_timeline_page(&[("the run".to_string(), &records[..])], [25.0, 50.0]);
+    let bars_of = |color: &str| page.matches(&format!("fill=\"{color}\"/>")).count();
+    // Each colour's legend swatch is one more rect of it.
+    assert_eq!(bars_of("#109618"), 1 + 2, "green");
+    assert_eq!(bars_of("#FF7F0E"), 1 + 1, "orange");
+    assert_eq!(bars_of("#D62728"), 1 + 1, "red");
+    assert!(
+        page.contains("ITL &lt; 25 ms") || page.contains("ITL < 25 ms"),
+        "legend"
+    );
+    assert!(page.contains("id=\"chart-itl-timeline-0\""));
+    assert!(external_references(&page).is_empty());
+    // The plain timeline draws decoding as one bar.
+    let plain = super::timeline_chart::timeline_svg(&records, "t");
+    assert!(!plain.contains("#109618"));
+}

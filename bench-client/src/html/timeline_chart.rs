@@ -1,7 +1,9 @@
 //! The per-request timeline: one horizontal bar per request, in send order, split into the wait
 //! in the client (scheduled → sent), the time to first token (sent → first token) and decoding
 //! (first token → end); a failed request is one red bar from send to failure. Hovering a row
-//! shows its numbers (an SVG `<title>`, no script).
+//! shows its numbers (an SVG `<title>`, no script). With [`DecodeColoring::ItlBands`] (vLLM's
+//! `--plot-timeline`) decoding is split at every token, each gap coloured by its inter-token
+//! latency against two thresholds (runs of one colour drawn as one bar).
 
 use std::fmt::Write;
 
@@ -20,19 +22,80 @@ const BOTTOM_PX: f64 = 64.0;
 const TARGET_PLOT_HEIGHT_PX: f64 = 600.0;
 const QUEUE_COLOR: &str = "#999999";
 const FAILED_COLOR: &str = "#CC0000";
+/// Inter-token gaps below, between and above the two thresholds (vLLM's colours).
+const ITL_COLORS: [&str; 3] = ["#109618", "#FF7F0E", "#D62728"];
 
-/// `(name, colour)` of each bar segment, for the legend.
-fn segments() -> [(&'static str, &'static str); 4] {
-    [
-        ("client queue", QUEUE_COLOR),
-        ("TTFT", SERIES_COLORS[4]),
-        ("decode", SERIES_COLORS[0]),
-        ("failed", FAILED_COLOR),
-    ]
+/// How the decoding part of a bar is drawn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DecodeColoring {
+    /// One bar from the first token to the end.
+    Plain,
+    /// One bar per inter-token gap, coloured by its length against `thresholds_s` (ascending).
+    ItlBands { thresholds_s: [f64; 2] },
+}
+
+impl DecodeColoring {
+    /// `(name, colour)` of each bar segment, for the legend.
+    fn legend(self) -> Vec<(String, &'static str)> {
+        let mut items = vec![
+            ("client queue".to_string(), QUEUE_COLOR),
+            ("TTFT".to_string(), SERIES_COLORS[4]),
+        ];
+        match self {
+            DecodeColoring::Plain => items.push(("decode".to_string(), SERIES_COLORS[0])),
+            DecodeColoring::ItlBands {
+                thresholds_s: [low, high],
+            } => {
+                let (low, high) = (low * 1e3, high * 1e3);
+                items.push((format!("ITL < {low:.0} ms"), ITL_COLORS[0]));
+                items.push((format!("{low:.0} ≤ ITL < {high:.0} ms"), ITL_COLORS[1]));
+                items.push((format!("ITL ≥ {high:.0} ms"), ITL_COLORS[2]));
+            }
+        }
+        items.push(("failed".to_string(), FAILED_COLOR));
+        items
+    }
+
+    /// The decoding bars of a request whose first token came at `first_token_s`.
+    fn decode_bars(
+        self,
+        record: &RequestRecord,
+        first_token_s: f64,
+    ) -> Vec<(f64, f64, &'static str)> {
+        let DecodeColoring::ItlBands {
+            thresholds_s: [low, high],
+        } = self
+        else {
+            return vec![(first_token_s, record.end_s, SERIES_COLORS[0])];
+        };
+        let color_of = |gap_s: f64| match gap_s {
+            gap if gap < low => ITL_COLORS[0],
+            gap if gap < high => ITL_COLORS[1],
+            _ => ITL_COLORS[2],
+        };
+        let mut bars: Vec<(f64, f64, &'static str)> = Vec::new();
+        for pair in record.chunk_times_s.windows(2) {
+            let color = color_of(pair[1] - pair[0]);
+            match bars.last_mut() {
+                Some(last) if last.2 == color && last.1 == pair[0] => last.1 = pair[1],
+                _ => bars.push((pair[0], pair[1], color)),
+            }
+        }
+        bars
+    }
 }
 
 /// The timeline of `records` as an inline `<svg>` element titled `title`.
 pub fn timeline_svg(records: &[RequestRecord], title: &str) -> String {
+    timeline_svg_colored(records, title, DecodeColoring::Plain)
+}
+
+/// [`timeline_svg`] with decoding drawn as `coloring` says.
+pub fn timeline_svg_colored(
+    records: &[RequestRecord],
+    title: &str,
+    coloring: DecodeColoring,
+) -> String {
     let (rows, stride) = timeline_rows(records);
     let row_px = (TARGET_PLOT_HEIGHT_PX / rows.len().max(1) as f64).clamp(2.0, 12.0);
     let plot_height_px = row_px * rows.len().max(1) as f64;
@@ -49,7 +112,7 @@ pub fn timeline_svg(records: &[RequestRecord], title: &str) -> String {
         LEFT_PX + plot_width_px / 2.0,
         escape(title)
     );
-    write_legend(&mut svg);
+    write_legend(&mut svg, &coloring.legend());
     let bottom_px = TOP_PX + plot_height_px;
     for tick in axis.ticks() {
         let _ = writeln!(
@@ -62,7 +125,13 @@ pub fn timeline_svg(records: &[RequestRecord], title: &str) -> String {
     }
     for (row, record) in rows.iter().enumerate() {
         let top = TOP_PX + row as f64 * row_px;
-        write_row(&mut svg, record, top, (row_px * 0.8).max(1.5), &x);
+        write_row(
+            &mut svg,
+            record,
+            (top, (row_px * 0.8).max(1.5)),
+            coloring,
+            &x,
+        );
     }
     let sampled = if stride > 1 {
         format!(", every {stride}th of {}", records.len())
@@ -84,14 +153,17 @@ pub fn timeline_svg(records: &[RequestRecord], title: &str) -> String {
     svg
 }
 
-fn write_legend(svg: &mut String) {
-    for (index, (name, color)) in segments().iter().enumerate() {
-        let left = LEFT_PX + 12.0 + 130.0 * index as f64;
+/// The legend in one line, each item as wide as its name (~7 px a character at 12 px).
+fn write_legend(svg: &mut String, items: &[(String, &str)]) {
+    let mut left = LEFT_PX + 12.0;
+    for (name, color) in items {
         let _ = writeln!(
             svg,
-            r##"<rect x="{left:.1}" y="46" width="22" height="12" fill="{color}"/><text x="{:.1}" y="57" font-size="12" fill="#222222">{name}</text>"##,
-            left + 28.0
+            r##"<rect x="{left:.1}" y="46" width="22" height="12" fill="{color}"/><text x="{:.1}" y="57" font-size="12" fill="#222222">{}</text>"##,
+            left + 28.0,
+            escape(name)
         );
+        left += 44.0 + 7.0 * name.chars().count() as f64;
     }
 }
 
@@ -99,8 +171,8 @@ fn write_legend(svg: &mut String) {
 fn write_row(
     svg: &mut String,
     record: &RequestRecord,
-    top: f64,
-    height: f64,
+    (top, height): (f64, f64),
+    coloring: DecodeColoring,
     x: &dyn Fn(f64) -> f64,
 ) {
     let ms = |s: f64| format!("{:.1} ms", s * 1e3);
@@ -121,7 +193,7 @@ fn write_row(
         }
         (None, Some(first_token_s)) => {
             bars.push((record.actual_send_s, first_token_s, SERIES_COLORS[4]));
-            bars.push((first_token_s, record.end_s, SERIES_COLORS[0]));
+            bars.extend(coloring.decode_bars(record, first_token_s));
             let _ = write!(
                 tooltip,
                 ", TTFT {}, decode {} ({} tokens)",
