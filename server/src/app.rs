@@ -30,7 +30,7 @@ use crate::state::{AppParts, AppState, SharedState};
 /// The engine configuration the flags describe (`--device auto` resolved; the mock engine
 /// always runs on the CPU).
 pub fn engine_config(args: &ServerArgs) -> anyhow::Result<EngineConfig> {
-    let config = if args.mock {
+    let config = if args.mock.enabled {
         args.engine.engine_config_on(DeviceSpec::Cpu)
     } else {
         args.engine.engine_config()
@@ -90,7 +90,7 @@ pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
     if let Some(source) = &chat_template {
         check_chat_template(source)?;
     }
-    let (engine, prompt_side, model_root) = if args.mock {
+    let (engine, prompt_side, model_root) = if args.mock.enabled {
         start_mock(args, config)?
     } else {
         let path = args.engine.model_path()?;

@@ -21,6 +21,7 @@ pub mod lora_routes;
 pub mod lora_setup;
 pub mod metrics;
 pub mod middleware;
+pub mod mock_args;
 pub mod mock_engine;
 pub mod mock_text;
 pub mod openai;

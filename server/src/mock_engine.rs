@@ -69,26 +69,26 @@ pub fn start_mock(
         }
     };
     let mock = MockConfig {
-        ttft: millis(args.mock_ttft_ms, "--mock-ttft-ms")?,
-        tpot: millis(args.mock_tpot_ms, "--mock-tpot-ms")?,
-        jitter: args.mock_jitter,
-        seed: args.mock_seed,
-        output_len: parse_output_len(&args.mock_output_len)?,
+        ttft: millis(args.mock.mock_ttft_ms, "--mock-ttft-ms")?,
+        tpot: millis(args.mock.mock_tpot_ms, "--mock-tpot-ms")?,
+        jitter: args.mock.mock_jitter,
+        seed: args.mock.mock_seed,
+        output_len: parse_output_len(&args.mock.mock_output_len)?,
         output_token_ids: mock_output_token_ids(&prompt_side.tokenizer)?,
-        fail_after_tokens: args.mock_fail_after_tokens,
-        stall: match args.mock_stall_after_tokens {
+        fail_after_tokens: args.mock.mock_fail_after_tokens,
+        stall: match args.mock.mock_stall_after_tokens {
             None => None,
             Some(after_tokens) => Some(MockStall {
                 after_tokens,
-                duration: millis(args.mock_stall_ms, "--mock-stall-ms")?,
+                duration: millis(args.mock.mock_stall_ms, "--mock-stall-ms")?,
             }),
         },
         step_time_per_token: Duration::ZERO,
     };
     let engine = start_mock_engine(config, model, mock)?;
     tracing::info!(
-        ttft_ms = args.mock_ttft_ms,
-        tpot_ms = args.mock_tpot_ms,
+        ttft_ms = args.mock.mock_ttft_ms,
+        tpot_ms = args.mock.mock_tpot_ms,
         "mock engine started (no model compute)"
     );
     Ok((engine, prompt_side, root))

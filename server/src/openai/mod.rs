@@ -4,6 +4,8 @@ pub mod admission;
 pub mod chat;
 pub mod chat_format;
 pub mod choice;
+pub mod choice_events;
+pub mod collect;
 pub mod completion_format;
 pub mod completions;
 pub mod constrain;

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use futures_util::stream::{self, BoxStream, StreamExt};
 use futures_util::FutureExt;
 use serde_json::Value;
@@ -14,23 +13,14 @@ use serde_json::Value;
 use crate::metrics::Metrics;
 use crate::openai::choice::{ChoiceEvent, ChoiceRun};
 use crate::openai::error::ApiError;
-use crate::openai::format::{DeltaParts, FinishedChoice, ResponseFormat};
+use crate::openai::format::ResponseFormat;
 use crate::openai::params::GenerationParams;
 use crate::openai::usage::UsageTotals;
 use crate::state::AppState;
 use crate::timeline::{RequestTrace, WriteKind};
 
-fn events_of(run: ChoiceRun) -> BoxStream<'static, ChoiceEvent> {
-    stream::unfold(run, |mut run| async move {
-        run.next().await.map(|event| (event, run))
-    })
-    .boxed()
-}
-
-/// Every choice's events, interleaved as they come.
-pub fn merged(runs: Vec<ChoiceRun>) -> BoxStream<'static, ChoiceEvent> {
-    stream::select_all(runs.into_iter().map(events_of)).boxed()
-}
+use crate::openai::choice_events::{delta_parts, merged};
+use crate::openai::collect::collect;
 
 /// Events as a stream writes them: alone, or a choice's last delta with its `Finished` when that
 /// is already there (the engine sends a sequence's last token and its end in the same step), so
@@ -97,86 +87,6 @@ pub async fn respond<F: ResponseFormat>(
         }
         response
     }
-}
-
-/// Waits for every choice and writes the whole response.
-pub async fn collect<F: ResponseFormat>(
-    runs: Vec<ChoiceRun>,
-    format: F,
-    totals: UsageTotals,
-    metrics: &Metrics,
-    trace: Option<&mut RequestTrace>,
-) -> Result<Response, ApiError> {
-    let response = collect_json(runs, format, totals, metrics, trace).await?;
-    Ok(Json(response).into_response())
-}
-
-/// Waits for every choice and returns the whole response's JSON.
-pub async fn collect_json<F: ResponseFormat>(
-    runs: Vec<ChoiceRun>,
-    format: F,
-    mut totals: UsageTotals,
-    metrics: &Metrics,
-    mut trace: Option<&mut RequestTrace>,
-) -> Result<Value, ApiError> {
-    let mut choices: Vec<FinishedChoice> = Vec::with_capacity(runs.len());
-    let mut events = merged(runs);
-    while let Some(event) = events.next().await {
-        if let Some(parts) = delta_parts(&event) {
-            format.observe(parts);
-        }
-        match event {
-            ChoiceEvent::Delta {
-                index,
-                text,
-                logprobs,
-                token_ids,
-                prompt_token_ids,
-                ..
-            } => {
-                let choice = choice_at(&mut choices, index);
-                choice.text.push_str(&text);
-                choice.logprobs.extend(logprobs);
-                choice.token_ids.extend(token_ids);
-                if prompt_token_ids.is_some() {
-                    choice.prompt_token_ids = prompt_token_ids;
-                }
-            }
-            ChoiceEvent::Finished {
-                index,
-                finish_reason,
-                usage,
-                timings,
-            } => {
-                if let Some(trace) = trace.as_mut() {
-                    trace.on_finished(&timings, &usage);
-                }
-                totals.add(index, &usage);
-                choice_at(&mut choices, index).finish_reason = finish_reason.to_string();
-            }
-            ChoiceEvent::Error { error, .. } => return Err(error),
-            ChoiceEvent::PromptLogprobs { index, logprobs } => {
-                choice_at(&mut choices, index).prompt_logprobs = Some(logprobs);
-            }
-        }
-    }
-    metrics.record_max_num_generation_tokens(totals.max_choice_completion_tokens());
-    choices.sort_by_key(|c| c.index);
-    Ok(format.response(choices, totals.to_json()))
-}
-
-fn choice_at(choices: &mut Vec<FinishedChoice>, index: usize) -> &mut FinishedChoice {
-    let position = match choices.iter().position(|c| c.index == index) {
-        Some(position) => position,
-        None => {
-            choices.push(FinishedChoice {
-                index,
-                ..FinishedChoice::default()
-            });
-            choices.len() - 1
-        }
-    };
-    &mut choices[position]
 }
 
 fn data(value: &Value) -> Result<Event, Infallible> {
@@ -359,29 +269,6 @@ fn last_chunks<F: ResponseFormat>(
             .into_iter()
             .filter_map(|event| chunk_of(format, totals, event, usage_field))
             .collect(),
-    }
-}
-
-/// What a delta event writes (`None` for other events).
-pub fn delta_parts(event: &ChoiceEvent) -> Option<DeltaParts<'_>> {
-    match event {
-        ChoiceEvent::Delta {
-            index,
-            text,
-            logprobs,
-            num_tokens,
-            token_ids,
-            prompt_token_ids,
-            ..
-        } => Some(DeltaParts {
-            index: *index,
-            text,
-            logprobs,
-            num_tokens: *num_tokens,
-            token_ids,
-            prompt_token_ids: prompt_token_ids.as_deref(),
-        }),
-        _ => None,
     }
 }
 

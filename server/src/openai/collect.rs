@@ -1,0 +1,94 @@
+//! A non-streamed response: every choice's events gathered into one JSON object.
+
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use crate::metrics::Metrics;
+use crate::openai::choice::{ChoiceEvent, ChoiceRun};
+use crate::openai::choice_events::{delta_parts, merged};
+use crate::openai::error::ApiError;
+use crate::openai::format::{FinishedChoice, ResponseFormat};
+use crate::openai::usage::UsageTotals;
+use crate::timeline::RequestTrace;
+
+/// Waits for every choice and writes the whole response.
+pub async fn collect<F: ResponseFormat>(
+    runs: Vec<ChoiceRun>,
+    format: F,
+    totals: UsageTotals,
+    metrics: &Metrics,
+    trace: Option<&mut RequestTrace>,
+) -> Result<Response, ApiError> {
+    let response = collect_json(runs, format, totals, metrics, trace).await?;
+    Ok(Json(response).into_response())
+}
+
+/// Waits for every choice and returns the whole response's JSON.
+pub async fn collect_json<F: ResponseFormat>(
+    runs: Vec<ChoiceRun>,
+    format: F,
+    mut totals: UsageTotals,
+    metrics: &Metrics,
+    mut trace: Option<&mut RequestTrace>,
+) -> Result<Value, ApiError> {
+    let mut choices: Vec<FinishedChoice> = Vec::with_capacity(runs.len());
+    let mut events = merged(runs);
+    while let Some(event) = events.next().await {
+        if let Some(parts) = delta_parts(&event) {
+            format.observe(parts);
+        }
+        match event {
+            ChoiceEvent::Delta {
+                index,
+                text,
+                logprobs,
+                token_ids,
+                prompt_token_ids,
+                ..
+            } => {
+                let choice = choice_at(&mut choices, index);
+                choice.text.push_str(&text);
+                choice.logprobs.extend(logprobs);
+                choice.token_ids.extend(token_ids);
+                if prompt_token_ids.is_some() {
+                    choice.prompt_token_ids = prompt_token_ids;
+                }
+            }
+            ChoiceEvent::Finished {
+                index,
+                finish_reason,
+                usage,
+                timings,
+            } => {
+                if let Some(trace) = trace.as_mut() {
+                    trace.on_finished(&timings, &usage);
+                }
+                totals.add(index, &usage);
+                choice_at(&mut choices, index).finish_reason = finish_reason.to_string();
+            }
+            ChoiceEvent::Error { error, .. } => return Err(error),
+            ChoiceEvent::PromptLogprobs { index, logprobs } => {
+                choice_at(&mut choices, index).prompt_logprobs = Some(logprobs);
+            }
+        }
+    }
+    metrics.record_max_num_generation_tokens(totals.max_choice_completion_tokens());
+    choices.sort_by_key(|c| c.index);
+    Ok(format.response(choices, totals.to_json()))
+}
+
+fn choice_at(choices: &mut Vec<FinishedChoice>, index: usize) -> &mut FinishedChoice {
+    let position = match choices.iter().position(|c| c.index == index) {
+        Some(position) => position,
+        None => {
+            choices.push(FinishedChoice {
+                index,
+                ..FinishedChoice::default()
+            });
+            choices.len() - 1
+        }
+    };
+    &mut choices[position]
+}
