@@ -31,7 +31,7 @@ mod sharegpt_turns;
 pub(crate) mod test_support;
 pub mod trace;
 
-pub use build::{build_workload, DatasetConfig};
+pub use build::{build_workload, dataset_size, DatasetConfig};
 pub use conversation::{ConversationSource, SyntheticConversationConfig};
 pub use error::DatasetError;
 pub use exact_len::{ExactTextGenerator, TokenizedText};

@@ -3,7 +3,7 @@
 //! `--served-model-name` beside a hub id in `--model`, `--input-len`, `--append-result`, its
 //! no-op flags, `--probe-request-rate`), the key sent only as a header reaching the readiness check and discovery too.
 
-use pagoda_e2e::bench::{number, run_bench_ok};
+use pagoda_e2e::bench::{number, read_json, run_bench_ok, serve_against_mock};
 use pagoda_e2e::binaries::ensure_built;
 use pagoda_e2e::server::ServerProcess;
 use pagoda_e2e::tools::default_model;
@@ -98,4 +98,40 @@ fn a_vllm_bench_serve_command_line_runs_and_appends_its_results() {
         assert_eq!(number(run, "probe_failed"), 0.0);
         assert!(number(run, "probe_median_e2el_ms") > 0.0);
     }
+}
+
+/// vLLM's `--no-oversample`: a dataset file with fewer requests than `--num-prompts` runs each
+/// once; without the flag its requests repeat up to `--num-prompts`.
+#[test]
+fn no_oversample_runs_a_small_dataset_once() {
+    ensure_built();
+    let server = ServerProcess::start(&["--mock", "--disable-log-requests"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prompts = dir.path().join("prompts.jsonl");
+    let lines =
+        ["one", "two", "three"].map(|p| format!("{{\"prompt\": \"{p}\", \"max_tokens\": 3}}\n"));
+    std::fs::write(&prompts, lines.concat()).expect("writes");
+    let out = dir.path().display().to_string();
+    let completed = |extra: &[&str], name: &str| {
+        let mut args = serve_against_mock(&server.base_url);
+        let prompts = prompts.display().to_string();
+        let flags = [
+            "--dataset-name",
+            "custom",
+            "--dataset-path",
+            &prompts,
+            "--num-prompts",
+            "8",
+            "--save-result",
+            "--result-dir",
+            &out,
+            "--result-filename",
+            name,
+        ];
+        args.extend(flags.iter().chain(extra).map(|f| f.to_string()));
+        run_bench_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        number(&read_json(&dir.path().join(name)), "completed")
+    };
+    assert_eq!(completed(&[], "oversampled.json"), 8.0);
+    assert_eq!(completed(&["--no-oversample"], "once.json"), 3.0);
 }

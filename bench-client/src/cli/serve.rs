@@ -10,20 +10,17 @@ use pagoda_text::tokenizer::TextTokenizer;
 use serde_json::Value;
 
 use crate::cli::backend::resolve_endpoint;
-use crate::cli::serve_args::{DatasetName, EndpointArg, ServeArgs};
+use crate::cli::serve_args::{EndpointArg, ServeArgs};
+use crate::cli::serve_workload::workload;
 use crate::cli::trace_replay::trace_workload;
 use crate::client::{
     discover_model, readiness_check, Endpoint, RequestConfig, Sampling, ServerAccess,
     StructuredOutput,
 };
 use crate::dataset::trace::TraceSummary;
-use crate::dataset::{build_workload, DatasetConfig, PrefixRepetitionConfig, RandomConfig};
-use crate::lora::LoraPlan;
 use crate::record::RequestRecord;
 use crate::runner::{run, run_conversations, ConversationConfig, RunConfig, RunOutcome};
-use crate::schedule::{
-    arrival_times, arrival_times_for_duration, RampUp, RampUpStrategy, RequestRate, ScheduleConfig,
-};
+use crate::schedule::{RampUp, RampUpStrategy, RequestRate, ScheduleConfig};
 use crate::scrape::{Scraper, ServerSideStats};
 use crate::stats::{
     parse_goodput, parse_percentile_metrics, parse_percentiles, summarize, BenchSummary,
@@ -63,43 +60,6 @@ fn endpoint(arg: EndpointArg) -> Endpoint {
         EndpointArg::Chat => Endpoint::Chat,
         EndpointArg::Completions => Endpoint::Completions,
     }
-}
-
-fn dataset_config(args: &ServeArgs) -> anyhow::Result<DatasetConfig> {
-    let path = || {
-        args.dataset_path
-            .clone()
-            .context("--dataset-path is required for this dataset")
-    };
-    Ok(match args.dataset_name {
-        DatasetName::Random => DatasetConfig::Random(RandomConfig {
-            input_tokens: args.input_len.unwrap_or(args.random_input_len),
-            output_tokens: args.output_len.unwrap_or(args.random_output_len),
-            range_ratio: args.random_range_ratio,
-            input_stddev: args.random_input_len_stddev,
-            output_stddev: args.random_output_len_stddev,
-            prefix_tokens: args.random_prefix_len,
-        }),
-        DatasetName::PrefixRepetition => DatasetConfig::PrefixRepetition(PrefixRepetitionConfig {
-            num_prefixes: args.prefix_repetition_num_prefixes,
-            prefix_tokens: args.prefix_repetition_prefix_len,
-            suffix_tokens: args.prefix_repetition_suffix_len,
-            output_tokens: args.output_len.unwrap_or(args.prefix_repetition_output_len),
-        }),
-        DatasetName::Sharegpt if args.conversation.multi_turn => {
-            DatasetConfig::Conversations(args.conversation.sharegpt(path()?, args.output_len))
-        }
-        DatasetName::Sharegpt => DatasetConfig::ShareGpt {
-            path: path()?,
-            output_tokens: args.output_len,
-        },
-        DatasetName::Custom => DatasetConfig::CustomJsonl {
-            path: path()?,
-            output_tokens: args.output_len,
-        },
-        DatasetName::Conversation => DatasetConfig::Conversations(args.conversation.synthetic()),
-        DatasetName::Trace => bail!("a trace is replayed with its own arrival times"),
-    })
 }
 
 fn schedule_config(args: &ServeArgs) -> anyhow::Result<ScheduleConfig> {
@@ -295,52 +255,6 @@ pub async fn prepare(args: &ServeArgs, tokenizer: Arc<TextTokenizer>) -> anyhow:
         conversation,
         trace,
     })
-}
-
-/// The workload and its arrival times: built from the dataset, repeated to the schedule's
-/// length, each request's adapter named when `--lora-modules` asks.
-async fn workload(
-    args: &ServeArgs,
-    tokenizer: &Arc<TextTokenizer>,
-    schedule: &ScheduleConfig,
-    lora: Option<&LoraPlan>,
-) -> anyhow::Result<(Vec<RequestSpec>, Vec<f64>)> {
-    let dataset = dataset_config(args)?;
-    let (num_prompts, seed) = (args.num_prompts, args.seed);
-    let specs = {
-        let (tokenizer, dataset) = (Arc::clone(tokenizer), dataset.clone());
-        tokio::task::spawn_blocking(move || build_workload(&dataset, num_prompts, &tokenizer, seed))
-            .await??
-    };
-    // A conversation run schedules conversation starts; the runner cycles the conversations.
-    let is_conversation_run = matches!(dataset, DatasetConfig::Conversations(_));
-    let num_arrivals = if is_conversation_run {
-        num_prompts
-    } else {
-        specs.len()
-    };
-    let arrivals_s = match args.duration {
-        Some(duration_s) if matches!(schedule.rate(), RequestRate::PerSecond(_)) => {
-            arrival_times_for_duration(duration_s, schedule)?
-        }
-        _ => arrival_times(num_arrivals, schedule),
-    };
-    if is_conversation_run {
-        return Ok((specs, arrivals_s));
-    }
-    let mut specs = cycle_to(specs, arrivals_s.len());
-    if let Some(lora) = lora {
-        lora.apply(&mut specs, seed);
-    }
-    Ok((specs, arrivals_s))
-}
-
-/// The workload repeated (in order) until it has `len` requests.
-fn cycle_to(specs: Vec<RequestSpec>, len: usize) -> Vec<RequestSpec> {
-    if specs.is_empty() || specs.len() == len {
-        return specs;
-    }
-    specs.iter().cycle().take(len).cloned().collect()
 }
 
 /// Runs the prepared workload once and computes its statistics.

@@ -259,6 +259,10 @@ pub struct ServeArgs {
     /// errors; every run with --num-runs), for spreadsheets and dataframes. serve only.
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+    /// vLLM's: a dataset file with fewer requests than --num-prompts runs each of them once
+    /// (fewer requests) instead of repeating them.
+    #[arg(long)]
+    pub no_oversample: bool,
     /// vLLM's: also write each run's per-request timeline, every inter-token gap coloured by
     /// --timeline-itl-thresholds, as an HTML page beside the result file (`<result>.timeline.html`).
     #[arg(long)]

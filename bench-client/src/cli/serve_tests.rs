@@ -4,6 +4,8 @@ use clap::Parser;
 
 use super::*;
 use crate::cli::serve_args::ServeArgs;
+use crate::cli::serve_workload::dataset_config;
+use crate::dataset::DatasetConfig;
 
 #[derive(Debug, Parser)]
 struct Command {

@@ -73,11 +73,60 @@ pub fn build_workload(
     }
 }
 
+/// How many distinct requests a file dataset holds (ShareGPT: the human turns it can replay;
+/// JSON Lines: its lines); `None` for the generated datasets, which never run out. A workload
+/// longer than this repeats requests (vLLM's oversampling; `--no-oversample` stops there).
+pub fn dataset_size(config: &DatasetConfig) -> Result<Option<usize>, DatasetError> {
+    match config {
+        DatasetConfig::ShareGpt {
+            path,
+            output_tokens,
+        } => {
+            let turns = sharegpt_turns::TurnSelection {
+                num_prompts: 0,
+                output_tokens: *output_tokens,
+                counting: sharegpt_turns::Counting::Turns,
+            };
+            Ok(Some(turns.num_replayable(&sharegpt::load(path)?)))
+        }
+        DatasetConfig::CustomJsonl {
+            path,
+            output_tokens,
+        } => Ok(Some(jsonl::num_requests(path, *output_tokens)?)),
+        _ => Ok(None),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::dataset::test_support::{data_path, tokenizer};
+
+    #[test]
+    fn a_file_dataset_s_size_is_its_distinct_requests() {
+        let sharegpt = DatasetConfig::ShareGpt {
+            path: data_path("sharegpt_sample.json"),
+            output_tokens: None,
+        };
+        let size = dataset_size(&sharegpt).unwrap().expect("a file dataset");
+        assert!(size >= 3, "{size}");
+        // One workload of exactly that size repeats nothing; one request more repeats one.
+        let whole = build_workload(&sharegpt, size, tokenizer(), 3).unwrap();
+        let distinct: std::collections::HashSet<String> =
+            whole.iter().map(|r| format!("{:?}", r.prompt)).collect();
+        assert_eq!(distinct.len(), size);
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, b"{\"prompt\": \"a\"}\n\n{\"prompt\": \"b\"}\n")
+            .unwrap();
+        let jsonl = DatasetConfig::CustomJsonl {
+            path: file.path().to_path_buf(),
+            output_tokens: Some(4),
+        };
+        assert_eq!(dataset_size(&jsonl).unwrap(), Some(2));
+        let random = DatasetConfig::Random(RandomConfig::default());
+        assert_eq!(dataset_size(&random).unwrap(), None);
+    }
 
     #[test]
     fn every_dataset_gives_num_prompts_reproducibly() {

@@ -61,6 +61,14 @@ pub(super) fn build(
     Ok(distinct.iter().cycle().take(num_prompts).cloned().collect())
 }
 
+/// The requests (non-empty lines) of the file.
+pub(super) fn num_requests(
+    path: &Path,
+    output_tokens: Option<usize>,
+) -> Result<usize, DatasetError> {
+    Ok(load(path, output_tokens)?.len())
+}
+
 fn load(path: &Path, output_override: Option<usize>) -> Result<Vec<Entry>, DatasetError> {
     let text = read_file(path)?;
     let mut entries = Vec::new();

@@ -101,6 +101,14 @@ impl TurnSelection {
     }
 
     /// Human turns with an answer (or every human turn, when the answer length is given).
+    /// The turns of `conversations` this selection can replay, counted.
+    pub fn num_replayable(&self, conversations: &[Conversation]) -> usize {
+        conversations
+            .iter()
+            .map(|conversation| self.replayable_turns(conversation).len())
+            .sum()
+    }
+
     fn replayable_turns(&self, conversation: &Conversation) -> Vec<Replayable> {
         let turns = &conversation.turns;
         (0..turns.len())
