@@ -151,7 +151,7 @@ echo "test result: ok. 1 passed; 0 failed""#,
     assert!(stdout.contains(&markdown), "run.sh prints summary.md");
     assert_eq!(
         line_starting(&markdown, "| 1 |"),
-        "| 1 | 1.00 ms | 1.10 ms | 0.50 ms | 50% | 1,500 | 1,000 | — | — | — |"
+        "| 1 | 1.00 ms | 1.10 ms | 0.50 ms | 50% | 1,500 | 1,000 | — | — | — | — |"
     );
     line_starting(&markdown, "| **Pagoda** (this run) |");
     for rate in rates.split(',') {
