@@ -24,6 +24,7 @@ use crate::mock_engine::start_mock;
 use crate::openai::admission::Admission;
 use crate::openai::params::ParamDefaults;
 use crate::openai::tools::ToolCallConfig;
+use crate::prompt_side_setup::{check_tokenizer_fits, load_prompt_side, with_content_format};
 use crate::routes::router;
 use crate::state::{AppParts, AppState, SharedState};
 
@@ -110,36 +111,11 @@ pub fn build_state(args: &ServerArgs) -> anyhow::Result<AppState> {
         Some(source) => with_chat_template(prompt_side, source)?,
         None => prompt_side,
     };
+    let prompt_side = with_content_format(prompt_side, &args.chat_template_content_format);
     if args.tokenizer.is_some() {
         check_tokenizer_fits(&prompt_side, engine.info().model.vocab_size)?;
     }
     assemble_state(args, engine, prompt_side, model_root)
-}
-
-/// The text side: the model's own, or `--tokenizer`'s.
-fn load_prompt_side(args: &ServerArgs, model_path: &Path) -> anyhow::Result<PromptSide> {
-    let Some(tokenizer_path) = &args.tokenizer else {
-        return Ok(PromptSide::load(model_path)?);
-    };
-    PromptSide::load(tokenizer_path).with_context(|| {
-        format!(
-            "--tokenizer {}: cannot read a tokenizer there (a Hugging Face directory with \
-             tokenizer.json, or a GGUF file; nothing is downloaded)",
-            tokenizer_path.display()
-        )
-    })
-}
-
-/// A `--tokenizer` whose ids go past the model's vocabulary cannot be served.
-fn check_tokenizer_fits(prompt_side: &PromptSide, model_vocab_size: usize) -> anyhow::Result<()> {
-    let tokenizer_vocab_size = prompt_side.tokenizer.vocab_size();
-    if tokenizer_vocab_size > model_vocab_size {
-        bail!(
-            "the tokenizer has {tokenizer_vocab_size} tokens, more than the model's vocabulary \
-             of {model_vocab_size}: give --tokenizer the tokenizer this model was trained with"
-        );
-    }
-    Ok(())
 }
 
 fn assemble_state(

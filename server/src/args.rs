@@ -210,6 +210,12 @@ pub struct ServerArgs {
     #[arg(long, value_name = "PATH_OR_TEMPLATE")]
     pub chat_template: Option<String>,
 
+    /// vLLM's: what the chat template is given as each message's `content` — `string` (the
+    /// text), `openai` (a list of `{"type": "text", "text": …}` parts, for templates written
+    /// for multimodal models) or `auto` (found by rendering a probe message both ways).
+    #[arg(long, value_name = "auto|string|openai", default_value = "auto", value_parser = ["auto", "string", "openai"])]
+    pub chat_template_content_format: String,
+
     /// vLLM's: read the tokenizer, chat template and end-of-turn tokens from this Hugging Face
     /// directory (or GGUF file) instead of the model's — a GGUF whose embedded tokenizer lacks
     /// a fine-tune's added tokens, say. A local path; nothing is downloaded. Its vocabulary

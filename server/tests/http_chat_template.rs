@@ -75,3 +75,27 @@ fn a_template_that_cannot_be_read_or_compiled_stops_the_server_at_start() {
         assert!(stderr.contains(reason), "{value}: {stderr}");
     }
 }
+
+/// `--chat-template-content-format` (vLLM's): a template that only loops over OpenAI content
+/// parts gets them (`auto` finds it out; `openai` says so), and `string` gives it text.
+#[tokio::test]
+async fn a_template_that_reads_content_parts_gets_them() {
+    let parts_only = "{% for m in messages %}[{{ m.role }}]{% for part in m.content %}\
+                      {% if part.type == 'text' %}{{ part.text }}{% endif %}{% endfor %}{% endfor %}";
+    for (format, expected) in [
+        ("auto", "[user]hi"),
+        ("openai", "[user]hi"),
+        ("string", "[user]"),
+    ] {
+        let server = ServerProcess::start(&[
+            "--mock",
+            "--chat-template",
+            parts_only,
+            "--chat-template-content-format",
+            format,
+        ]);
+        assert_eq!(rendered_prompt(&server).await, expected, "{format}");
+    }
+    let said = mock_start_failure(&["--chat-template-content-format", "list"]);
+    assert!(said.contains("--chat-template-content-format"), "{said}");
+}

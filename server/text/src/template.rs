@@ -6,7 +6,9 @@
 //!
 //! Templates see what transformers and vLLM give Hugging Face templates:
 //! - `messages`, each with `role`, `content` (plain text: parts joined by newlines, and empty
-//!   when the request gave `null` or nothing, as vLLM passes it), and where the request gave
+//!   when the request gave `null` or nothing, as vLLM passes it; or, for a template that only
+//!   reads OpenAI's content parts, `[{"type": "text", "text": …}]`: see [`ContentFormat`]),
+//!   and where the request gave
 //!   them `tool_calls`, `tool_call_id` and `name`. Each tool call is
 //!   `{"id", "type", "function": {"name", "arguments"}, "name", "arguments"}` with the arguments
 //!   parsed from their JSON text into an object (templates write `tool_call.arguments | tojson`);
@@ -19,12 +21,14 @@
 //! way: [`ChatTemplate::render_with_tools`] describes them in a Hermes-style system preamble and
 //! turns the conversation's tool calls and results into text (see `tool_fallback`).
 
+mod content_format;
 mod error;
 mod messages;
 mod tojson;
 mod tool_fallback;
 mod view;
 
+pub use content_format::ContentFormat;
 pub use error::TemplateError;
 pub use messages::{AssistantToolCall, ChatMessage, ContentPart, FunctionCall, MessageContent};
 
@@ -47,6 +51,7 @@ pub struct ChatTemplate {
     bos_token: Option<String>,
     eos_token: Option<String>,
     renders_tools: bool,
+    content_format: ContentFormat,
 }
 
 impl ChatTemplate {
@@ -71,12 +76,32 @@ impl ChatTemplate {
             .map_err(|e| TemplateError::Syntax(describe(&e)))?
             .undeclared_variables(false)
             .contains("tools");
-        Ok(Self {
+        let mut template = Self {
             env,
             bos_token,
             eos_token,
             renders_tools,
-        })
+            content_format: ContentFormat::String,
+        };
+        template.content_format = ContentFormat::detect(|format, text| {
+            let probe = [ChatMessage::new("user", text)];
+            template
+                .render_in(format, &probe, None, true, &serde_json::Map::new())
+                .ok()
+        });
+        Ok(template)
+    }
+
+    /// This template with `content` given in `format` (vLLM's `--chat-template-content-format`;
+    /// by default the format found by rendering a probe, see [`ContentFormat`]).
+    pub fn with_content_format(mut self, format: ContentFormat) -> Self {
+        self.content_format = format;
+        self
+    }
+
+    /// What the template is given as each message's `content`.
+    pub fn content_format(&self) -> ContentFormat {
+        self.content_format
     }
 
     /// Another template's `source` with this one's BOS and EOS texts (a served model's
@@ -126,6 +151,23 @@ impl ChatTemplate {
         add_generation_prompt: bool,
         kwargs: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<String, TemplateError> {
+        self.render_in(
+            self.content_format,
+            messages,
+            tools,
+            add_generation_prompt,
+            kwargs,
+        )
+    }
+
+    fn render_in(
+        &self,
+        content_format: ContentFormat,
+        messages: &[ChatMessage],
+        tools: Option<&[serde_json::Value]>,
+        add_generation_prompt: bool,
+        kwargs: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<String, TemplateError> {
         if let Some(name) = kwargs
             .keys()
             .find(|name| RESERVED_TEMPLATE_VARIABLES.contains(&name.as_str()))
@@ -147,10 +189,18 @@ impl ChatTemplate {
             view = tool_fallback::with_tool_preamble(view, preamble);
             tools = None;
         }
+        let messages = match content_format {
+            ContentFormat::String => Value::from_serialize(&view),
+            ContentFormat::OpenAi => {
+                let view = serde_json::to_value(&view)
+                    .map_err(|e| TemplateError::Render(format!("messages: {e}")))?;
+                Value::from_serialize(content_format.apply(view))
+            }
+        };
         self.render_named(
             TEMPLATE_NAME,
             context! {
-                messages => view,
+                messages => messages,
                 tools => tools.map(Value::from_serialize),
                 add_generation_prompt => add_generation_prompt,
                 bos_token => self.bos_token.as_deref().unwrap_or(""),

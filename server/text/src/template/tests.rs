@@ -146,3 +146,41 @@ fn tojson_matches_python_json_dumps() {
         r#"{"a":{},"b":[1,2.5,null,true]}"#
     );
 }
+
+/// A template written for multimodal models: it only loops over the content's parts.
+const PARTS_ONLY: &str = "{% for m in messages %}<{{ m['role'] }}>{% for part in m['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}</{{ m['role'] }}>{% endfor %}";
+/// One that takes either (Gemma 3's, Llama 4's way).
+const EITHER: &str = "{% for m in messages %}{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for part in m['content'] %}{{ part['text'] }}{% endfor %}{% endif %}|{% endfor %}";
+
+#[test]
+fn the_content_format_is_found_by_rendering_and_can_be_forced() {
+    assert_eq!(template(SMOLLM2).content_format(), ContentFormat::String);
+    assert_eq!(
+        template(CHATML_TEMPLATE).content_format(),
+        ContentFormat::String
+    );
+    assert_eq!(template(EITHER).content_format(), ContentFormat::String);
+    let parts = template(PARTS_ONLY);
+    assert_eq!(parts.content_format(), ContentFormat::OpenAi);
+    let messages = [
+        ChatMessage::new("user", "Hi there"),
+        ChatMessage::new("assistant", ""),
+    ];
+    assert_eq!(
+        parts.render(&messages, false).unwrap(),
+        "<user>Hi there</user><assistant></assistant>"
+    );
+    // Forced to strings, the parts-only template loses the text (vLLM's `string` does the same).
+    let forced = template(PARTS_ONLY).with_content_format(ContentFormat::String);
+    assert_eq!(
+        forced.render(&messages, false).unwrap(),
+        "<user></user><assistant></assistant>"
+    );
+    // A template that takes either renders the same text both ways.
+    let either = template(EITHER);
+    let as_parts = template(EITHER).with_content_format(ContentFormat::OpenAi);
+    assert_eq!(
+        either.render(&messages, false).unwrap(),
+        as_parts.render(&messages, false).unwrap()
+    );
+}
