@@ -13,12 +13,12 @@ use crate::lora_routes;
 use crate::middleware::{http_metrics, request_id, require_api_key};
 use crate::openai::error::ApiError;
 use crate::openai::path_param::PathParam;
-use crate::openai::{chat, completions, responses, tokenize};
+use crate::openai::{chat, completions, responses, sagemaker, tokenize};
 use crate::state::SharedState;
 
 /// The routes that need no API key, for probes and scrapers (also the only ones a connection
-/// past `--max-connections` may use).
-pub const OPEN_PATHS: [&str; 3] = ["/health", "/metrics", "/version"];
+/// past `--max-connections` may use); `/ping` is SageMaker's health check.
+pub const OPEN_PATHS: [&str; 4] = ["/health", "/metrics", "/version", "/ping"];
 
 /// The whole API. `state.http_limits` bounds every body (413 past it).
 pub fn router(state: SharedState) -> Router {
@@ -47,7 +47,8 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/models/{*model}", get(model))
         .route("/tokenize", post(tokenize::tokenize))
         .route("/detokenize", post(tokenize::detokenize))
-        .route("/reset_prefix_cache", post(reset_prefix_cache));
+        .route("/reset_prefix_cache", post(reset_prefix_cache))
+        .route("/invocations", post(sagemaker::invocations));
     let protected = if state.runtime_lora_updating {
         protected
             .route(
@@ -68,7 +69,8 @@ pub fn router(state: SharedState) -> Router {
     let open = Router::new()
         .route(OPEN_PATHS[0], get(health))
         .route(OPEN_PATHS[1], get(metrics))
-        .route(OPEN_PATHS[2], get(version));
+        .route(OPEN_PATHS[2], get(version))
+        .route(OPEN_PATHS[3], get(health).post(health));
     protected
         .merge(open)
         .fallback(not_found)

@@ -22,6 +22,7 @@ pub mod prompt_side;
 pub mod requests;
 pub mod respond;
 pub mod responses;
+pub mod sagemaker;
 pub mod tokenize;
 pub mod tool_output;
 pub mod tools;
