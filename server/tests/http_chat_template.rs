@@ -99,3 +99,70 @@ async fn a_template_that_reads_content_parts_gets_them() {
     let said = mock_start_failure(&["--chat-template-content-format", "list"]);
     assert!(said.contains("--chat-template-content-format"), "{said}");
 }
+
+/// `reasoning_effort` and `documents` reach the template as vLLM passes them (with
+/// `enable_thinking` off for `"none"`, on otherwise, unless `chat_template_kwargs` set it), on
+/// chat, `/tokenize` and the Responses API (`reasoning.effort`) alike.
+#[tokio::test]
+async fn reasoning_effort_and_documents_reach_the_template() {
+    let template = "{{ reasoning_effort }}|{{ enable_thinking }}|\
+                    {% for d in documents %}{{ d.title }};{% endfor %}";
+    let server = ServerProcess::start(&["--mock", "--chat-template", template]);
+    let http = client();
+    let rendered = |extra: Value| {
+        let http = http.clone();
+        let url = server.url("/tokenize");
+        async move {
+            let mut body =
+                json!({"model": "mock", "messages": [{"role": "user", "content": "hi"}]});
+            for (key, value) in extra.as_object().expect("an object") {
+                body[key] = value.clone();
+            }
+            let tokens = post_json(&http, &url, &body).await.json()["tokens"].clone();
+            let url = url.replace("/tokenize", "/detokenize");
+            let text = post_json(&http, &url, &json!({"tokens": tokens})).await;
+            text.json()["prompt"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        }
+    };
+    assert_eq!(rendered(json!({})).await, "||");
+    assert_eq!(
+        rendered(json!({"reasoning_effort": "low", "documents": [{"title": "A"}, {"title": "B"}]}))
+            .await,
+        "low|True|A;B;"
+    );
+    assert_eq!(
+        rendered(json!({"reasoning_effort": "none"})).await,
+        "none|False|"
+    );
+    let own =
+        json!({"reasoning_effort": "none", "chat_template_kwargs": {"enable_thinking": true}});
+    assert_eq!(rendered(own).await, "none|True|");
+    // Chat and Responses accept it; a wrong value is a 400 naming the field.
+    for (path, body) in [
+        (
+            "/v1/chat/completions",
+            json!({"model": "mock", "max_tokens": 2, "reasoning_effort": "high",
+                                        "messages": [{"role": "user", "content": "hi"}]}),
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "mock", "max_output_tokens": 2, "input": "hi",
+                                 "reasoning": {"effort": "high"}}),
+        ),
+    ] {
+        let reply = post_json(&http, &server.url(path), &body).await;
+        assert_eq!(reply.status.as_u16(), 200, "{path}: {}", reply.text());
+    }
+    let bad = post_json(
+        &http,
+        &server.url("/v1/chat/completions"),
+        &json!({"model": "mock", "reasoning_effort": "extreme",
+                "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(bad.status.as_u16(), 400);
+    assert_eq!(bad.json()["error"]["param"], "reasoning_effort");
+}

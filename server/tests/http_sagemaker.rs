@@ -22,8 +22,15 @@ async fn invoke(server: &ServerProcess, body: &Value, key: Option<&str>) -> Repl
 #[tokio::test]
 async fn ping_and_invocations_serve_every_request_kind() {
     let server = ServerProcess::start(&["--mock", "--api-key", KEY]);
-    assert_eq!(get(&client(), &server.url("/ping")).await.status.as_u16(), 200);
-    let posted = client().post(server.url("/ping")).send().await.expect("answered");
+    assert_eq!(
+        get(&client(), &server.url("/ping")).await.status.as_u16(),
+        200
+    );
+    let posted = client()
+        .post(server.url("/ping"))
+        .send()
+        .await
+        .expect("answered");
     assert_eq!(posted.status().as_u16(), 200);
 
     let chat = json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3});
@@ -40,9 +47,17 @@ async fn ping_and_invocations_serve_every_request_kind() {
     let mut streamed = chat.clone();
     streamed["stream"] = json!(true);
     let reply = invoke(&server, &streamed, Some(KEY)).await;
-    assert_eq!(sse_data(&reply.text()).last().map(String::as_str), Some("[DONE]"));
+    assert_eq!(
+        sse_data(&reply.text()).last().map(String::as_str),
+        Some("[DONE]")
+    );
 
     let unclear = invoke(&server, &json!({"max_tokens": 3}), Some(KEY)).await;
     assert_eq!(unclear.status.as_u16(), 400);
-    assert_eq!(unclear.json()["error"]["param"], "messages", "{}", unclear.text());
+    assert_eq!(
+        unclear.json()["error"]["param"],
+        "messages",
+        "{}",
+        unclear.text()
+    );
 }

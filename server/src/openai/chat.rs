@@ -8,7 +8,7 @@ use axum::Extension;
 use pagoda_text::tool_calls::ToolCallFormat;
 use serde_json::Value;
 
-use crate::chat_prompt::{prompt_ending, template_kwargs, Conversation};
+use crate::chat_prompt::{prompt_ending, Conversation};
 use crate::middleware::RequestIdValue;
 use crate::openai::chat_format::ChatFormat;
 use crate::openai::choice::ChoiceRun;
@@ -20,6 +20,7 @@ use crate::openai::legacy_functions::read_legacy_functions;
 use crate::openai::output_spec::requested_spec;
 use crate::openai::params::GenerationParams;
 use crate::openai::requests::{parse_body, ChatCompletionRequest};
+use crate::openai::template_variables::request_template_kwargs;
 use crate::openai::tool_output::ToolOutput;
 use crate::openai::tools::{parse_tools, ToolsRequest};
 use crate::openai::usage::UsageTotals;
@@ -169,7 +170,11 @@ async fn chat_prompt_ids(
         request.add_generation_prompt,
         request.continue_final_message,
     )?;
-    let kwargs = template_kwargs(request.chat_template_kwargs.as_ref())?;
+    let kwargs = request_template_kwargs(
+        request.chat_template_kwargs.as_ref(),
+        request.reasoning_effort.as_ref(),
+        request.documents.as_ref(),
+    )?;
     let state = state.clone();
     let messages = request.messages;
     let offered: Option<Vec<Value>> = tools.and_then(|t| t.offered().map(<[Value]>::to_vec));

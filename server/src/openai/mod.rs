@@ -23,6 +23,7 @@ pub mod requests;
 pub mod respond;
 pub mod responses;
 pub mod sagemaker;
+pub mod template_variables;
 pub mod tokenize;
 pub mod tool_output;
 pub mod tools;

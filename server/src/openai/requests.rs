@@ -94,6 +94,10 @@ pub struct ChatCompletionRequest {
     /// vLLM's: the output starts with the final message's text when that message is the
     /// assistant's (the one a `continue_final_message` request continues).
     pub echo: Option<bool>,
+    /// OpenAI's, passed to the template as vLLM does (see `template_variables`).
+    pub reasoning_effort: Option<Value>,
+    /// vLLM's: documents for templates that render them (RAG).
+    pub documents: Option<Value>,
     #[serde(flatten)]
     pub fields: CommonFields,
 }

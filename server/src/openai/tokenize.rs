@@ -6,10 +6,11 @@ use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::chat_prompt::{prompt_ending, template_kwargs, Conversation};
+use crate::chat_prompt::{prompt_ending, Conversation};
 use crate::openai::error::ApiError;
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
+use crate::openai::template_variables::request_template_kwargs;
 use crate::openai::tokenize_blocking;
 use crate::state::SharedState;
 
@@ -22,6 +23,9 @@ struct TokenizeRequest {
     add_generation_prompt: Option<bool>,
     continue_final_message: Option<bool>,
     chat_template_kwargs: Option<Value>,
+    /// As on chat: template variables (see `template_variables`).
+    reasoning_effort: Option<Value>,
+    documents: Option<Value>,
     /// The tools a chat request offers (OpenAI tool objects), rendered by the template as the
     /// chat endpoint renders them, so the count is the prompt's.
     tools: Option<Vec<Value>>,
@@ -52,7 +56,11 @@ pub async fn tokenize(
                     request.continue_final_message,
                 )?;
                 let add_special_tokens = request.add_special_tokens.unwrap_or(false);
-                let kwargs = template_kwargs(request.chat_template_kwargs.as_ref())?;
+                let kwargs = request_template_kwargs(
+                    request.chat_template_kwargs.as_ref(),
+                    request.reasoning_effort.as_ref(),
+                    request.documents.as_ref(),
+                )?;
                 let conversation = Conversation {
                     messages: &messages,
                     tools: request.tools.as_deref(),

@@ -112,6 +112,15 @@ impl ResponsesRequest {
         put("temperature", self.temperature.map(Value::from));
         put("top_p", self.top_p.map(Value::from));
         put("user", self.user.clone().map(Value::from));
+        // `reasoning: {"effort": …}` reaches the template as a chat request's `reasoning_effort`.
+        put(
+            "reasoning_effort",
+            self.reasoning
+                .as_ref()
+                .and_then(|r| r.get("effort"))
+                .filter(|effort| !effort.is_null())
+                .cloned(),
+        );
         put(
             "parallel_tool_calls",
             self.parallel_tool_calls.map(Value::from),
