@@ -27,6 +27,7 @@ use crate::openai::tools::ToolCallConfig;
 use crate::prompt_side_setup::{check_tokenizer_fits, load_prompt_side, with_content_format};
 use crate::routes::router;
 use crate::state::{AppParts, AppState, SharedState};
+use crate::tls::{spawn_refresh, TlsAcceptorCell};
 
 /// The engine configuration the flags describe (`--device auto` resolved; the mock engine
 /// always runs on the CPU).
@@ -305,8 +306,11 @@ pub async fn serve(args: &ServerArgs, state: AppState) -> anyhow::Result<()> {
     let options = ServeOptions {
         limits,
         root_path: args.vllm_compat.root_path()?.map(Arc::from),
-        tls: args.tls.acceptor()?,
+        tls: args.tls.acceptor()?.map(TlsAcceptorCell::new),
     };
+    if let (true, Some(cell)) = (args.tls.enable_ssl_refresh, &options.tls) {
+        spawn_refresh(args.tls.clone(), cell.clone());
+    }
     serve_http(
         listener,
         app,

@@ -3,10 +3,13 @@
 //! asks clients for a certificate signed by those CAs (optional / required: mutual TLS), as
 //! Python's `ssl.CERT_OPTIONAL` / `CERT_REQUIRED` that vLLM passes to uvicorn. Everything is read
 //! and checked at start: a missing file, a key that does not match its certificate or a
-//! malformed PEM stops the server with the reason.
+//! malformed PEM stops the server with the reason. With `--enable-ssl-refresh` the files are
+//! watched (`--ssl-refresh-interval`) and read again when they change, so a rotated certificate
+//! (cert-manager, certbot) serves new connections without a restart.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -31,6 +34,13 @@ pub struct TlsArgs {
     /// numbers, as vLLM takes them). 1 and 2 need --ssl-ca-certs.
     #[arg(long, value_name = "0|1|2", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub ssl_cert_reqs: u8,
+    /// vLLM's: read the certificate, key and CA files again when they change; new connections
+    /// get the new ones (a file that does not load keeps the previous ones, with a warning).
+    #[arg(long, requires = "ssl_certfile")]
+    pub enable_ssl_refresh: bool,
+    /// With --enable-ssl-refresh: seconds between looks at the files.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub ssl_refresh_interval: f64,
 }
 
 impl TlsArgs {
@@ -82,6 +92,72 @@ impl TlsArgs {
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Some(TlsAcceptor::from(Arc::new(config))))
     }
+}
+
+/// The acceptor new connections take; replaced when `--enable-ssl-refresh` reloads the files.
+#[derive(Clone)]
+pub struct TlsAcceptorCell(Arc<RwLock<TlsAcceptor>>);
+
+impl TlsAcceptorCell {
+    pub fn new(acceptor: TlsAcceptor) -> Self {
+        Self(Arc::new(RwLock::new(acceptor)))
+    }
+
+    /// The acceptor for a new connection.
+    pub fn current(&self) -> TlsAcceptor {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn replace(&self, acceptor: TlsAcceptor) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = acceptor;
+    }
+}
+
+impl std::fmt::Debug for TlsAcceptorCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TlsAcceptorCell")
+    }
+}
+
+/// What the files looked like: each one's modification time and length (`None`: unreadable).
+fn file_stamps(args: &TlsArgs) -> Vec<Option<(SystemTime, u64)>> {
+    [&args.ssl_certfile, &args.ssl_keyfile, &args.ssl_ca_certs]
+        .into_iter()
+        .flatten()
+        .map(|path| {
+            let metadata = std::fs::metadata(path).ok()?;
+            Some((metadata.modified().ok()?, metadata.len()))
+        })
+        .collect()
+}
+
+/// `--enable-ssl-refresh`: every `--ssl-refresh-interval`, reads the files again when they
+/// changed and gives `cell` the new acceptor; files that do not load keep the old one.
+pub fn spawn_refresh(args: TlsArgs, cell: TlsAcceptorCell) -> tokio::task::JoinHandle<()> {
+    let every = Duration::from_secs_f64(args.ssl_refresh_interval.clamp(0.05, 86_400.0));
+    tokio::spawn(async move {
+        let mut seen = file_stamps(&args);
+        loop {
+            tokio::time::sleep(every).await;
+            let now = file_stamps(&args);
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            match args.acceptor() {
+                Ok(Some(acceptor)) => {
+                    cell.replace(acceptor);
+                    tracing::info!("TLS certificates reloaded (--enable-ssl-refresh)");
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(
+                        "TLS files changed but do not load; keeping the previous ones: {error:#}"
+                    )
+                }
+            }
+        }
+    })
 }
 
 /// Every certificate of a PEM file; at least one.

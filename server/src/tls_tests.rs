@@ -26,6 +26,8 @@ fn args(cert: Option<&Path>, key: Option<&Path>, ca: Option<&Path>, reqs: u8) ->
         ssl_keyfile: key.map(Path::to_path_buf),
         ssl_ca_certs: ca.map(Path::to_path_buf),
         ssl_cert_reqs: reqs,
+        enable_ssl_refresh: false,
+        ssl_refresh_interval: 10.0,
     }
 }
 

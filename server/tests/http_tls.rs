@@ -164,3 +164,45 @@ fn unusable_tls_files_stop_the_server_at_start_with_the_reason() {
     let said = mock_start_failure(&["--ssl-certfile", cert.to_str().expect("utf-8")]);
     assert!(said.contains("--ssl-keyfile"), "{said}");
 }
+
+/// `--enable-ssl-refresh`: a certificate rotated in place serves new connections without a
+/// restart; a client that only trusts the old one is refused from then on.
+#[tokio::test]
+async fn a_rotated_certificate_is_picked_up_with_ssl_refresh() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let (cert, key) = server_pair(dir.path());
+    let old_cert = dir.path().join("old.crt");
+    std::fs::copy(&cert, &old_cert).expect("copies");
+    let server = start_https(
+        &cert,
+        &key,
+        &["--enable-ssl-refresh", "--ssl-refresh-interval", "0.1"],
+    );
+    let health = |trusted: &Path| {
+        let client = https_client(trusted, None);
+        let url = server.url("/health");
+        async move { client.get(url).send().await.is_ok() }
+    };
+    assert!(health(&old_cert).await, "the first certificate serves");
+
+    let rotated = tempfile::tempdir().expect("a directory");
+    let (new_cert, new_key) = server_pair(rotated.path());
+    std::fs::copy(&new_key, &key).expect("replaces the key");
+    std::fs::copy(&new_cert, &cert).expect("replaces the certificate");
+    let deadline = std::time::Instant::now() + BOUND;
+    while !health(&new_cert).await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rotated certificate was never served"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!health(&old_cert).await, "the old certificate still serves");
+    // A file that does not load keeps the certificate in use.
+    std::fs::write(&cert, "not a certificate\n").expect("writes");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        health(&new_cert).await,
+        "a broken file took the certificate away"
+    );
+}

@@ -25,9 +25,9 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
-use tokio_rustls::TlsAcceptor;
 
 use crate::http_limits::HttpLimits;
+use crate::tls::TlsAcceptorCell;
 
 use accept::AcceptBackoff;
 use clock::{ClockedIo, ConnectionClock, Expiry};
@@ -38,23 +38,13 @@ use service::{at_connection_limit, ConnectionService};
 const PROBE_HEADER_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How connections are served besides the router.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ServeOptions {
     pub limits: HttpLimits,
     /// `--root-path`: a prefix taken off the request paths that carry it.
     pub root_path: Option<Arc<str>>,
     /// HTTPS (`--ssl-certfile`): every connection's TLS handshake, within the header timeout.
-    pub tls: Option<TlsAcceptor>,
-}
-
-impl std::fmt::Debug for ServeOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServeOptions")
-            .field("limits", &self.limits)
-            .field("root_path", &self.root_path)
-            .field("tls", &self.tls.is_some())
-            .finish()
-    }
+    pub tls: Option<TlsAcceptorCell>,
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and waits for every
@@ -125,7 +115,7 @@ struct Connection {
     app: Router,
     limits: HttpLimits,
     root_path: Option<Arc<str>>,
-    tls: Option<TlsAcceptor>,
+    tls: Option<TlsAcceptorCell>,
     stop: watch::Receiver<bool>,
     _open: mpsc::Sender<()>,
 }
@@ -134,7 +124,7 @@ impl Connection {
     /// Serves the connection, after its TLS handshake when the server speaks HTTPS (a handshake
     /// that fails or takes longer than the header timeout closes it).
     async fn serve(mut self, stream: TcpStream, ticket: ConnectionTicket, probe_only: bool) {
-        let Some(acceptor) = self.tls.take() else {
+        let Some(acceptor) = self.tls.take().map(|cell| cell.current()) else {
             return self.serve_io(stream, ticket, probe_only).await;
         };
         let limit = self.limits.header_read_timeout;
