@@ -213,7 +213,7 @@ pub struct ServerArgs {
     /// vLLM's: what the chat template is given as each message's `content` — `string` (the
     /// text), `openai` (a list of `{"type": "text", "text": …}` parts, for templates written
     /// for multimodal models) or `auto` (found by rendering a probe message both ways).
-    #[arg(long, value_name = "auto|string|openai", default_value = "auto", value_parser = ["auto", "string", "openai"])]
+    #[arg(long, env = "PAGODA_CHAT_TEMPLATE_CONTENT_FORMAT", value_name = "auto|string|openai", default_value = "auto", value_parser = ["auto", "string", "openai"])]
     pub chat_template_content_format: String,
 
     /// vLLM's: read the tokenizer, chat template and end-of-turn tokens from this Hugging Face

@@ -29,15 +29,15 @@ pub struct VllmCompatArgs {
     pub enable_force_include_usage: bool,
     /// vLLM's: log-probabilities name tokens `token_id:{id}` instead of by their text, unless a
     /// request's own `return_tokens_as_token_ids` says otherwise.
-    #[arg(long)]
+    #[arg(long, env = "PAGODA_RETURN_TOKENS_AS_TOKEN_IDS")]
     pub return_tokens_as_token_ids: bool,
     /// vLLM's: the role of the chat replies' messages when the prompt ends with the generation
     /// prompt (otherwise the last message's role).
-    #[arg(long, value_name = "ROLE", default_value = "assistant")]
+    #[arg(long, env = "PAGODA_RESPONSE_ROLE", value_name = "ROLE", default_value = "assistant")]
     pub response_role: String,
     /// vLLM's: a path prefix a proxy may leave on requests (`/prefix/v1/models`); requests are
     /// served with or without it.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, env = "PAGODA_ROOT_PATH", value_name = "PATH")]
     pub root_path: Option<String>,
     /// vLLM's CPU swap space in GiB; accepted: a preempted sequence is recomputed, never swapped.
     #[arg(long, value_name = "GIB")]
