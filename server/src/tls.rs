@@ -22,13 +22,28 @@ use tokio_rustls::TlsAcceptor;
 #[derive(Debug, Clone, Default, Args)]
 pub struct TlsArgs {
     /// The server's private key (PEM: PKCS#8, PKCS#1 or SEC1); with --ssl-certfile, serve HTTPS.
-    #[arg(long, env = "PAGODA_SSL_KEYFILE", value_name = "PATH", requires = "ssl_certfile")]
+    #[arg(
+        long,
+        env = "PAGODA_SSL_KEYFILE",
+        value_name = "PATH",
+        requires = "ssl_certfile"
+    )]
     pub ssl_keyfile: Option<PathBuf>,
     /// The server's certificate chain (PEM, leaf first); with --ssl-keyfile, serve HTTPS.
-    #[arg(long, env = "PAGODA_SSL_CERTFILE", value_name = "PATH", requires = "ssl_keyfile")]
+    #[arg(
+        long,
+        env = "PAGODA_SSL_CERTFILE",
+        value_name = "PATH",
+        requires = "ssl_keyfile"
+    )]
     pub ssl_certfile: Option<PathBuf>,
     /// CA certificates (PEM) that client certificates must be signed by (with --ssl-cert-reqs).
-    #[arg(long, env = "PAGODA_SSL_CA_CERTS", value_name = "PATH", requires = "ssl_certfile")]
+    #[arg(
+        long,
+        env = "PAGODA_SSL_CA_CERTS",
+        value_name = "PATH",
+        requires = "ssl_certfile"
+    )]
     pub ssl_ca_certs: Option<PathBuf>,
     /// Client certificates: 0 not asked for, 1 optional, 2 required (Python's ssl.CERT_*
     /// numbers, as vLLM takes them). 1 and 2 need --ssl-ca-certs.
@@ -39,7 +54,12 @@ pub struct TlsArgs {
     #[arg(long, env = "PAGODA_ENABLE_SSL_REFRESH", requires = "ssl_certfile")]
     pub enable_ssl_refresh: bool,
     /// With --enable-ssl-refresh: seconds between looks at the files.
-    #[arg(long, env = "PAGODA_SSL_REFRESH_INTERVAL", value_name = "SECONDS", default_value_t = 10.0)]
+    #[arg(
+        long,
+        env = "PAGODA_SSL_REFRESH_INTERVAL",
+        value_name = "SECONDS",
+        default_value_t = 10.0
+    )]
     pub ssl_refresh_interval: f64,
 }
 

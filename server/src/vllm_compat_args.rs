@@ -33,7 +33,12 @@ pub struct VllmCompatArgs {
     pub return_tokens_as_token_ids: bool,
     /// vLLM's: the role of the chat replies' messages when the prompt ends with the generation
     /// prompt (otherwise the last message's role).
-    #[arg(long, env = "PAGODA_RESPONSE_ROLE", value_name = "ROLE", default_value = "assistant")]
+    #[arg(
+        long,
+        env = "PAGODA_RESPONSE_ROLE",
+        value_name = "ROLE",
+        default_value = "assistant"
+    )]
     pub response_role: String,
     /// vLLM's: a path prefix a proxy may leave on requests (`/prefix/v1/models`); requests are
     /// served with or without it.
