@@ -13,6 +13,7 @@ use pagoda_text::template::{ChatTemplate, CHATML_TEMPLATE};
 
 use crate::args::ServerArgs;
 use crate::mock_text::{byte_tokenizer, mock_output_token_ids, BYTE_TOKENIZER_VOCAB_SIZE};
+use crate::prompt_side_setup::load_prompt_side;
 
 /// Context length the mock claims with the built-in tokenizer.
 pub const MOCK_CONTEXT_LEN: usize = 8192;
@@ -49,7 +50,7 @@ pub fn start_mock(
     let text_path = args.tokenizer.as_ref().or(args.engine.model.as_ref());
     let (prompt_side, model, root) = match text_path {
         Some(path) => {
-            let side = PromptSide::load(path)?;
+            let side = load_prompt_side(args, path)?;
             let eos = side.stop_token_ids.clone();
             let vocab_size = side.tokenizer.vocab_size();
             let model = ModelConfig::mock(vocab_size, eos, MOCK_CONTEXT_LEN);

@@ -112,5 +112,8 @@ fn a_tokenizer_larger_than_the_model_or_missing_stops_the_start() {
 
     let missing = Path::new("/nonexistent/tokenizer");
     let said = start_failure(&["--mock", "--tokenizer", missing.to_str().unwrap()]);
-    assert!(said.contains("/nonexistent/tokenizer"), "{said}");
+    assert!(
+        said.contains("--tokenizer /nonexistent/tokenizer"),
+        "{said}"
+    );
 }

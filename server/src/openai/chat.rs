@@ -135,8 +135,12 @@ pub async fn start_chat(
 /// The replies' role, as vLLM chooses it: `--response-role` after a generation prompt, else the
 /// role of the last message (the one the output continues).
 fn response_role(state: &SharedState, request: &ChatCompletionRequest) -> String {
-    let ends_with_generation_prompt = request.add_generation_prompt.unwrap_or(true)
-        && request.continue_final_message != Some(true);
+    // A contradicting pair is refused when the prompt is rendered; the role does not matter then.
+    let ends_with_generation_prompt = prompt_ending(
+        request.add_generation_prompt,
+        request.continue_final_message,
+    )
+    .map_or(true, |(add_generation_prompt, _)| add_generation_prompt);
     match request.messages.last() {
         Some(last) if !ends_with_generation_prompt => last.role.clone(),
         _ => state.response_role.clone(),
