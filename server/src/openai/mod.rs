@@ -27,6 +27,7 @@ pub mod template_variables;
 pub mod tokenize;
 pub mod tool_output;
 pub mod tools;
+pub mod unsupported_fields;
 pub mod usage;
 
 use crate::state::AppState;

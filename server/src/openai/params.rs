@@ -95,6 +95,7 @@ impl GenerationParams {
         logprobs: Option<usize>,
         defaults: &ParamDefaults,
     ) -> Result<Self, ApiError> {
+        fields.unsupported.check()?;
         let sampling = sampling_params(fields, logprobs, &defaults.sampling)?;
         let stop = stop_conditions(fields, defaults)?;
         let stop_strings = stop_strings(fields)?;

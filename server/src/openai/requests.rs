@@ -5,6 +5,8 @@ use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::openai::unsupported_fields::UnsupportedFields;
+
 /// `stop`: one string or a list of them.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
@@ -71,6 +73,9 @@ pub struct CommonFields {
     pub return_token_ids: Option<bool>,
     /// vLLM's: log-probabilities name tokens as `token_id:{id}` instead of their text.
     pub return_tokens_as_token_ids: Option<bool>,
+    /// vLLM's fields this server refuses (see `unsupported_fields`).
+    #[serde(flatten)]
+    pub unsupported: UnsupportedFields,
 }
 
 /// `POST /v1/chat/completions`.
