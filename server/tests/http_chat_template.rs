@@ -2,6 +2,8 @@
 //! tokenizer: one token per byte, so `/tokenize` then `/detokenize` gives the rendered prompt
 //! back): a Jinja file or an inline template replaces the model's, and one that does not compile
 //! stops the server at start with the reason.
+//! Also what else shapes the prompt: `--chat-template-content-format`, `reasoning_effort` and
+//! `documents`, `truncate_prompt_tokens`.
 
 mod common;
 
@@ -165,4 +167,48 @@ async fn reasoning_effort_and_documents_reach_the_template() {
     .await;
     assert_eq!(bad.status.as_u16(), 400);
     assert_eq!(bad.json()["error"]["param"], "reasoning_effort");
+}
+
+/// vLLM's `truncate_prompt_tokens`: only the prompt's last tokens are read (and counted, and
+/// echoed); 0, below -1, or more than the model's length is a 400 naming the field.
+#[tokio::test]
+async fn truncate_prompt_tokens_keeps_the_prompt_s_last_tokens() {
+    let server = ServerProcess::start(&["--mock"]);
+    let http = client();
+    let completion = |extra: Value| {
+        let (http, url) = (http.clone(), server.url("/v1/completions"));
+        async move {
+            let mut body = json!({"model": "mock", "prompt": "abcdefghij", "max_tokens": 2});
+            for (key, value) in extra.as_object().expect("an object") {
+                body[key] = value.clone();
+            }
+            post_json(&http, &url, &body).await
+        }
+    };
+    let whole = completion(json!({})).await.json();
+    let truncated = completion(json!({"truncate_prompt_tokens": 4, "echo": true})).await;
+    let body = truncated.json();
+    assert_eq!(truncated.status.as_u16(), 200, "{body}");
+    assert_eq!(body["usage"]["prompt_tokens"], 4, "{body}");
+    assert!(
+        whole["usage"]["prompt_tokens"].as_u64() > Some(4),
+        "{whole}"
+    );
+    // The byte tokenizer reads one token per byte: the echo is the prompt's last four letters.
+    let text = body["choices"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("ghij"), "{body}");
+    let chat = post_json(
+        &http,
+        &server.url("/v1/chat/completions"),
+        &json!({"model": "mock", "max_tokens": 2, "truncate_prompt_tokens": 3,
+                "messages": [{"role": "user", "content": "a long enough question"}]}),
+    )
+    .await
+    .json();
+    assert_eq!(chat["usage"]["prompt_tokens"], 3, "{chat}");
+    for bad in [json!(0), json!(-2), json!(1_000_000)] {
+        let reply = completion(json!({"truncate_prompt_tokens": bad})).await;
+        assert_eq!(reply.status.as_u16(), 400, "{bad}");
+        assert_eq!(reply.json()["error"]["param"], "truncate_prompt_tokens");
+    }
 }

@@ -106,6 +106,7 @@ pub async fn start_chat(
     let echo = echoed_text(&request)?;
     let role = response_role(state, &request);
     let prompt = chat_prompt_ids(state, request, tools.as_ref()).await?;
+    let prompt = params.truncated_prompt(prompt, state.engine.info().max_model_len)?;
     let num_prompt_tokens = prompt.len();
     let request = state
         .validate_prompt(prompt, &params)

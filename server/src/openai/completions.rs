@@ -59,8 +59,13 @@ pub async fn completions(
             .metrics
             .record_structured_request(requested.spec.kind());
     }
-    let prompt_texts = prompt_texts(&request.prompt);
+    let mut prompt_texts = prompt_texts(&request.prompt);
     let prompts = prompt_ids(&state, request.prompt).await?;
+    let prompts = truncated(&params, prompts, state.engine.info().max_model_len)?;
+    if params.truncation.is_some() {
+        // The echo shows what the model read: the kept tokens, decoded.
+        prompt_texts = None;
+    }
     let echoes: Vec<Option<Arc<EchoPrompt>>> = match params.echo {
         Some(_) => echo_prompts(&state, &prompts, prompt_texts).await?,
         None => vec![None; prompts.len()],
@@ -94,6 +99,18 @@ pub async fn completions(
     let totals = UsageTotals::new(num_prompt_tokens_each, params.n);
     let trace = state.request_trace(&request_id.0, received, params.stream);
     respond::respond(runs, CompletionFormat(meta), totals, &params, &state, trace).await
+}
+
+/// Every prompt as the model reads it (`truncate_prompt_tokens`).
+fn truncated(
+    params: &GenerationParams,
+    prompts: Vec<Vec<u32>>,
+    max_model_len: usize,
+) -> Result<Vec<Vec<u32>>, ApiError> {
+    prompts
+        .into_iter()
+        .map(|prompt| params.truncated_prompt(prompt, max_model_len))
+        .collect()
 }
 
 fn reject_unsupported(request: &CompletionRequest) -> Result<(), ApiError> {

@@ -19,6 +19,7 @@ pub mod output_spec;
 pub mod params;
 pub mod path_param;
 pub mod prompt_side;
+pub mod prompt_truncation;
 pub mod requests;
 pub mod respond;
 pub mod responses;

@@ -12,6 +12,7 @@ use pagoda_engine::{
 
 use crate::openai::error::ApiError;
 use crate::openai::logit_bias::parse_logit_bias;
+use crate::openai::prompt_truncation::PromptTruncation;
 use crate::openai::requests::CommonFields;
 
 /// The most choices one request may ask for.
@@ -53,6 +54,8 @@ pub struct GenerationParams {
     pub return_token_ids: bool,
     /// vLLM's `return_tokens_as_token_ids`: log-probabilities name tokens `token_id:{id}`.
     pub tokens_as_ids: bool,
+    /// vLLM's `truncate_prompt_tokens`: how much of the prompt the model reads.
+    pub truncation: Option<PromptTruncation>,
 }
 
 /// What `echo` writes.
@@ -88,6 +91,18 @@ pub struct ParamDefaults {
 }
 
 impl GenerationParams {
+    /// The prompt as the model reads it (`truncate_prompt_tokens`).
+    pub fn truncated_prompt(
+        &self,
+        prompt: Vec<u32>,
+        max_model_len: usize,
+    ) -> Result<Vec<u32>, ApiError> {
+        match self.truncation {
+            Some(truncation) => truncation.apply(prompt, max_model_len),
+            None => Ok(prompt),
+        }
+    }
+
     /// Checks and converts the shared fields. `logprobs` is the number of alternatives asked for
     /// (`Some(0)`: only the chosen token's log-probability).
     pub fn from_common(
@@ -146,6 +161,7 @@ impl GenerationParams {
             constraint: None,
             lora: None,
             prompt_logprobs: prompt_logprobs(fields, stream)?,
+            truncation: PromptTruncation::parse(fields.truncate_prompt_tokens)?,
             echo: None,
             return_token_ids: fields.return_token_ids.unwrap_or(false),
             tokens_as_ids: fields

@@ -73,6 +73,8 @@ pub struct CommonFields {
     pub return_token_ids: Option<bool>,
     /// vLLM's: log-probabilities name tokens as `token_id:{id}` instead of their text.
     pub return_tokens_as_token_ids: Option<bool>,
+    /// vLLM's: keep only the prompt's last N tokens (-1: the model's length).
+    pub truncate_prompt_tokens: Option<i64>,
     /// vLLM's fields this server refuses (see `unsupported_fields`).
     #[serde(flatten)]
     pub unsupported: UnsupportedFields,
