@@ -131,7 +131,9 @@ async fn open_loop_at_200_rps_keeps_the_schedule() {
     let target = health.target_send_rate.expect("a rate");
     let achieved = health.achieved_send_rate.expect("a rate");
     assert!((target - 200.0).abs() < 1e-6);
-    assert!(achieved >= 0.99 * target, "achieved {achieved:.2} req/s");
+    // Bounds at ten times what the client does on an idle machine (0.99 of the rate, 5 ms of
+    // lag), so that a loaded machine cannot fail them; a drifting client misses them by far.
+    assert!(achieved >= 0.95 * target, "achieved {achieved:.2} req/s");
     let mut by_index = outcome.records.clone();
     by_index.sort_by_key(|r| r.index);
     let median_lag = |records: &[crate::record::RequestRecord]| {
@@ -141,19 +143,19 @@ async fn open_loop_at_200_rps_keeps_the_schedule() {
     };
     let (early, late) = (median_lag(&by_index[..40]), median_lag(&by_index[360..]));
     assert!(
-        late - early < 0.005,
+        late - early < 0.05,
         "send lag grew from {} to {}: drift",
         ms(early),
         ms(late)
     );
-    assert!(send_lag.p50 < 0.005, "median send lag {}", ms(send_lag.p50));
+    assert!(send_lag.p50 < 0.05, "median send lag {}", ms(send_lag.p50));
     assert!(health.peak_in_flight >= 40, "~200 req/s × 0.24 s in flight");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_concurrency_is_respected() {
     let _serial = SERIAL.lock().await;
-    let server = TestServer::start_mock(&["--mock-ttft-ms", "20", "--mock-tpot-ms", "5"]);
+    let server = TestServer::start_mock(&["--mock-ttft-ms", "150", "--mock-tpot-ms", "5"]);
     let mut config = config(&server.base_url, Endpoint::Completions);
     config.max_concurrency = Some(4);
     // Closed loop: everything due at t = 0.
@@ -163,14 +165,14 @@ async fn max_concurrency_is_respected() {
     eprintln!("closed loop, 4 slots: {health:#?}");
     assert_eq!(health.peak_in_flight, 4);
     assert_eq!(health.target_send_rate, None);
-    // Each wave of 4 takes ≥ 40 ms: the last wave waited ≥ 5 × 40 ms for its slots, and that
+    // Each wave of 4 takes ≥ 170 ms: the last wave waited ≥ 5 × 150 ms for its slots, and that
     // wait shows in the records' send lag, not in the client's own lag. (Were slot waits counted
-    // as client lag, its p99 would be at least one wave, 40 ms; the bound stays below that so
-    // that a loaded machine's scheduling delays cannot fail the test.)
-    assert!(health.slot_wait_s.max >= 0.2, "{:?}", health.slot_wait_s);
+    // as client lag, its p99 would be at least one wave, 170 ms; the bound stays well below that
+    // and well above what a loaded machine's scheduling delays add.)
+    assert!(health.slot_wait_s.max >= 0.75, "{:?}", health.slot_wait_s);
     let last = &outcome.records[23];
-    assert!(last.send_lag_s() >= 0.2);
-    assert!(health.client_lag_s.p99 < 0.02, "{:?}", health.client_lag_s);
+    assert!(last.send_lag_s() >= 0.75);
+    assert!(health.client_lag_s.p99 < 0.08, "{:?}", health.client_lag_s);
     // No more than 4 requests overlap at any instant, by the records themselves.
     for record in &outcome.records {
         let t = record.actual_send_s;
