@@ -57,7 +57,10 @@ pub use events::{
 pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};
 pub use lora::{LoraAdapter, LoraId};
 pub use mock::{start_mock_engine, MockConfig, MockOutputLen, MockStall};
-pub use request::{EngineRequest, RequestId, SamplingParams, StopConditions};
+pub use request::{
+    EngineRequest, RequestId, SamplingParams, StopConditions, MAX_BAD_WORDS_TOTAL_TOKENS,
+    MAX_NUM_BAD_WORDS,
+};
 pub use start::start_engine;
 #[cfg(feature = "testing")]
 pub use start::{start_engine_with_executor, start_engine_with_model};

@@ -22,6 +22,10 @@ impl std::fmt::Display for RequestId {
 pub const DEFAULT_MAX_LOGPROBS: usize = 20;
 /// The largest `logit_bias` magnitude (OpenAI's).
 pub const MAX_LOGIT_BIAS: f32 = 100.0;
+/// The most token sequences `bad_words` may ban, and their most tokens in all (vLLM's
+/// `VLLM_MAX_NUM_BAD_WORDS` and `VLLM_MAX_BAD_WORDS_TOTAL_TOKENS` defaults).
+pub const MAX_NUM_BAD_WORDS: usize = 128;
+pub const MAX_BAD_WORDS_TOTAL_TOKENS: usize = 1024;
 
 /// How the next token is chosen. `temperature == 0` means greedy.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +50,11 @@ pub struct SamplingParams {
     /// Added to a token's logit before anything else (OpenAI's `logit_bias`: each in
     /// [-100, 100]; -100 in effect bans the token, 100 in effect forces it).
     pub logit_bias: Vec<(u32, f32)>,
+    /// vLLM's `allowed_token_ids`: only these tokens may be drawn (`None`: any).
+    pub allowed_token_ids: Option<Vec<u32>>,
+    /// vLLM's `bad_words`, as token sequences: the last token of each is banned whenever the
+    /// output ends with the others (a one-token sequence is always banned).
+    pub bad_words: Vec<Vec<u32>>,
 }
 
 impl Default for SamplingParams {
@@ -61,6 +70,8 @@ impl Default for SamplingParams {
             seed: None,
             logprobs: None,
             logit_bias: Vec::new(),
+            allowed_token_ids: None,
+            bad_words: Vec::new(),
         }
     }
 }
@@ -126,6 +137,37 @@ impl SamplingParams {
                 "logit_bias",
                 format!("the bias of token {token_id} must be in [-100, 100], got {bias}"),
             ));
+        }
+        if self.allowed_token_ids.as_ref().is_some_and(Vec::is_empty) {
+            return Err(invalid(
+                "allowed_token_ids",
+                "must name at least one token when given".into(),
+            ));
+        }
+        self.validate_bad_words()
+    }
+
+    fn validate_bad_words(&self) -> Result<(), EngineError> {
+        let invalid = |message: String| EngineError::InvalidRequest {
+            field: "bad_words",
+            message,
+        };
+        if self.bad_words.iter().any(Vec::is_empty) {
+            return Err(invalid(
+                "every bad word must have at least one token".into(),
+            ));
+        }
+        if self.bad_words.len() > MAX_NUM_BAD_WORDS {
+            return Err(invalid(format!(
+                "at most {MAX_NUM_BAD_WORDS} token sequences may be banned, got {}",
+                self.bad_words.len()
+            )));
+        }
+        let num_tokens: usize = self.bad_words.iter().map(Vec::len).sum();
+        if num_tokens > MAX_BAD_WORDS_TOTAL_TOKENS {
+            return Err(invalid(format!(
+                "at most {MAX_BAD_WORDS_TOTAL_TOKENS} tokens may be banned in all, got {num_tokens}"
+            )));
         }
         Ok(())
     }

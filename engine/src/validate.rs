@@ -113,6 +113,7 @@ impl RequestLimits {
             ));
         }
         request.sampling.validate()?;
+        self.check_restricted_ids(request)?;
         let max_logprobs = self.max_logprobs;
         for (field, asked) in [
             ("top_logprobs", request.sampling.logprobs),
@@ -152,6 +153,31 @@ impl RequestLimits {
             ));
         }
         Ok(max_output)
+    }
+
+    /// `allowed_token_ids` and `bad_words` name tokens of the vocabulary.
+    fn check_restricted_ids(&self, request: &EngineRequest) -> Result<(), EngineError> {
+        let sampling = &request.sampling;
+        let allowed = sampling.allowed_token_ids.iter().flatten();
+        let banned = sampling.bad_words.iter().flatten();
+        for (field, mut ids) in [
+            (
+                "allowed_token_ids",
+                Box::new(allowed) as Box<dyn Iterator<Item = &u32>>,
+            ),
+            ("bad_words", Box::new(banned)),
+        ] {
+            if let Some(&bad) = ids.find(|&&id| id as usize >= self.vocab_size) {
+                return Err(EngineError::InvalidRequest {
+                    field,
+                    message: format!(
+                        "token id {bad} is outside the vocabulary (size {})",
+                        self.vocab_size
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn check_length(
@@ -271,6 +297,46 @@ mod tests {
         }
         let mut fine = request(vec![1], Some(1));
         fine.sampling.logit_bias = vec![(0, -100.0), (99, 100.0)];
+        assert!(LIMITS.validate(fine).is_ok());
+    }
+
+    #[test]
+    fn restricted_and_banned_tokens_are_checked() {
+        let field_of = |r: EngineRequest| match LIMITS.validate(r) {
+            Err(EngineError::InvalidRequest { field, .. }) => field,
+            other => panic!("expected invalid request, got {other:?}"),
+        };
+        let with = |edit: &dyn Fn(&mut SamplingParams)| {
+            let mut r = request(vec![1], Some(1));
+            edit(&mut r.sampling);
+            r
+        };
+        assert_eq!(
+            field_of(with(&|s| s.allowed_token_ids = Some(vec![]))),
+            "allowed_token_ids"
+        );
+        assert_eq!(
+            field_of(with(&|s| s.allowed_token_ids = Some(vec![3, 100]))),
+            "allowed_token_ids"
+        );
+        assert_eq!(field_of(with(&|s| s.bad_words = vec![vec![]])), "bad_words");
+        assert_eq!(
+            field_of(with(&|s| s.bad_words = vec![vec![5], vec![6, 100]])),
+            "bad_words"
+        );
+        assert_eq!(
+            field_of(with(&|s| s.bad_words = vec![vec![1]; 129])),
+            "bad_words"
+        );
+        assert_eq!(
+            field_of(with(&|s| s.bad_words = vec![vec![1; 16]; 65])),
+            "bad_words",
+            "1,040 tokens in all"
+        );
+        let fine = with(&|s| {
+            s.allowed_token_ids = Some(vec![0, 99, 99]);
+            s.bad_words = vec![vec![1]; 128];
+        });
         assert!(LIMITS.validate(fine).is_ok());
     }
 

@@ -2,7 +2,8 @@
 //! a seed, logprobs, stop strings, the model list, and errors surfacing as the SDK's exception
 //! types (`tests/python/test_openai_sdk.py`); lm-eval-harness's log-likelihood requests and
 //! vLLM's `prompt_logprobs` (`tests/python/test_loglikelihood_sdk.py`); vLLM's `return_token_ids`
-//! (`tests/python/test_token_ids_sdk.py`); the Responses API (`tests/python/test_responses_sdk.py`);
+//! (`tests/python/test_token_ids_sdk.py`); vLLM's `allowed_token_ids` and `bad_words`
+//! (`tests/python/test_vocabulary_restrictions_sdk.py`); the Responses API (`tests/python/test_responses_sdk.py`);
 //! structured outputs and tool calls
 //! (`tests/python/test_structured_outputs_sdk.py`); LoRA adapters made by
 //! `scripts/make-lora-adapter.py`, selected by `model` (`tests/python/test_lora_sdk.py`).
@@ -124,6 +125,11 @@ fn the_openai_python_sdk_drives_the_server() {
     // vLLM's `return_token_ids` and `return_tokens_as_token_ids` (token-in, token-out loops).
     run_python_tests(
         "test_token_ids_sdk.py",
+        &[("PAGODA_BASE_URL", server.url("/v1"))],
+    );
+    // vLLM's `allowed_token_ids` and `bad_words`.
+    run_python_tests(
+        "test_vocabulary_restrictions_sdk.py",
         &[("PAGODA_BASE_URL", server.url("/v1"))],
     );
     // OpenAI's Responses API: text, streamed events, parse, function calls continued through

@@ -11,6 +11,7 @@
 //! - `sampler`: the per-row pipeline (its order: `SequenceSampler`) and the per-thread scratch
 //!   buffers.
 //! - `penalties`: banned ids, repetition, presence and frequency penalties.
+//! - `restrictions`: `allowed_token_ids` and `bad_words`.
 //! - `filters`: top-k (on the logits), softmax weights, top-p, min-p and the draw.
 //! - `prune`: exact pruning of the candidates before top-k's and top-p's selections.
 //! - `device`: rows sampled where the logits are, on a GPU (plain temperature / top-k / top-p /
@@ -25,6 +26,7 @@ mod filters;
 pub mod logprobs;
 mod penalties;
 mod prune;
+mod restrictions;
 mod sampler;
 mod staging;
 mod state;

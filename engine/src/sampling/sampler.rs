@@ -16,6 +16,7 @@ use super::logprobs::{log_softmax_into, top_n};
 use super::penalties::{
     apply_presence_frequency_penalties, apply_repetition_penalty, ban_tokens, TokenCounter,
 };
+use super::restrictions::{ban_bad_words, AllowedTokens};
 use crate::constraint::{ConstraintError, TokenMask};
 use crate::error::{EngineError, Result};
 use crate::request::SamplingParams;
@@ -72,7 +73,7 @@ pub struct SamplerScratch {
 
 /// Turns one row of logits per step into one token for one sequence.
 ///
-/// Steps: grammar mask → logit bias → banned ids → repetition penalty → presence/frequency penalties → greedy
+/// Steps: grammar mask → allowed token ids → logit bias → banned ids → bad words → repetition penalty → presence/frequency penalties → greedy
 /// argmax, or top-k (on the logits) → temperature softmax → top-p → min-p → draw. Top-k keeps the
 /// same tokens before or after temperature; min-p comes last here, where vLLM applies it before
 /// top-k and top-p. The draw takes one uniform number from the sequence's RNG per step and walks
@@ -82,6 +83,8 @@ pub struct SamplerScratch {
 #[derive(Debug)]
 pub struct SequenceSampler {
     params: SamplingParams,
+    /// `params.allowed_token_ids`, sorted.
+    allowed: Option<AllowedTokens>,
     rng: ChaCha8Rng,
 }
 
@@ -91,6 +94,7 @@ impl SequenceSampler {
     pub fn new(params: &SamplingParams, fallback_seed: u64) -> Self {
         Self {
             params: params.clone(),
+            allowed: params.allowed_token_ids.as_deref().map(AllowedTokens::new),
             rng: ChaCha8Rng::seed_from_u64(params.seed.unwrap_or(fallback_seed)),
         }
     }
@@ -119,9 +123,10 @@ impl SequenceSampler {
             Some(token_id) => token_id,
             None => {
                 tracing::debug!("no token left after banning and penalties; using raw argmax");
-                let best = match ctx.allowed {
-                    Some(mask) => mask.best_allowed(logits),
-                    None => argmax(logits).map(|index| index as u32),
+                let best = match (ctx.allowed, &self.allowed) {
+                    (Some(mask), _) => mask.best_allowed(logits),
+                    (None, Some(allowed)) => allowed.best_of(logits),
+                    (None, None) => argmax(logits).map(|index| index as u32),
                 };
                 best.unwrap_or(0)
             }
@@ -142,6 +147,9 @@ impl SequenceSampler {
         if let Some(mask) = ctx.allowed {
             mask.apply_to(logits);
         }
+        if let Some(allowed) = &self.allowed {
+            allowed.keep_only(logits);
+        }
         let params = &self.params;
         for &(token_id, bias) in &params.logit_bias {
             if let Some(logit) = logits.get_mut(token_id as usize) {
@@ -149,6 +157,7 @@ impl SequenceSampler {
             }
         }
         ban_tokens(logits, ctx.banned_token_ids);
+        ban_bad_words(logits, &params.bad_words, ctx.output_tokens);
         if params.repetition_penalty != 1.0 {
             apply_repetition_penalty(
                 logits,

@@ -75,7 +75,7 @@ impl SequenceSamplingState {
     }
 
     /// The filters of a plain random row (a temperature, with top-k / top-p / min-p, and nothing
-    /// else: no ban, bias, penalty, grammar or log-probabilities): such rows can be sampled where
+    /// else: no ban, bias, restriction, penalty, grammar or log-probabilities): such rows can be sampled where
     /// the logits are. `None` for every other row.
     pub fn device_filters(&self) -> Option<RowFilters> {
         let params = self.params();
@@ -93,6 +93,8 @@ impl SequenceSamplingState {
         self.constraint.is_none()
             && params.logprobs.is_none()
             && params.logit_bias.is_empty()
+            && params.allowed_token_ids.is_none()
+            && params.bad_words.is_empty()
             && params.repetition_penalty == 1.0
             && params.presence_penalty == 0.0
             && params.frequency_penalty == 0.0

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::chat_prompt::{prompt_ending, Conversation};
 use crate::middleware::RequestIdValue;
+use crate::openai::bad_words::bad_words_token_ids;
 use crate::openai::chat_format::ChatFormat;
 use crate::openai::choice::ChoiceRun;
 use crate::openai::constrain::{compile_requested, TOOL_CALL_KIND};
@@ -85,6 +86,8 @@ pub async fn start_chat(
     };
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
     params.lora = lora;
+    params.sampling.bad_words =
+        bad_words_token_ids(&state.tokenizer, request.fields.bad_words.as_deref())?;
     let tools = parse_tools(
         request.tools.as_ref(),
         request.tool_choice.as_ref(),

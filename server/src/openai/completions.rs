@@ -8,6 +8,7 @@ use axum::response::Response;
 use axum::Extension;
 
 use crate::middleware::RequestIdValue;
+use crate::openai::bad_words::bad_words_token_ids;
 use crate::openai::completion_format::CompletionFormat;
 use crate::openai::constrain::compile_requested;
 use crate::openai::error::ApiError;
@@ -49,6 +50,8 @@ pub async fn completions(
     };
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
     params.lora = lora;
+    params.sampling.bad_words =
+        bad_words_token_ids(&state.tokenizer, request.fields.bad_words.as_deref())?;
     if request.echo == Some(true) {
         params.set_echo();
     }

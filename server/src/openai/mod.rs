@@ -1,6 +1,7 @@
 //! The OpenAI-compatible API: request parsing and checks, choices, response shapes, streaming.
 
 pub mod admission;
+pub mod bad_words;
 pub mod chat;
 pub mod chat_format;
 pub mod choice;

@@ -240,6 +240,9 @@ fn sampling_params(
         seed,
         logprobs,
         logit_bias: parse_logit_bias(fields.logit_bias.as_ref())?,
+        allowed_token_ids: fields.allowed_token_ids.clone(),
+        // Words need the tokenizer: `bad_words::bad_words_token_ids` fills them in.
+        bad_words: Vec::new(),
     };
     let unset = UnsetSampling {
         temperature: fields.temperature.is_none(),

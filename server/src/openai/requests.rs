@@ -60,6 +60,10 @@ pub struct CommonFields {
     pub user: Option<String>,
     pub cache_salt: Option<String>,
     pub logit_bias: Option<Value>,
+    /// vLLM's: only these tokens may be sampled.
+    pub allowed_token_ids: Option<Vec<u32>>,
+    /// vLLM's: words the output never contains (see `bad_words`).
+    pub bad_words: Option<Vec<String>>,
     /// vLLM's structured outputs (`json`, `regex`, `choice`, `grammar`, `json_object`).
     pub structured_outputs: Option<Value>,
     /// vLLM's older spellings of `structured_outputs`.

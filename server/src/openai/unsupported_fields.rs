@@ -1,6 +1,6 @@
 //! vLLM request fields this server does not implement. A client that sends one expects what it
-//! asks for (beam search, banned words, a restricted vocabulary, a priority), so each is refused
-//! with a 400 naming it instead of being silently ignored; their "off" values pass.
+//! asks for (beam search, a prompt as embeddings, a priority), so each is refused with a 400
+//! naming it instead of being silently ignored; their "off" values pass.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -11,8 +11,6 @@ use crate::openai::error::ApiError;
 pub struct UnsupportedFields {
     pub use_beam_search: Option<bool>,
     pub prompt_embeds: Option<Value>,
-    pub bad_words: Option<Value>,
-    pub allowed_token_ids: Option<Value>,
     pub priority: Option<i64>,
 }
 
@@ -26,26 +24,11 @@ impl UnsupportedFields {
         if self.use_beam_search == Some(true) {
             return Err(ApiError::unsupported("use_beam_search", "beam search"));
         }
-        for (field, value, what) in [
-            (
+        if is_set(&self.prompt_embeds) {
+            return Err(ApiError::unsupported(
                 "prompt_embeds",
-                &self.prompt_embeds,
                 "a prompt given as embeddings",
-            ),
-            (
-                "bad_words",
-                &self.bad_words,
-                "banning words (use `logit_bias` for tokens)",
-            ),
-            (
-                "allowed_token_ids",
-                &self.allowed_token_ids,
-                "restricting the vocabulary (use `logit_bias` or `structured_outputs`)",
-            ),
-        ] {
-            if is_set(value) {
-                return Err(ApiError::unsupported(field, what));
-            }
+            ));
         }
         match self.priority {
             None | Some(0) => Ok(()),
@@ -73,16 +56,13 @@ mod tests {
     fn what_is_asked_for_is_refused_and_off_values_pass() {
         for off in [
             json!({}),
-            json!({"use_beam_search": false, "bad_words": [], "allowed_token_ids": null,
-                   "prompt_embeds": null, "priority": 0}),
+            json!({"use_beam_search": false, "prompt_embeds": null, "priority": 0}),
         ] {
             assert!(check(off.clone()).is_ok(), "{off}");
         }
         for (body, field) in [
             (json!({"use_beam_search": true}), "use_beam_search"),
             (json!({"prompt_embeds": "AAAA"}), "prompt_embeds"),
-            (json!({"bad_words": ["no"]}), "bad_words"),
-            (json!({"allowed_token_ids": [1, 2]}), "allowed_token_ids"),
             (json!({"priority": -1}), "priority"),
         ] {
             let error = check(body.clone()).expect_err("refused");

@@ -170,6 +170,7 @@ pub fn corpus(vocab_size: u32) -> Vec<Case> {
     cases.extend(prompts::prompt_cases(vocab_size));
     cases.extend(front_door::media_type_cases());
     cases.extend(front_door::logit_bias_cases(vocab_size));
+    cases.extend(front_door::restriction_cases(vocab_size));
     cases.extend(front_door::role_cases());
     cases.extend(structured::structured_output_cases());
     cases.extend(structured::unsupported_vllm_field_cases());

@@ -194,6 +194,29 @@ fn logit_bias_maps_token_ids_to_biases() {
 }
 
 #[test]
+fn allowed_token_ids_reach_the_engine_and_are_checked_there() {
+    let allowed = |ids: Vec<u32>| {
+        params(CommonFields {
+            allowed_token_ids: Some(ids),
+            ..Default::default()
+        })
+    };
+    let given = allowed(vec![5, 2]).expect("valid");
+    assert_eq!(given.sampling.allowed_token_ids, Some(vec![5, 2]));
+    for bad in [vec![], vec![1, u32::MAX]] {
+        let error = allowed(bad).expect_err("refused");
+        assert_eq!(error.param.as_deref(), Some("allowed_token_ids"));
+    }
+    assert_eq!(
+        params(CommonFields::default())
+            .expect("valid")
+            .sampling
+            .allowed_token_ids,
+        None
+    );
+}
+
+#[test]
 fn negative_seeds_are_seeds() {
     let params = |seed| {
         let fields = CommonFields {

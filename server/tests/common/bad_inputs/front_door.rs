@@ -1,5 +1,6 @@
 //! The bad inputs of the hardened front door: bodies a browser could send without a CORS
-//! preflight (415), bytes after the JSON (400), mistyped or out-of-range `logit_bias` (400) and
+//! preflight (415), bytes after the JSON (400), mistyped or out-of-range `logit_bias`,
+//! `allowed_token_ids` and `bad_words` (400) and
 //! roles outside OpenAI's set (400 naming `messages[i].role`).
 
 use serde_json::json;
@@ -102,6 +103,52 @@ pub fn logit_bias_cases(vocab_size: u32) -> Vec<Case> {
             "logit_bias id beyond the vocabulary (completions)",
             json!({"logit_bias": out_of_vocab}),
             "logit_bias",
+        ),
+    ]
+}
+
+/// vLLM's vocabulary restrictions given wrongly.
+pub fn restriction_cases(vocab_size: u32) -> Vec<Case> {
+    vec![
+        Case::completion(
+            "allowed_token_ids a string",
+            json!({"allowed_token_ids": "1,2"}),
+            "allowed_token_ids",
+        ),
+        Case::chat(
+            "allowed_token_ids negative",
+            json!({"allowed_token_ids": [-1]}),
+            "allowed_token_ids[0]",
+        ),
+        Case::chat(
+            "allowed_token_ids empty",
+            json!({"allowed_token_ids": []}),
+            "allowed_token_ids",
+        ),
+        Case::completion(
+            "allowed_token_ids beyond the vocabulary",
+            json!({"allowed_token_ids": [1, vocab_size]}),
+            "allowed_token_ids",
+        ),
+        Case::chat(
+            "bad_words a string",
+            json!({"bad_words": "no"}),
+            "bad_words",
+        ),
+        Case::completion(
+            "bad_words holding numbers",
+            json!({"bad_words": [1, 2]}),
+            "bad_words[0]",
+        ),
+        Case::chat(
+            "bad_words holding an empty string",
+            json!({"bad_words": ["no", ""]}),
+            "bad_words",
+        ),
+        Case::completion(
+            "bad_words of blanks only",
+            json!({"bad_words": ["  "]}),
+            "bad_words",
         ),
     ]
 }

@@ -77,12 +77,6 @@ pub fn unsupported_vllm_field_cases() -> Vec<Case> {
             json!({"use_beam_search": true}),
             "use_beam_search",
         ),
-        Case::chat("banned words", json!({"bad_words": ["no"]}), "bad_words"),
-        Case::completion(
-            "a restricted vocabulary",
-            json!({"allowed_token_ids": [1, 2]}),
-            "allowed_token_ids",
-        ),
         Case::chat("a scheduling priority", json!({"priority": 5}), "priority"),
         Case::completion(
             "a prompt as embeddings",
