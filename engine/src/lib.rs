@@ -59,7 +59,7 @@ pub use lora::{LoraAdapter, LoraId};
 pub use mock::{start_mock_engine, MockConfig, MockOutputLen, MockStall};
 pub use request::{
     EngineRequest, RequestId, SamplingParams, StopConditions, MAX_BAD_WORDS_TOTAL_TOKENS,
-    MAX_NUM_BAD_WORDS,
+    MAX_LOGPROB_TOKEN_IDS, MAX_NUM_BAD_WORDS,
 };
 pub use start::start_engine;
 #[cfg(feature = "testing")]

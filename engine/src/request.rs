@@ -26,6 +26,8 @@ pub const MAX_LOGIT_BIAS: f32 = 100.0;
 /// `VLLM_MAX_NUM_BAD_WORDS` and `VLLM_MAX_BAD_WORDS_TOTAL_TOKENS` defaults).
 pub const MAX_NUM_BAD_WORDS: usize = 128;
 pub const MAX_BAD_WORDS_TOTAL_TOKENS: usize = 1024;
+/// The most tokens `logprob_token_ids` may name (vLLM's `MAX_LOGPROB_TOKEN_IDS`).
+pub const MAX_LOGPROB_TOKEN_IDS: usize = 128;
 
 /// How the next token is chosen. `temperature == 0` means greedy.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +49,9 @@ pub struct SamplingParams {
     pub seed: Option<u64>,
     /// Return the log-probability of each sampled token, plus this many alternatives.
     pub logprobs: Option<usize>,
+    /// vLLM's `logprob_token_ids` (with `logprobs`): the alternatives returned are the sampled
+    /// token and these, in this order, instead of the most likely ones (label scoring).
+    pub logprob_token_ids: Option<Vec<u32>>,
     /// Added to a token's logit before anything else (OpenAI's `logit_bias`: each in
     /// [-100, 100]; -100 in effect bans the token, 100 in effect forces it).
     pub logit_bias: Vec<(u32, f32)>,
@@ -70,6 +75,7 @@ impl Default for SamplingParams {
             seed: None,
             logprobs: None,
             logit_bias: Vec::new(),
+            logprob_token_ids: None,
             allowed_token_ids: None,
             bad_words: Vec::new(),
         }
@@ -144,7 +150,28 @@ impl SamplingParams {
                 "must name at least one token when given".into(),
             ));
         }
+        self.validate_logprob_token_ids()?;
         self.validate_bad_words()
+    }
+
+    fn validate_logprob_token_ids(&self) -> Result<(), EngineError> {
+        let Some(ids) = &self.logprob_token_ids else {
+            return Ok(());
+        };
+        let invalid = |message: String| EngineError::InvalidRequest {
+            field: "logprob_token_ids",
+            message,
+        };
+        if self.logprobs.is_none() {
+            return Err(invalid("needs `logprobs`".into()));
+        }
+        if ids.is_empty() || ids.len() > MAX_LOGPROB_TOKEN_IDS {
+            return Err(invalid(format!(
+                "must name 1 to {MAX_LOGPROB_TOKEN_IDS} tokens, got {}",
+                ids.len()
+            )));
+        }
+        Ok(())
     }
 
     fn validate_bad_words(&self) -> Result<(), EngineError> {

@@ -155,17 +155,19 @@ impl RequestLimits {
         Ok(max_output)
     }
 
-    /// `allowed_token_ids` and `bad_words` name tokens of the vocabulary.
+    /// `allowed_token_ids`, `bad_words` and `logprob_token_ids` name tokens of the vocabulary.
     fn check_restricted_ids(&self, request: &EngineRequest) -> Result<(), EngineError> {
         let sampling = &request.sampling;
         let allowed = sampling.allowed_token_ids.iter().flatten();
         let banned = sampling.bad_words.iter().flatten();
+        let scored = sampling.logprob_token_ids.iter().flatten();
         for (field, mut ids) in [
             (
                 "allowed_token_ids",
                 Box::new(allowed) as Box<dyn Iterator<Item = &u32>>,
             ),
             ("bad_words", Box::new(banned)),
+            ("logprob_token_ids", Box::new(scored)),
         ] {
             if let Some(&bad) = ids.find(|&&id| id as usize >= self.vocab_size) {
                 return Err(EngineError::InvalidRequest {
@@ -333,9 +335,25 @@ mod tests {
             "bad_words",
             "1,040 tokens in all"
         );
+        let scored = |ids: Vec<u32>, logprobs: Option<usize>| {
+            with(&move |s| {
+                s.logprob_token_ids = Some(ids.clone());
+                s.logprobs = logprobs;
+            })
+        };
+        for bad in [
+            scored(vec![1], None),
+            scored(vec![], Some(0)),
+            scored(vec![1; 129], Some(0)),
+            scored(vec![1, 100], Some(0)),
+        ] {
+            assert_eq!(field_of(bad), "logprob_token_ids");
+        }
         let fine = with(&|s| {
             s.allowed_token_ids = Some(vec![0, 99, 99]);
             s.bad_words = vec![vec![1]; 128];
+            s.logprob_token_ids = Some(vec![99; 128]);
+            s.logprobs = Some(0);
         });
         assert!(LIMITS.validate(fine).is_ok());
     }

@@ -1,9 +1,11 @@
-"""vLLM's `allowed_token_ids` and `bad_words`, through the official `openai` SDK (`extra_body`).
+"""vLLM's `allowed_token_ids`, `bad_words` and `logprob_token_ids`, through the official `openai`
+SDK (`extra_body`).
 
 `allowed_token_ids` limits every sampled token to the ids given (classification labels, a
 restricted alphabet); `bad_words` keeps words out of the output, as written and inside running
-text (" Paris" is another token than "Paris"). Both on chat and completions, streamed or not,
-sampled or greedy; bad values are a 400 naming the field, and the server goes on serving.
+text (" Paris" is another token than "Paris"); `logprob_token_ids` returns the log-probabilities
+of chosen tokens (labels) instead of the most likely ones. On chat and completions, streamed or
+not, sampled or greedy; bad values are a 400 naming the field, and the server goes on serving.
 
 The server must serve the default model under the name `smollm2` with an API key;
 `server/tests/openai_sdk.rs` starts one and runs this file. Plain unittest; needs
@@ -96,6 +98,52 @@ class BadWordsTest(unittest.TestCase):
         self.assertNotIn("Paris", banned)
 
 
+class LogprobTokenIdsTest(unittest.TestCase):
+    MESSAGES = [{"role": "user", "content": "Is the sky blue? Answer yes or no."}]
+
+    def setUp(self):
+        self.labels = [token_ids_of(word)[0] for word in ("yes", "no", "Yes", "No")]
+
+    def scored(self, labels):
+        response = CLIENT.chat.completions.create(
+            model=MODEL,
+            messages=self.MESSAGES,
+            max_tokens=1,
+            temperature=0,
+            logprobs=True,
+            extra_body={"logprob_token_ids": labels, "return_tokens_as_token_ids": True},
+        )
+        return response.choices[0].logprobs.content[0]
+
+    def test_the_listed_tokens_are_scored_after_the_sampled_one(self):
+        first = self.scored(self.labels)
+        sampled = first.token
+        listed = [f"token_id:{i}" for i in self.labels]
+        expected = [sampled] + [t for t in listed if t != sampled]
+        self.assertEqual([t.token for t in first.top_logprobs], expected)
+        self.assertEqual(first.top_logprobs[0].logprob, first.logprob)
+        # The same scores in another order: the order is the request's, the values the row's.
+        again = self.scored(list(reversed(self.labels)))
+        scores = {t.token: t.logprob for t in first.top_logprobs}
+        self.assertEqual({t.token: t.logprob for t in again.top_logprobs}, scores)
+        # They are log-probabilities of one distribution: the labels' mass is at most 1.
+        self.assertLessEqual(sum(2.718281828 ** v for k, v in scores.items() if k in listed), 1.0001)
+
+    def test_completions_score_the_listed_tokens_too(self):
+        response = CLIENT.completions.create(
+            model=MODEL,
+            prompt=PROMPT,
+            max_tokens=2,
+            temperature=0,
+            logprobs=0,
+            extra_body={"logprob_token_ids": self.labels[:2]},
+        )
+        logprobs = response.choices[0].logprobs
+        for token, alternatives in zip(logprobs.tokens, logprobs.top_logprobs):
+            names = [detokenize([i]) for i in self.labels[:2]]
+            self.assertEqual(set(alternatives), {token, *names}, alternatives)
+
+
 class BadValuesTest(unittest.TestCase):
     def assert_refused(self, body, field):
         with self.assertRaises(openai.BadRequestError) as caught:
@@ -108,6 +156,13 @@ class BadValuesTest(unittest.TestCase):
         self.assert_refused({"bad_words": [""]}, "bad_words")
         self.assert_refused({"bad_words": ["   "]}, "bad_words")
         self.assert_refused({"bad_words": [f"w{i}" for i in range(129)]}, "bad_words")
+        self.assert_refused({"logprob_token_ids": [1, 2]}, "logprob_token_ids")
+        self.assert_refused({"logprobs": 1, "logprob_token_ids": [1] * 129}, "logprob_token_ids")
+        self.assert_refused({"logprobs": 1, "logprob_token_ids": [10**7]}, "logprob_token_ids")
+        self.assert_refused(
+            {"logprobs": 1, "echo": True, "max_tokens": 0, "logprob_token_ids": [1]},
+            "logprob_token_ids",
+        )
         # The server goes on serving.
         self.assertTrue(self.complete_ok())
 

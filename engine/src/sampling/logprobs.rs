@@ -45,6 +45,21 @@ pub fn log_softmax_into(logits: &[f32], out: &mut Vec<f32>) {
     }));
 }
 
+/// The sampled token's and then `listed` tokens' log-probabilities, each token once, in that
+/// order (vLLM's `logprob_token_ids`); ids outside the row are skipped.
+pub fn listed_logprobs(logprobs: &[f32], sampled: u32, listed: &[u32]) -> Vec<(u32, f32)> {
+    let mut entries: Vec<(u32, f32)> = Vec::with_capacity(listed.len() + 1);
+    for &token_id in std::iter::once(&sampled).chain(listed) {
+        let Some(&logprob) = logprobs.get(token_id as usize) else {
+            continue;
+        };
+        if !entries.iter().any(|&(seen, _)| seen == token_id) {
+            entries.push((token_id, logprob));
+        }
+    }
+    entries
+}
+
 /// The `n` largest entries of `logprobs` as `(token_id, logprob)`, sorted by descending logprob
 /// (ties: lowest token id first). NaN entries rank last.
 ///
@@ -113,6 +128,15 @@ mod tests {
         let mut out = Vec::new();
         log_softmax_into(logits, &mut out);
         out
+    }
+
+    #[test]
+    fn listed_tokens_follow_the_sampled_one_once_each() {
+        let row = [-0.5, -1.0, -2.0, -3.0];
+        assert_eq!(
+            listed_logprobs(&row, 2, &[3, 2, 0, 3, 9]),
+            [(2, -2.0), (3, -3.0), (0, -0.5)]
+        );
     }
 
     #[test]

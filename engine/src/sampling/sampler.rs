@@ -12,7 +12,7 @@ use super::filters::{
 use super::prune::{
     draw_at_least, fill_at_least, top_k_floor, top_p_floor, total_of, weights_into, ANY_WEIGHT,
 };
-use super::logprobs::{log_softmax_into, top_n};
+use super::logprobs::{listed_logprobs, log_softmax_into, top_n};
 use super::penalties::{
     apply_presence_frequency_penalties, apply_repetition_penalty, ban_tokens, TokenCounter,
 };
@@ -238,10 +238,14 @@ impl SequenceSampler {
             return SampledToken::chosen(token_id);
         };
         log_softmax_into(raw_logits, &mut scratch.raw_logprobs);
+        let top_logprobs = match &self.params.logprob_token_ids {
+            Some(ids) => listed_logprobs(&scratch.raw_logprobs, token_id, ids),
+            None => top_n(&scratch.raw_logprobs, num_top_logprobs),
+        };
         SampledToken {
             token_id,
             logprob: scratch.raw_logprobs.get(token_id as usize).copied(),
-            top_logprobs: top_n(&scratch.raw_logprobs, num_top_logprobs),
+            top_logprobs,
             ends_constraint: false,
             constraint_failure: None,
         }

@@ -15,7 +15,7 @@ use crate::openai::error::ApiError;
 use crate::openai::format::ResponseMeta;
 use crate::openai::json_body::JsonBody;
 use crate::openai::output_spec::requested_spec;
-use crate::openai::params::GenerationParams;
+use crate::openai::params::{Echo, GenerationParams};
 use crate::openai::prompt_side::EchoPrompt;
 use crate::openai::requests::{parse_body, CompletionRequest, PromptInput};
 use crate::openai::usage::UsageTotals;
@@ -54,6 +54,12 @@ pub async fn completions(
         bad_words_token_ids(&state.tokenizer, request.fields.bad_words.as_deref())?;
     if request.echo == Some(true) {
         params.set_echo();
+        if params.echo == Some(Echo::PromptOnly) && params.sampling.logprob_token_ids.is_some() {
+            return Err(ApiError::invalid(
+                "logprob_token_ids",
+                "`logprob_token_ids` needs generated tokens: not with `echo` and `max_tokens: 0`",
+            ));
+        }
     }
     if let Some(requested) = requested_spec(&request.fields, request.response_format.as_ref())? {
         let compiler = state.grammar_compiler.as_deref();

@@ -239,6 +239,7 @@ fn sampling_params(
         frequency_penalty: fields.frequency_penalty.unwrap_or(0.0),
         seed,
         logprobs,
+        logprob_token_ids: logprob_token_ids(fields, logprobs)?,
         logit_bias: parse_logit_bias(fields.logit_bias.as_ref())?,
         allowed_token_ids: fields.allowed_token_ids.clone(),
         // Words need the tokenizer: `bad_words::bad_words_token_ids` fills them in.
@@ -262,6 +263,24 @@ fn sampling_params(
         ));
     }
     Ok(sampling)
+}
+
+/// vLLM's `logprob_token_ids`: only with `logprobs` (an empty list is no list, as in vLLM).
+fn logprob_token_ids(
+    fields: &CommonFields,
+    logprobs: Option<usize>,
+) -> Result<Option<Vec<u32>>, ApiError> {
+    let ids = fields
+        .logprob_token_ids
+        .clone()
+        .filter(|ids| !ids.is_empty());
+    if ids.is_some() && logprobs.is_none() {
+        return Err(ApiError::invalid(
+            "logprob_token_ids",
+            "`logprob_token_ids` needs `logprobs` (chat: `logprobs: true`)",
+        ));
+    }
+    Ok(ids)
 }
 
 /// The stop conditions; without `max_tokens` the model's `max_new_tokens` (generation_config.json)

@@ -60,6 +60,8 @@ pub struct CommonFields {
     pub user: Option<String>,
     pub cache_salt: Option<String>,
     pub logit_bias: Option<Value>,
+    /// vLLM's (with `logprobs`): the alternatives returned are these tokens' (label scoring).
+    pub logprob_token_ids: Option<Vec<u32>>,
     /// vLLM's: only these tokens may be sampled.
     pub allowed_token_ids: Option<Vec<u32>>,
     /// vLLM's: words the output never contains (see `bad_words`).

@@ -217,6 +217,22 @@ fn allowed_token_ids_reach_the_engine_and_are_checked_there() {
 }
 
 #[test]
+fn logprob_token_ids_need_logprobs_and_an_empty_list_is_none() {
+    let fields = |ids: Vec<u32>| CommonFields {
+        logprob_token_ids: Some(ids),
+        ..Default::default()
+    };
+    let asked =
+        GenerationParams::from_common(&fields(vec![4, 2]), Some(0), &ParamDefaults::default())
+            .expect("valid");
+    assert_eq!(asked.sampling.logprob_token_ids, Some(vec![4, 2]));
+    let error = params(fields(vec![4])).expect_err("needs logprobs");
+    assert_eq!(error.param.as_deref(), Some("logprob_token_ids"));
+    let empty = params(fields(vec![])).expect("an empty list is no list");
+    assert_eq!(empty.sampling.logprob_token_ids, None);
+}
+
+#[test]
 fn negative_seeds_are_seeds() {
     let params = |seed| {
         let fields = CommonFields {

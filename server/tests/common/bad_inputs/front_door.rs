@@ -1,6 +1,6 @@
 //! The bad inputs of the hardened front door: bodies a browser could send without a CORS
 //! preflight (415), bytes after the JSON (400), mistyped or out-of-range `logit_bias`,
-//! `allowed_token_ids` and `bad_words` (400) and
+//! `allowed_token_ids`, `bad_words` and `logprob_token_ids` (400) and
 //! roles outside OpenAI's set (400 naming `messages[i].role`).
 
 use serde_json::json;
@@ -149,6 +149,21 @@ pub fn restriction_cases(vocab_size: u32) -> Vec<Case> {
             "bad_words of blanks only",
             json!({"bad_words": ["  "]}),
             "bad_words",
+        ),
+        Case::chat(
+            "logprob_token_ids without logprobs",
+            json!({"logprob_token_ids": [1]}),
+            "logprob_token_ids",
+        ),
+        Case::completion(
+            "logprob_token_ids beyond the vocabulary",
+            json!({"logprobs": 1, "logprob_token_ids": [vocab_size]}),
+            "logprob_token_ids",
+        ),
+        Case::completion(
+            "logprob_token_ids with nothing generated",
+            json!({"logprobs": 1, "echo": true, "max_tokens": 0, "logprob_token_ids": [1]}),
+            "logprob_token_ids",
         ),
     ]
 }
