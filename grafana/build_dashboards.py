@@ -116,8 +116,9 @@ def traffic_row():
         timeseries("Finished requests by finish reason",
                    "Sequences finished per second by finished_reason: stop (EOS, stop token "
                    "or stop string), length (max_tokens or max_model_len), abort (client gone, "
-                   "cancelled or shutdown), error (failed). A rise in abort usually means "
-                   "clients time out.",
+                   "cancelled or shutdown), repetition (a loop the request's "
+                   "repetition_detection caught), error (failed). A rise in abort usually "
+                   "means clients time out.",
                    [(rate_sum("request_success_total", by="finished_reason"),
                      "{{finished_reason}}")], "reqps", stack=True),
         timeseries("HTTP requests by route and status",

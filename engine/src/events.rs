@@ -14,15 +14,18 @@ pub enum FinishReason {
     Length,
     /// Aborted by the caller (or its stream was dropped) or by shutdown.
     Abort,
+    /// The output ended with a repeated pattern (`StopConditions::repetition`).
+    Repetition,
 }
 
 impl FinishReason {
-    /// The OpenAI spelling: "stop", "length" or "abort".
+    /// The OpenAI spelling: "stop", "length" or "abort" (vLLM's "repetition" too).
     pub fn as_str(&self) -> &'static str {
         match self {
             FinishReason::Stop { .. } => "stop",
             FinishReason::Length => "length",
             FinishReason::Abort => "abort",
+            FinishReason::Repetition => "repetition",
         }
     }
 }

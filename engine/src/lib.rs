@@ -26,6 +26,7 @@ pub mod handle;
 mod kv_cache_dtype;
 pub mod lora;
 pub mod models;
+mod repetition;
 pub mod request;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -58,8 +59,8 @@ pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};
 pub use lora::{LoraAdapter, LoraId};
 pub use mock::{start_mock_engine, MockConfig, MockOutputLen, MockStall};
 pub use request::{
-    EngineRequest, RequestId, SamplingParams, StopConditions, MAX_BAD_WORDS_TOTAL_TOKENS,
-    MAX_LOGPROB_TOKEN_IDS, MAX_NUM_BAD_WORDS,
+    EngineRequest, RepetitionDetection, RequestId, SamplingParams, StopConditions,
+    MAX_BAD_WORDS_TOTAL_TOKENS, MAX_LOGPROB_TOKEN_IDS, MAX_NUM_BAD_WORDS,
 };
 pub use start::start_engine;
 #[cfg(feature = "testing")]

@@ -6,6 +6,7 @@ use std::time::Instant;
 use crate::constraint::TokenConstraint;
 use crate::error::EngineError;
 use crate::lora::adapter::LoraAdapter;
+pub use crate::repetition::RepetitionDetection;
 
 /// Identifies one request for its whole life in the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -211,6 +212,9 @@ pub struct StopConditions {
     pub stop_token_ids: Vec<u32>,
     /// Keep generating past the model's EOS tokens.
     pub ignore_eos: bool,
+    /// End early, with finish reason `repetition`, when the output ends in a loop (vLLM's
+    /// `repetition_detection`; `None`: off).
+    pub repetition: Option<RepetitionDetection>,
 }
 
 impl StopConditions {
@@ -231,6 +235,7 @@ impl Default for StopConditions {
             min_tokens: 0,
             stop_token_ids: Vec::new(),
             ignore_eos: false,
+            repetition: None,
         }
     }
 }

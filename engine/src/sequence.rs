@@ -8,7 +8,9 @@ use crate::kv::block_pool::BlockId;
 use crate::kv::hash::{BlockHash, CacheScope};
 use crate::lora::adapter::LoraAdapter;
 use crate::prompt_logprobs::PromptLogprobsProgress;
-use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
+use crate::request::{
+    EngineRequest, RepetitionDetection, RequestId, SamplingParams, StopConditions,
+};
 
 /// Where a sequence is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +144,11 @@ impl Sequence {
         }
         if num_output >= self.max_output_tokens || self.num_tokens() >= max_model_len {
             return Some(FinishReason::Length);
+        }
+        let output = &self.token_ids[self.num_prompt_tokens..];
+        let looping = |detection: &RepetitionDetection| detection.detects(output);
+        if num_output >= self.stop.min_tokens && self.stop.repetition.as_ref().is_some_and(looping) {
+            return Some(FinishReason::Repetition);
         }
         None
     }

@@ -113,6 +113,9 @@ impl RequestLimits {
             ));
         }
         request.sampling.validate()?;
+        if let Some(repetition) = &request.stop.repetition {
+            repetition.validate()?;
+        }
         self.check_restricted_ids(request)?;
         let max_logprobs = self.max_logprobs;
         for (field, asked) in [

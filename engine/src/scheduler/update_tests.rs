@@ -4,7 +4,9 @@
 use super::{Scheduler, SchedulerLimits};
 use crate::events::FinishReason;
 use crate::kv::KvCacheManager;
-use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
+use crate::request::{
+    EngineRequest, RepetitionDetection, RequestId, SamplingParams, StopConditions,
+};
 use crate::runner::StepOutput;
 use crate::sequence::{Sequence, SequenceStatus};
 
@@ -132,6 +134,40 @@ fn min_tokens_holds_a_chosen_eos_back_as_check_stop_does() {
     // before position min_tokens + 1).
     assert!(step(&mut scheduler, |_| Some(EOS)).is_empty());
     assert_eq!(step(&mut scheduler, |_| Some(EOS)).len(), 1);
+}
+
+#[test]
+fn a_looping_output_ends_with_repetition_and_frees_its_blocks() {
+    let mut scheduler = scheduler(64);
+    let detect = |min_tokens| StopConditions {
+        min_tokens,
+        repetition: Some(RepetitionDetection {
+            min_pattern_size: 1,
+            max_pattern_size: 3,
+            min_count: 3,
+        }),
+        ..stop(40)
+    };
+    scheduler.add(sequence(1, 3, detect(0)));
+    // min_tokens holds detection back, as it holds EOS back (vLLM's order).
+    scheduler.add(sequence(2, 3, detect(10)));
+    scheduler.add(sequence(3, 3, stop(40)));
+    // Every sequence writes 4 5 6 4 5 6 4 5 6 …: the ninth token completes a third copy.
+    let mut finished_at = Vec::new();
+    for index in 0..12 {
+        let pattern = [4, 5, 6][index % 3];
+        for (id, reason) in step(&mut scheduler, |_| Some(pattern)) {
+            finished_at.push((id, reason, index + 1));
+        }
+    }
+    assert_eq!(
+        finished_at,
+        [
+            (RequestId(1), FinishReason::Repetition, 9),
+            (RequestId(2), FinishReason::Repetition, 10),
+        ]
+    );
+    assert!(scheduler.has_work(), "the third has no detection and goes on");
 }
 
 #[test]

@@ -125,12 +125,13 @@ pub(super) const FINISHED_REASON_ERROR: &str = "error";
 
 /// Every finish reason, so that each `finished_reason` series exists (at 0) from the start
 /// (and `error`, which is not an engine finish reason).
-const FINISH_REASONS: [FinishReason; 3] = [
+const FINISH_REASONS: [FinishReason; 4] = [
     FinishReason::Stop {
         stop_token_id: None,
     },
     FinishReason::Length,
     FinishReason::Abort,
+    FinishReason::Repetition,
 ];
 
 /// Every series is labelled with the request's `model_name`: the served model's name, or the

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
 use pagoda_engine::{
-    EngineRequest, LoraAdapter, RequestId, SamplingParams, StopConditions, TokenConstraint,
+    EngineRequest, LoraAdapter, RepetitionDetection, RequestId, SamplingParams, StopConditions,
+    TokenConstraint,
 };
 
 use crate::openai::error::ApiError;
@@ -303,11 +304,17 @@ fn stop_conditions(
             }
         }
     }
+    let repetition = fields.repetition_detection.map(|r| RepetitionDetection {
+        min_pattern_size: r.min_pattern_size,
+        max_pattern_size: r.max_pattern_size,
+        min_count: r.min_count,
+    });
     Ok(StopConditions {
         max_tokens,
         min_tokens: fields.min_tokens.unwrap_or(0) as usize,
         stop_token_ids,
         ignore_eos,
+        repetition,
     })
 }
 

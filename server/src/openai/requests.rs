@@ -33,6 +33,18 @@ pub struct StreamOptions {
     pub continuous_usage_stats: Option<bool>,
 }
 
+/// vLLM's `repetition_detection` (its `RepetitionDetectionParams`; unset sizes are 0).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RepetitionDetectionField {
+    #[serde(default)]
+    pub max_pattern_size: usize,
+    #[serde(default)]
+    pub min_pattern_size: usize,
+    #[serde(default)]
+    pub min_count: usize,
+}
+
 /// The sampling and stopping fields both endpoints share, read from the top level of either
 /// body (`#[serde(flatten)]`), once.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -62,6 +74,8 @@ pub struct CommonFields {
     pub logit_bias: Option<Value>,
     /// vLLM's (with `logprobs`): the alternatives returned are these tokens' (label scoring).
     pub logprob_token_ids: Option<Vec<u32>>,
+    /// vLLM's: end early when the output ends in a repeated n-gram.
+    pub repetition_detection: Option<RepetitionDetectionField>,
     /// vLLM's: only these tokens may be sampled.
     pub allowed_token_ids: Option<Vec<u32>>,
     /// vLLM's: words the output never contains (see `bad_words`).

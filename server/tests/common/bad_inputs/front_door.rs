@@ -151,6 +151,26 @@ pub fn restriction_cases(vocab_size: u32) -> Vec<Case> {
             "bad_words",
         ),
         Case::chat(
+            "repetition_detection with min above max",
+            json!({"repetition_detection": {"min_pattern_size": 4, "max_pattern_size": 2, "min_count": 3}}),
+            "repetition_detection",
+        ),
+        Case::completion(
+            "repetition_detection counting one copy",
+            json!({"repetition_detection": {"max_pattern_size": 4, "min_count": 1}}),
+            "repetition_detection",
+        ),
+        Case::completion(
+            "repetition_detection patterns too long",
+            json!({"repetition_detection": {"max_pattern_size": 5000, "min_count": 2}}),
+            "repetition_detection",
+        ),
+        Case::chat(
+            "repetition_detection a number",
+            json!({"repetition_detection": 3}),
+            "repetition_detection",
+        ),
+        Case::chat(
             "logprob_token_ids without logprobs",
             json!({"logprob_token_ids": [1]}),
             "logprob_token_ids",
