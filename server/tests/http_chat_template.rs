@@ -170,7 +170,8 @@ async fn reasoning_effort_and_documents_reach_the_template() {
 }
 
 /// vLLM's `truncate_prompt_tokens`: only the prompt's last tokens are read (and counted, and
-/// echoed); 0, below -1, or more than the model's length is a 400 naming the field.
+/// echoed), its first with `truncation_side: "right"`; 0, below -1, or more than the model's
+/// length is a 400 naming the field, and so is a side other than left or right.
 #[tokio::test]
 async fn truncate_prompt_tokens_keeps_the_prompt_s_last_tokens() {
     let server = ServerProcess::start(&["--mock"]);
@@ -197,6 +198,14 @@ async fn truncate_prompt_tokens_keeps_the_prompt_s_last_tokens() {
     // The byte tokenizer reads one token per byte: the echo is the prompt's last four letters.
     let text = body["choices"][0]["text"].as_str().unwrap_or_default();
     assert!(text.starts_with("ghij"), "{body}");
+    // `truncation_side: "right"` keeps the first four instead.
+    let first = completion(json!({"truncate_prompt_tokens": 4, "echo": true,
+                                  "truncation_side": "right"}))
+    .await
+    .json();
+    assert_eq!(first["usage"]["prompt_tokens"], 4, "{first}");
+    let text = first["choices"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("abcd"), "{first}");
     let chat = post_json(
         &http,
         &server.url("/v1/chat/completions"),
@@ -211,4 +220,7 @@ async fn truncate_prompt_tokens_keeps_the_prompt_s_last_tokens() {
         assert_eq!(reply.status.as_u16(), 400, "{bad}");
         assert_eq!(reply.json()["error"]["param"], "truncate_prompt_tokens");
     }
+    let sideways = completion(json!({"truncate_prompt_tokens": 2, "truncation_side": "up"})).await;
+    assert_eq!(sideways.status.as_u16(), 400);
+    assert_eq!(sideways.json()["error"]["param"], "truncation_side");
 }

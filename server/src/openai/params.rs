@@ -162,7 +162,10 @@ impl GenerationParams {
             constraint: None,
             lora: None,
             prompt_logprobs: prompt_logprobs(fields, stream)?,
-            truncation: PromptTruncation::parse(fields.truncate_prompt_tokens)?,
+            truncation: PromptTruncation::parse(
+                fields.truncate_prompt_tokens,
+                fields.truncation_side.as_deref(),
+            )?,
             echo: None,
             return_token_ids: fields.return_token_ids.unwrap_or(false),
             tokens_as_ids: fields
