@@ -259,6 +259,36 @@ class Reasoning(unittest.TestCase):
         reasoning, content, _ = self.ask(r"Sunny\.", False)
         self.assertEqual((reasoning, content), (None, "Sunny."))
 
+    def test_include_reasoning_false_leaves_the_thinking_out(self):
+        pattern = r"<think>\nIt is a city\.\n</think>\n\nSunny\."
+        hidden = {"structured_outputs": {"regex": pattern}, "include_reasoning": False,
+                  "return_token_ids": True}
+        for stream in (False, True):
+            reasoning, content, _ = self.ask(pattern, stream, logprobs=True)
+            self.assertIsNotNone(reasoning, "shown by default")
+            kwargs = dict(model=MODEL, messages=[{"role": "user", "content": "Weather in Paris?"}],
+                          max_tokens=80, temperature=0, logprobs=True, extra_body=hidden)
+            if not stream:
+                response = CLIENT.chat.completions.create(**kwargs)
+                choice = response.choices[0]
+                self.assertIsNone(getattr(choice.message, "reasoning_content", None))
+                self.assertEqual(choice.message.content, "\n\nSunny.")
+                # The tokens' ids and log-probabilities would show the thinking: left out too,
+                # the prompt's ids stay; the usage still counts the reasoning tokens.
+                self.assertIsNone(choice.logprobs)
+                self.assertIsNone((choice.model_extra or {}).get("token_ids"))
+                self.assertTrue((response.model_extra or {}).get("prompt_token_ids"))
+                self.assertGreater(response.usage.completion_tokens_details.reasoning_tokens, 0)
+                continue
+            shown, text = "", ""
+            for chunk in CLIENT.chat.completions.create(stream=True, **kwargs):
+                for choice in chunk.choices:
+                    shown += getattr(choice.delta, "reasoning_content", None) or ""
+                    text += choice.delta.content or ""
+                    self.assertIsNone(choice.logprobs)
+                    self.assertIsNone((choice.model_extra or {}).get("token_ids"))
+            self.assertEqual((shown, text), ("", "\n\nSunny."))
+
     def test_reasoning_tokens_are_counted_in_usage(self):
         pattern = r"<think>\nIt is a city\.\n</think>\n\nSunny\."
         kwargs = dict(model=MODEL, messages=[{"role": "user", "content": "Weather in Paris?"}],

@@ -85,6 +85,14 @@ pub async fn start_chat(
         _ => None,
     };
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
+    // vLLM's `include_reasoning: false` hides the thinking, and with it the generated tokens'
+    // ids and log-probabilities, which would show it (the prompt's stay).
+    let hide_reasoning = request.include_reasoning == Some(false) && state.reasoning.is_some();
+    let logprobs = logprobs.filter(|_| !hide_reasoning);
+    if hide_reasoning {
+        params.sampling.logprobs = None;
+        params.sampling.logprob_token_ids = None;
+    }
     params.lora = lora;
     params.sampling.bad_words =
         bad_words_token_ids(&state.tokenizer, request.fields.bad_words.as_deref())?;
@@ -121,13 +129,14 @@ pub async fn start_chat(
         created_unix_s: unix_now_s(),
         model: state.response_model_name(&params).to_string(),
         want_logprobs: logprobs.is_some(),
-        return_token_ids: params.return_token_ids,
+        return_token_ids: params.return_token_ids && !hide_reasoning,
     };
     let totals = UsageTotals::new(vec![num_prompt_tokens], params.n);
     let format = ChatFormat::new(meta, tool_output, state.reasoning)
         .with_echo(echo)
         .with_role(role)
-        .with_legacy_functions(legacy_functions);
+        .with_legacy_functions(legacy_functions)
+        .with_reasoning_hidden(hide_reasoning);
     Ok(StartedChat {
         runs,
         format,

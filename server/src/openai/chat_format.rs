@@ -31,6 +31,8 @@ pub struct ChatFormat {
     role: String,
     /// The request offered deprecated `functions`: calls are answered as `function_call`.
     legacy_functions: bool,
+    /// vLLM's `include_reasoning: false`: the thinking is split off and left out.
+    hide_reasoning: bool,
 }
 
 /// One streamed choice's text readers: reasoning first, then tool calls on the content.
@@ -103,7 +105,28 @@ impl ChatFormat {
             echo: None,
             role: "assistant".into(),
             legacy_functions: false,
+            hide_reasoning: false,
         }
+    }
+
+    /// Leaves the reasoning out of the replies (vLLM's `include_reasoning: false`); it is still
+    /// split from the answer and counted in the usage.
+    pub fn with_reasoning_hidden(mut self, hide_reasoning: bool) -> Self {
+        self.hide_reasoning = hide_reasoning;
+        self
+    }
+
+    /// Runs `read` on choice `index`'s readers, minus the reasoning when it is hidden.
+    fn read_shown(
+        &self,
+        index: usize,
+        read: impl FnOnce(&mut ChoiceReader) -> ReadDelta,
+    ) -> ReadDelta {
+        let mut delta = self.with_reader(index, read);
+        if self.hide_reasoning {
+            delta.reasoning.clear();
+        }
+        delta
     }
 
     /// Answers calls in the shape of the deprecated `functions` (`function_call`).
@@ -212,7 +235,7 @@ impl ResponseFormat for ChatFormat {
         let delta = match self.tools.is_none() && self.reasoning.is_none() {
             true => json!({"content": text}),
             false => {
-                let read = self.with_reader(index, |reader| reader.read(text, num_tokens));
+                let read = self.read_shown(index, |reader| reader.read(text, num_tokens));
                 let empty = read.reasoning.is_empty() && read.chat.is_empty();
                 // Held text still sends its tokens' ids or log-probabilities (as vLLM does).
                 let carries_tokens = self.meta.return_token_ids && !parts.token_ids.is_empty();
@@ -241,12 +264,11 @@ impl ResponseFormat for ChatFormat {
         if self.tools.is_none() && self.reasoning.is_none() {
             return json!({"index": index, "delta": {}, "logprobs": null, "finish_reason": reason});
         }
-        let (delta, num_calls) = self.with_reader(index, |reader| {
+        let mut num_calls = 0;
+        let delta = self.read_shown(index, |reader| {
             let delta = reader.finish();
-            (
-                delta,
-                reader.tools.as_ref().map_or(0, ToolCallStream::num_calls),
-            )
+            num_calls = reader.tools.as_ref().map_or(0, ToolCallStream::num_calls);
+            delta
         });
         let reason = match &self.tools {
             Some(output) => finish_reason(output, num_calls, reason),
@@ -308,7 +330,8 @@ impl ChatFormat {
             }
         };
         if self.reasoning.is_some() {
-            message["reasoning_content"] = reasoning.map_or(Value::Null, Value::from);
+            let shown = reasoning.filter(|_| !self.hide_reasoning);
+            message["reasoning_content"] = shown.map_or(Value::Null, Value::from);
         }
         if let Some(echo) = &self.echo {
             let content = message["content"].as_str().unwrap_or("");
