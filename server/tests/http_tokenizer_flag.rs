@@ -117,3 +117,47 @@ fn a_tokenizer_larger_than_the_model_or_missing_stops_the_start() {
         "{said}"
     );
 }
+
+/// vLLM's chat `add_special_tokens`: off by default (the template writes what the model needs);
+/// on, the tokenizer's own special tokens (here a BOS) come on top. The default model's tokenizer
+/// is written out as one that prepends BOS.
+#[tokio::test]
+async fn chat_add_special_tokens_prepends_the_tokenizer_s_bos() {
+    let mut spec = read_tokenizer_spec(&common::model_path()).unwrap();
+    spec.add_bos_token = true;
+    let bos = spec.bos_token_id.expect("the default model names a BOS");
+    let tokenizer = TextTokenizer::from_spec(&spec).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    write_tokenizer_files(&tokenizer, Some(MARKED_TEMPLATE), dir.path()).unwrap();
+    let model = common::model_path();
+    let server = ServerProcess::start(&[
+        "--model",
+        model.to_str().unwrap(),
+        "--tokenizer",
+        dir.path().to_str().unwrap(),
+    ]);
+    let messages = json!([{"role": "user", "content": "Hi"}]);
+    let prompt = |add_special_tokens: Option<bool>| {
+        let mut body = json!({"messages": messages, "max_tokens": 1,
+                              "return_token_ids": true});
+        if let Some(add) = add_special_tokens {
+            body["add_special_tokens"] = json!(add);
+        }
+        let url = server.url("/v1/chat/completions");
+        async move {
+            let reply = post_json(&client(), &url, &body).await.json();
+            let ids: Vec<u64> = reply["prompt_token_ids"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{reply}"))
+                .iter()
+                .map(|id| id.as_u64().unwrap())
+                .collect();
+            ids
+        }
+    };
+    let plain = prompt(None).await;
+    assert_eq!(prompt(Some(false)).await, plain);
+    let with_bos = prompt(Some(true)).await;
+    assert_eq!(with_bos[0], u64::from(bos), "{with_bos:?}");
+    assert_eq!(&with_bos[1..], &plain[..]);
+}

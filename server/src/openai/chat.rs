@@ -195,6 +195,8 @@ async fn chat_prompt_ids(
     let state = state.clone();
     let messages = request.messages;
     let offered: Option<Vec<Value>> = tools.and_then(|t| t.offered().map(<[Value]>::to_vec));
+    // vLLM's: special tokens (BOS) on top of what the template writes; off by default.
+    let add_special_tokens = request.add_special_tokens.unwrap_or(false);
     tokenize_blocking(move || {
         let conversation = Conversation {
             messages: &messages,
@@ -203,7 +205,7 @@ async fn chat_prompt_ids(
             continue_final_message,
             template_kwargs: &kwargs,
         };
-        state.chat_prompt_ids(conversation, false)
+        state.chat_prompt_ids(conversation, add_special_tokens)
     })
     .await
 }

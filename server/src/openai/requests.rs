@@ -127,6 +127,8 @@ pub struct ChatCompletionRequest {
     pub reasoning_effort: Option<Value>,
     /// vLLM's: documents for templates that render them (RAG).
     pub documents: Option<Value>,
+    /// vLLM's: special tokens (BOS) added on top of the template's (default `false`).
+    pub add_special_tokens: Option<bool>,
     /// vLLM's: `false` leaves the reasoning parser's thinking out of the reply.
     pub include_reasoning: Option<bool>,
     #[serde(flatten)]
