@@ -179,6 +179,7 @@ fn assemble_state(
     state.api_key = args.api_key.clone().filter(|k| !k.is_empty());
     state.log_requests = !args.disable_log_requests;
     state.sse_keep_alive = std::time::Duration::from_secs_f64(args.sse_keep_alive);
+    state.stream_interval = args.stream_interval as usize;
     state.force_include_usage = args.vllm_compat.enable_force_include_usage;
     state.response_role = args.vllm_compat.response_role.trim().to_string();
     state.http_limits = http_limits(args)?;

@@ -258,6 +258,17 @@ pub struct ServerArgs {
         default_value_t = 10.0
     )]
     pub sse_keep_alive: f64,
+
+    /// Streamed responses send tokens this many at a time (vLLM's; the first and last token at
+    /// once; a request's `stream_interval` may raise it, not lower it).
+    #[arg(
+        long,
+        env = "PAGODA_STREAM_INTERVAL",
+        value_name = "TOKENS",
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub stream_interval: u32,
 }
 
 /// Log levels as vLLM (uvicorn) names them; `warn` and `warning` are one.

@@ -49,6 +49,8 @@ pub struct AppState {
     pub log_requests: bool,
     /// Between keep-alive comments on an idle SSE stream.
     pub sse_keep_alive: Duration,
+    /// Streamed token deltas go out this many tokens at a time at least (`--stream-interval`).
+    pub stream_interval: usize,
     /// Every stream ends with a usage chunk, asked for or not (vLLM's
     /// `--enable-force-include-usage`).
     pub force_include_usage: bool,
@@ -110,6 +112,7 @@ impl AppState {
             api_key: None,
             log_requests: true,
             sse_keep_alive: DEFAULT_KEEP_ALIVE_INTERVAL,
+            stream_interval: 1,
             force_include_usage: false,
             response_role: "assistant".into(),
             http_limits: HttpLimits::default(),
@@ -254,6 +257,13 @@ impl AppState {
             want_logprobs,
             naming: TokenNaming::of(params.tokens_as_ids),
             echo_only: params.echo == Some(Echo::PromptOnly),
+            stream_interval: match params.stream {
+                true => params
+                    .stream_interval
+                    .unwrap_or(1)
+                    .max(self.stream_interval),
+                false => 1,
+            },
         };
         let mut prompt = PromptSide::new(
             params.prompt_logprobs,

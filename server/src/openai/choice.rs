@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::metrics::{FinishedSequence, Metrics};
 use crate::openai::admission::WaitingSlot;
+use crate::openai::delta_batching::DeltaBatcher;
 use crate::openai::error::ApiError;
 use crate::openai::logprob::{TokenLogprob, TokenNaming};
 use crate::openai::prompt_side::PromptSide;
@@ -76,6 +77,9 @@ pub struct ChoiceContext {
     pub naming: TokenNaming,
     /// Completions' `echo` with `max_tokens: 0`: the generated token is left out.
     pub echo_only: bool,
+    /// Streamed token deltas go out this many tokens at a time (1: each token; see
+    /// `delta_batching`).
+    pub stream_interval: usize,
 }
 
 /// Drives one engine request to its end.
@@ -94,6 +98,9 @@ pub struct ChoiceRun {
     /// Tokens generated up to and including the one that completed a stop string.
     stopped_after: Option<usize>,
     pending: VecDeque<ChoiceEvent>,
+    /// `pending` cut by the stream interval, ready to send.
+    batcher: DeltaBatcher,
+    ready: VecDeque<ChoiceEvent>,
     done: bool,
     /// What a client that leaves early leaves behind, for the metrics.
     submitted: Instant,
@@ -122,6 +129,7 @@ impl ChoiceRun {
             Arc::clone(&context.tokenizer),
             context.skip_special_tokens,
         );
+        let batcher = DeltaBatcher::new(context.stream_interval);
         let matcher = if context.include_stop_str_in_output {
             StopStringMatcher::including_stop(context.stop_strings.clone())
         } else {
@@ -139,6 +147,8 @@ impl ChoiceRun {
             num_text_chars: 0,
             stopped_after: None,
             pending: VecDeque::new(),
+            batcher,
+            ready: VecDeque::new(),
             done: false,
             submitted: submission.at,
             first_token_at: None,
@@ -180,11 +190,16 @@ impl ChoiceRun {
     /// The next event; `None` after the final one.
     pub async fn next(&mut self) -> Option<ChoiceEvent> {
         loop {
-            if let Some(event) = self.pending.pop_front() {
+            if let Some(event) = self.ready.pop_front() {
                 return Some(event);
             }
+            if let Some(event) = self.pending.pop_front() {
+                self.batcher.push(event, &mut self.ready);
+                continue;
+            }
             if self.done {
-                return None;
+                self.batcher.flush(&mut self.ready);
+                return self.ready.pop_front();
             }
             let event = self.stream.next().await;
             self.handle(event);

@@ -10,6 +10,7 @@ pub mod collect;
 pub mod completion_format;
 pub mod completions;
 pub mod constrain;
+pub mod delta_batching;
 pub mod error;
 pub mod format;
 pub mod json_body;

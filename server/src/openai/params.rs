@@ -57,6 +57,9 @@ pub struct GenerationParams {
     pub tokens_as_ids: bool,
     /// vLLM's `truncate_prompt_tokens`: how much of the prompt the model reads.
     pub truncation: Option<PromptTruncation>,
+    /// vLLM's `stream_interval`: streamed deltas of this many tokens (raised to the server's
+    /// `--stream-interval`).
+    pub stream_interval: Option<usize>,
 }
 
 /// What `echo` writes.
@@ -162,6 +165,7 @@ impl GenerationParams {
             constraint: None,
             lora: None,
             prompt_logprobs: prompt_logprobs(fields, stream)?,
+            stream_interval: stream_interval(fields)?,
             truncation: PromptTruncation::parse(
                 fields.truncate_prompt_tokens,
                 fields.truncation_side.as_deref(),
@@ -267,6 +271,18 @@ fn sampling_params(
         ));
     }
     Ok(sampling)
+}
+
+/// vLLM's `stream_interval`: at least 1 (ignored unless streaming).
+fn stream_interval(fields: &CommonFields) -> Result<Option<usize>, ApiError> {
+    match fields.stream_interval {
+        None => Ok(None),
+        Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+        Some(n) => Err(ApiError::invalid(
+            "stream_interval",
+            format!("`stream_interval` must be at least 1, got {n}"),
+        )),
+    }
 }
 
 /// vLLM's `logprob_token_ids`: only with `logprobs` (an empty list is no list, as in vLLM).

@@ -95,6 +95,8 @@ pub struct CommonFields {
     pub return_tokens_as_token_ids: Option<bool>,
     /// vLLM's: keep only the prompt's last N tokens (-1: the model's length).
     pub truncate_prompt_tokens: Option<i64>,
+    /// vLLM's: streamed deltas of this many tokens (at least the server's `--stream-interval`).
+    pub stream_interval: Option<i64>,
     /// vLLM's: `"left"` (the default) keeps the prompt's last tokens, `"right"` its first.
     pub truncation_side: Option<String>,
     /// vLLM's fields this server refuses (see `unsupported_fields`).
