@@ -252,6 +252,7 @@ impl AppState {
             stop_strings: params.stop_strings.clone(),
             min_tokens: params.stop.min_tokens,
             stop_token_ids: params.ending_token_ids.clone(),
+            listed_stop_token_ids: params.listed_stop_token_ids.clone(),
             include_stop_str_in_output: params.include_stop_str_in_output,
             skip_special_tokens: params.skip_special_tokens,
             want_logprobs,

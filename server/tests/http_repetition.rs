@@ -34,6 +34,7 @@ async fn a_looping_answer_ends_with_repetition() {
         .json(COMPLETIONS, &with(looping_prompt(), detection()))
         .await;
     assert_eq!(finish_reason(&caught), "repetition", "{caught}");
+    assert_eq!(caught["choices"][0]["stop_reason"], "repetition_detected");
     let (_, num_completion, _) = counts(&caught["usage"]);
     assert!(
         (3..MAX_TOKENS).contains(&num_completion),

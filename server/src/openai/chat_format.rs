@@ -12,6 +12,7 @@ use pagoda_text::reasoning::{ReasoningFormat, ReasoningStream};
 use crate::openai::format::{envelope, DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
 use crate::openai::legacy_functions::to_legacy_choice;
 use crate::openai::logprob::TokenLogprob;
+use crate::openai::stop_reason::StopReason;
 use crate::openai::tool_output::{
     finish_reason, message_parts, ChatDelta, ToolCallStream, ToolOutput,
 };
@@ -292,7 +293,8 @@ impl ResponseFormat for ChatFormat {
                 };
                 let (message, reason) = self.message(&c);
                 let mut choice = json!({"index": c.index, "message": message,
-                    "logprobs": logprobs, "finish_reason": reason});
+                    "logprobs": logprobs, "finish_reason": reason,
+                    "stop_reason": StopReason::to_json(c.stop_reason.as_ref())});
                 self.meta.put_token_ids(&mut choice, &c.token_ids);
                 self.shaped(choice)
             })

@@ -20,6 +20,7 @@ use crate::openai::delta_batching::DeltaBatcher;
 use crate::openai::error::ApiError;
 use crate::openai::logprob::{TokenLogprob, TokenNaming};
 use crate::openai::prompt_side::PromptSide;
+use crate::openai::stop_reason::StopReason;
 
 /// What a choice produces, in order: deltas, then one `Finished` (or one `Error`).
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +42,8 @@ pub enum ChoiceEvent {
     Finished {
         index: usize,
         finish_reason: &'static str,
+        /// vLLM's `stop_reason` (`None`: `null`).
+        stop_reason: Option<StopReason>,
         usage: Usage,
         /// The engine's times for this choice (for `--request-timeline`).
         timings: RequestTimings,
@@ -70,6 +73,8 @@ pub struct ChoiceContext {
     /// unless `ignore_eos`, EOS ids); unless `include_stop_str_in_output`, such a token adds no
     /// text, as in vLLM (also with `skip_special_tokens: false`).
     pub stop_token_ids: Vec<u32>,
+    /// The request's own `stop_token_ids` (what `stop_reason` names; EOS and end of turn not).
+    pub listed_stop_token_ids: Vec<u32>,
     pub include_stop_str_in_output: bool,
     pub skip_special_tokens: bool,
     pub want_logprobs: bool,
@@ -326,9 +331,23 @@ impl ChoiceRun {
         self.pending.push_back(ChoiceEvent::Finished {
             index: self.index,
             finish_reason: reason.as_str(),
+            stop_reason: self.stop_reason(reason),
             usage,
             timings,
         });
+    }
+
+    fn stop_reason(&self, reason: FinishReason) -> Option<StopReason> {
+        match reason {
+            FinishReason::Stop { stop_token_id } => match self.matcher.matched_stop() {
+                Some(text) => Some(StopReason::Text(text.to_string())),
+                None => stop_token_id
+                    .filter(|id| self.context.listed_stop_token_ids.contains(id))
+                    .map(StopReason::TokenId),
+            },
+            FinishReason::Repetition => Some(StopReason::Repetition),
+            FinishReason::Length | FinishReason::Abort => None,
+        }
     }
 
     fn fail(&mut self, error: ApiError) {

@@ -59,6 +59,7 @@ pub async fn collect_json<F: ResponseFormat>(
             ChoiceEvent::Finished {
                 index,
                 finish_reason,
+                stop_reason,
                 usage,
                 timings,
             } => {
@@ -66,7 +67,9 @@ pub async fn collect_json<F: ResponseFormat>(
                     trace.on_finished(&timings, &usage);
                 }
                 totals.add(index, &usage);
-                choice_at(&mut choices, index).finish_reason = finish_reason.to_string();
+                let choice = choice_at(&mut choices, index);
+                choice.finish_reason = finish_reason.to_string();
+                choice.stop_reason = stop_reason;
             }
             ChoiceEvent::Error { error, .. } => return Err(error),
             ChoiceEvent::PromptLogprobs { index, logprobs } => {

@@ -5,6 +5,7 @@ use serde_json::{json, Map, Value};
 
 use crate::openai::format::{envelope, DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
 use crate::openai::logprob::TokenLogprob;
+use crate::openai::stop_reason::StopReason;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompletionFormat(pub ResponseMeta);
@@ -82,7 +83,8 @@ impl ResponseFormat for CompletionFormat {
                     Value::Null
                 };
                 let mut choice = json!({"index": c.index, "text": c.text, "logprobs": logprobs,
-                    "finish_reason": c.finish_reason});
+                    "finish_reason": c.finish_reason,
+                    "stop_reason": StopReason::to_json(c.stop_reason.as_ref())});
                 if let Some(prompt_logprobs) = c.prompt_logprobs {
                     choice["prompt_logprobs"] = prompt_logprobs;
                 }

@@ -134,6 +134,7 @@ mod tests {
         ChoiceEvent::Finished {
             index: 0,
             finish_reason: "length",
+            stop_reason: None,
             usage: Usage::default(),
             timings: RequestTimings {
                 queued: now,

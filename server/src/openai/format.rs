@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::openai::logprob::TokenLogprob;
+use crate::openai::stop_reason::StopReason;
 
 /// How one endpoint writes its objects.
 pub trait ResponseFormat: Send + Sync + 'static {
@@ -53,6 +54,8 @@ pub struct FinishedChoice {
     pub index: usize,
     pub text: String,
     pub finish_reason: String,
+    /// vLLM's `stop_reason`.
+    pub stop_reason: Option<StopReason>,
     pub logprobs: Vec<TokenLogprob>,
     /// vLLM's `prompt_logprobs`, when asked for.
     pub prompt_logprobs: Option<Value>,

@@ -26,6 +26,7 @@ pub mod requests;
 pub mod respond;
 pub mod responses;
 pub mod sagemaker;
+pub mod stop_reason;
 pub mod template_variables;
 pub mod tokenize;
 pub mod tool_output;

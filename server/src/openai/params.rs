@@ -40,6 +40,8 @@ pub struct GenerationParams {
     /// Every token that ends a choice when sampled: `stop.stop_token_ids` and, unless
     /// `ignore_eos`, the model's EOS ids.
     pub ending_token_ids: Vec<u32>,
+    /// The request's own `stop_token_ids` (vLLM's `stop_reason` names them when they end a choice).
+    pub listed_stop_token_ids: Vec<u32>,
     pub cache_salt: Option<String>,
     /// The compiled grammar every choice's output must follow (structured outputs, forced tool
     /// calls); set once compiled, after these fields were checked.
@@ -154,6 +156,7 @@ impl GenerationParams {
             sampling,
             stop,
             ending_token_ids,
+            listed_stop_token_ids: fields.stop_token_ids.clone().unwrap_or_default(),
             stop_strings,
             n,
             stream,

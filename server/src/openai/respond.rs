@@ -15,6 +15,7 @@ use crate::openai::choice::{ChoiceEvent, ChoiceRun};
 use crate::openai::error::ApiError;
 use crate::openai::format::ResponseFormat;
 use crate::openai::params::GenerationParams;
+use crate::openai::stop_reason::StopReason;
 use crate::openai::usage::UsageTotals;
 use crate::state::AppState;
 use crate::timeline::{RequestTrace, WriteKind};
@@ -242,6 +243,7 @@ fn last_chunks<F: ResponseFormat>(
             },
             ChoiceEvent::Finished {
                 finish_reason,
+                stop_reason,
                 usage,
                 ..
             },
@@ -249,6 +251,7 @@ fn last_chunks<F: ResponseFormat>(
             .and_then(|parts| format.delta_choice(parts))
             .map(|mut choice| {
                 choice["finish_reason"] = Value::from(*finish_reason);
+                choice["stop_reason"] = StopReason::to_json(stop_reason.as_ref());
                 (choice, *index, *num_tokens, *usage)
             }),
         _ => None,
@@ -293,13 +296,15 @@ fn chunk_of<F: ResponseFormat>(
         ChoiceEvent::Finished {
             index,
             finish_reason,
+            stop_reason,
             usage,
             ..
         } => {
             if let Ok(mut totals) = totals.lock() {
                 totals.add(index, &usage);
             }
-            let choice = format.final_choice(index, finish_reason);
+            let mut choice = format.final_choice(index, finish_reason);
+            choice["stop_reason"] = StopReason::to_json(stop_reason.as_ref());
             let usage = usage_field.field(totals, index);
             Some((format.chunk(vec![choice], usage), WriteKind::Finish))
         }

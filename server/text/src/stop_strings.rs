@@ -8,6 +8,8 @@ pub struct StopStringMatcher {
     /// Text received but not yet released: a suffix that is a prefix of some stop string.
     held: String,
     stopped: bool,
+    /// The stop string that ended the output, once one did.
+    matched: Option<usize>,
     /// Whether the stop string itself ends the output (vLLM's `include_stop_str_in_output`).
     include_stop: bool,
 }
@@ -27,8 +29,16 @@ impl StopStringMatcher {
             stops,
             held: String::new(),
             stopped: false,
+            matched: None,
             include_stop: false,
         }
+    }
+
+    /// The stop string that ended the output (vLLM's `stop_reason`), once one did.
+    pub fn matched_stop(&self) -> Option<&str> {
+        self.matched
+            .and_then(|index| self.stops.get(index))
+            .map(String::as_str)
     }
 
     /// A matcher whose output keeps the stop string that ended it (the text after it is still
@@ -55,8 +65,9 @@ impl StopStringMatcher {
             };
         }
         self.held.push_str(delta);
-        if let Some((position, len)) = self.earliest_stop() {
+        if let Some((position, len, index)) = self.earliest_stop() {
             self.stopped = true;
+            self.matched = Some(index);
             let end = if self.include_stop {
                 position + len
             } else {
@@ -105,10 +116,13 @@ impl StopStringMatcher {
 
     /// Where the first stop string in the held text starts, and its length (the shortest of
     /// those starting there).
-    fn earliest_stop(&self) -> Option<(usize, usize)> {
+    /// The first stop string in the held text: its position, length and index among the stops
+    /// (at one position, the shortest, then the first listed).
+    fn earliest_stop(&self) -> Option<(usize, usize, usize)> {
         self.stops
             .iter()
-            .filter_map(|stop| Some((self.held.find(stop.as_str())?, stop.len())))
+            .enumerate()
+            .filter_map(|(index, stop)| Some((self.held.find(stop.as_str())?, stop.len(), index)))
             .min()
     }
 
@@ -202,6 +216,15 @@ mod tests {
             run(&["stop", "op"], &["a long st", "op"]),
             ("a long ".into(), true)
         );
+    }
+
+    #[test]
+    fn the_stop_that_matched_is_named() {
+        let mut matcher = StopStringMatcher::new(vec!["b".into(), "a".into()]);
+        assert_eq!(matcher.push("xx").stopped, false);
+        assert_eq!(matcher.matched_stop(), None);
+        assert!(matcher.push("ab").stopped);
+        assert_eq!(matcher.matched_stop(), Some("a"));
     }
 
     #[test]
