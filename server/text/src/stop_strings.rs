@@ -221,7 +221,7 @@ mod tests {
     #[test]
     fn the_stop_that_matched_is_named() {
         let mut matcher = StopStringMatcher::new(vec!["b".into(), "a".into()]);
-        assert_eq!(matcher.push("xx").stopped, false);
+        assert!(!matcher.push("xx").stopped);
         assert_eq!(matcher.matched_stop(), None);
         assert!(matcher.push("ab").stopped);
         assert_eq!(matcher.matched_stop(), Some("a"));
