@@ -50,7 +50,10 @@ async fn stop_reason_names_what_ended_the_choice() {
     let stopped = api.json(COMPLETIONS, &by_token).await;
     assert_eq!(finish_reason(&stopped), "stop");
     assert_eq!(stopped["choices"][0]["stop_reason"], second, "{stopped}");
-    assert_eq!(streamed_stop_reason(&api.sse(COMPLETIONS, &by_token).await), second);
+    assert_eq!(
+        streamed_stop_reason(&api.sse(COMPLETIONS, &by_token).await),
+        second
+    );
 
     // The model's end of turn: `null`, as vLLM reports EOS.
     let request = chat(FRANCE, 64);
