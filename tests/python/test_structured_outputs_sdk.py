@@ -612,6 +612,40 @@ class BadInput(unittest.TestCase):
             )
         self.assertIn("Unimplemented keys", caught.exception.body["message"])
 
+    def test_strictness_is_each_functions_own(self):
+        # A lenient function with a keyword llguidance cannot enforce beside a strict one: the
+        # lenient one is served as vLLM serves it, the strict one enforced whole.
+        loose = {"type": "function", "function": {"name": "tag", "parameters": {
+            "type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"},
+                                                      "uniqueItems": True}},
+            "required": ["tags"]}}}
+        strict = {"type": "function", "function": {"name": "get_weather", "strict": True,
+                  "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                 "required": ["city"], "additionalProperties": False}}}
+        messages = [{"role": "user", "content": "Weather in Paris?"}]
+        response = CLIENT.chat.completions.create(
+            model=MODEL, messages=messages, max_tokens=60, temperature=0,
+            tools=[loose, strict], tool_choice="required",
+        )
+        calls = response.choices[0].message.tool_calls
+        self.assertTrue(calls)
+        for call in calls:
+            arguments = json.loads(call.function.arguments)
+            if call.function.name == "get_weather":
+                self.assertEqual(set(arguments), {"city"})
+        # The strict function with that keyword is refused, naming it.
+        strict_loose = json.loads(json.dumps(loose))
+        strict_loose["function"]["strict"] = True
+        with self.assertRaises(openai.BadRequestError) as caught:
+            CLIENT.chat.completions.create(
+                model=MODEL, messages=messages, max_tokens=5,
+                tools=[strict, strict_loose, {**loose, "function": {**loose["function"],
+                                                                    "name": "other"}}],
+                tool_choice="required",
+            )
+        self.assertEqual(caught.exception.body["param"], "tools[1].function.parameters")
+        self.assertIn("Unimplemented keys", caught.exception.body["message"])
+
     def test_a_grammar_too_complex_to_follow_is_a_400_streamed_or_not(self):
         # Compiles and starts, but llguidance's per-token parser limit stops it a token in: a
         # node that must hold a node, forever. The client's grammar to fix, not a server error.

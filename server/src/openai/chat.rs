@@ -252,7 +252,9 @@ async fn constrain(
     }
     // Without a compiler (a tokenizer llguidance cannot read) only forced calls need one.
     if let (Some(tools), Some(_)) = (tools, compiler) {
-        compile_requested(compiler, &state.metrics, &tools.validation_spec()).await?;
+        for spec in tools.validation_specs() {
+            compile_requested(compiler, &state.metrics, &spec).await?;
+        }
     }
     let (spec, kind) = match (forced, requested) {
         (Some(forced), _) => (forced, TOOL_CALL_KIND),

@@ -201,33 +201,51 @@ impl ToolsRequest {
             ToolChoice::None | ToolChoice::Auto => return None,
             ToolChoice::Required => (
                 required_calls_schema(&self.functions, self.parallel_tool_calls),
-                self.is_strict(None),
+                self.all_strict(),
             ),
             ToolChoice::Named(name) => {
-                let function = self.functions.iter().find(|f| &f.name == name)?;
-                (named_call_schema(function), self.is_strict(Some(name)))
+                let index = self.functions.iter().position(|f| &f.name == name)?;
+                (
+                    named_call_schema(&self.functions[index]),
+                    self.is_strict(index),
+                )
             }
         };
-        Some(tools_spec(schema, strict))
+        Some(tools_spec(schema, strict, "tools".into()))
     }
 
-    /// Every tool's parameters as one schema, compiled to check them even when nothing is forced.
-    pub fn validation_spec(&self) -> RequestedSpec {
-        tools_spec(
-            required_calls_schema(&self.functions, true),
-            self.is_strict(None),
-        )
+    /// What is compiled to check the tools even when nothing is forced: every tool's parameters
+    /// as one schema, strict when every function asked for `strict: true`; when only some did,
+    /// each of those on its own, strict. So a strict function is enforced whole or refused (as
+    /// OpenAI's are) while a lenient one beside it is served as vLLM serves it: what a strict
+    /// schema holds compiles the same either way, so the lenient grammar of them all enforces
+    /// the strict ones whole.
+    pub fn validation_specs(&self) -> Vec<RequestedSpec> {
+        let all = required_calls_schema(&self.functions, true);
+        let mut specs = vec![tools_spec(all, self.all_strict(), "tools".into())];
+        if !self.all_strict() {
+            let strict_ones = (0..self.functions.len()).filter(|&index| self.is_strict(index));
+            specs.extend(strict_ones.map(|index| {
+                tools_spec(
+                    named_call_schema(&self.functions[index]),
+                    true,
+                    format!("tools[{index}].function.parameters"),
+                )
+            }));
+        }
+        specs
     }
 
-    /// Whether the function `name` (`None`: any of them) asked for `strict: true`. One grammar
-    /// serves every tool, so a strict function makes the whole of it strict: its parameters are
-    /// enforced whole or refused, as OpenAI's strict functions are.
-    fn is_strict(&self, name: Option<&str>) -> bool {
-        self.tools.iter().any(|tool| {
-            let function = &tool["function"];
-            function["strict"] == Value::Bool(true)
-                && name.is_none_or(|name| function["name"] == name)
-        })
+    /// Whether the function of tool `index` asked for `strict: true`.
+    fn is_strict(&self, index: usize) -> bool {
+        self.tools
+            .get(index)
+            .is_some_and(|tool| tool["function"]["strict"] == Value::Bool(true))
+    }
+
+    /// Whether every function asked for `strict: true`.
+    fn all_strict(&self) -> bool {
+        (0..self.functions.len()).all(|index| self.is_strict(index))
     }
 
     /// How the output becomes `tool_calls`; `None` with `tool_choice: "none"`.
@@ -255,8 +273,8 @@ impl ToolsRequest {
     }
 }
 
-/// The tools' schema as a spec, strict when a function asked for it.
-fn tools_spec(schema: Value, strict: bool) -> RequestedSpec {
+/// A tools' schema as a spec (strict or lenient), refused under `field`.
+fn tools_spec(schema: Value, strict: bool, field: String) -> RequestedSpec {
     let schema = if strict {
         strict_schema(schema)
     } else {
@@ -264,7 +282,7 @@ fn tools_spec(schema: Value, strict: bool) -> RequestedSpec {
     };
     RequestedSpec {
         spec: OutputSpec::JsonSchema(schema),
-        field: "tools".into(),
+        field,
     }
 }
 

@@ -158,14 +158,16 @@ fn bad_tools_and_choices_name_the_field() {
 }
 
 #[test]
-fn a_strict_function_makes_the_tools_grammar_strict() {
+fn strictness_is_each_function_s_own() {
     let mut strict_weather = weather();
     strict_weather["function"]["strict"] = json!(true);
-    let is_strict = |spec: RequestedSpec| match spec.spec {
+    let mut strict_add = add();
+    strict_add["function"]["strict"] = json!(true);
+    let is_strict = |spec: &RequestedSpec| match &spec.spec {
         OutputSpec::JsonSchema(schema) => schema.get("x-guidance").is_some(),
         other => panic!("{other:?}"),
     };
-    let tools = json!([strict_weather, add()]);
+    let tools = json!([add(), strict_weather.clone()]);
     let named = |name: &str| {
         parse(
             tools.clone(),
@@ -175,16 +177,39 @@ fn a_strict_function_makes_the_tools_grammar_strict() {
         .expect("tools")
     };
     assert!(is_strict(
-        named("get_weather").forced_spec().expect("forced")
+        &named("get_weather").forced_spec().expect("forced")
     ));
-    assert!(!is_strict(named("add").forced_spec().expect("forced")));
-    let required = parse(tools.clone(), Some(json!("required")))
+    assert!(!is_strict(&named("add").forced_spec().expect("forced")));
+    // One strict function of two: the grammar of both stays lenient (for the other's sake),
+    // and the strict one is checked on its own, strict, under its own field.
+    let mixed = parse(tools.clone(), Some(json!("required")))
         .expect("valid")
         .expect("tools");
-    assert!(is_strict(required.forced_spec().expect("forced")));
-    assert!(is_strict(required.validation_spec()));
+    assert!(!is_strict(&mixed.forced_spec().expect("forced")));
+    let checks = mixed.validation_specs();
+    let described: Vec<(String, bool)> = checks
+        .iter()
+        .map(|spec| (spec.field.clone(), is_strict(spec)))
+        .collect();
+    assert_eq!(
+        described,
+        [
+            ("tools".to_string(), false),
+            ("tools[1].function.parameters".to_string(), true)
+        ]
+    );
+    // Every function strict: one strict grammar.
+    let all = parse(json!([strict_add, strict_weather]), Some(json!("required")))
+        .expect("valid")
+        .expect("tools");
+    assert!(is_strict(&all.forced_spec().expect("forced")));
+    let checks = all.validation_specs();
+    assert_eq!(checks.len(), 1);
+    assert!(is_strict(&checks[0]));
     let lenient = parse(json!([weather(), add()]), Some(json!("required")))
         .expect("valid")
         .expect("tools");
-    assert!(!is_strict(lenient.validation_spec()));
+    let checks = lenient.validation_specs();
+    assert_eq!(checks.len(), 1);
+    assert!(!is_strict(&checks[0]));
 }
