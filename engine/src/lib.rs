@@ -30,6 +30,7 @@ mod repetition;
 pub mod request;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod thinking;
 pub mod validate;
 
 internal_modules! {
@@ -59,7 +60,7 @@ pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};
 pub use lora::{LoraAdapter, LoraId};
 pub use mock::{start_mock_engine, MockConfig, MockOutputLen, MockStall};
 pub use request::{
-    EngineRequest, RepetitionDetection, RequestId, SamplingParams, StopConditions,
+    EngineRequest, RepetitionDetection, RequestId, SamplingParams, StopConditions, ThinkingBudget,
     MAX_BAD_WORDS_TOTAL_TOKENS, MAX_LOGPROB_TOKEN_IDS, MAX_NUM_BAD_WORDS,
 };
 pub use start::start_engine;

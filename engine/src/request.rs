@@ -7,6 +7,7 @@ use crate::constraint::TokenConstraint;
 use crate::error::EngineError;
 use crate::lora::adapter::LoraAdapter;
 pub use crate::repetition::RepetitionDetection;
+pub use crate::thinking::ThinkingBudget;
 
 /// Identifies one request for its whole life in the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -58,6 +59,8 @@ pub struct SamplingParams {
     pub logit_bias: Vec<(u32, f32)>,
     /// vLLM's `allowed_token_ids`: only these tokens may be drawn (`None`: any).
     pub allowed_token_ids: Option<Vec<u32>>,
+    /// vLLM's `thinking_token_budget`: thinking sections close after this many tokens.
+    pub thinking_budget: Option<ThinkingBudget>,
     /// vLLM's `bad_words`, as token sequences: the last token of each is banned whenever the
     /// output ends with the others (a one-token sequence is always banned).
     pub bad_words: Vec<Vec<u32>>,
@@ -78,6 +81,7 @@ impl Default for SamplingParams {
             logit_bias: Vec::new(),
             logprob_token_ids: None,
             allowed_token_ids: None,
+            thinking_budget: None,
             bad_words: Vec::new(),
         }
     }
@@ -152,6 +156,9 @@ impl SamplingParams {
             ));
         }
         self.validate_logprob_token_ids()?;
+        if let Some(budget) = &self.thinking_budget {
+            budget.validate()?;
+        }
         self.validate_bad_words()
     }
 

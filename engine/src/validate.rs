@@ -3,7 +3,7 @@
 //! (through `EngineHandle::validate`), so a bad request fails before it reaches the queue.
 
 use crate::error::EngineError;
-use crate::request::{EngineRequest, RequestId};
+use crate::request::{EngineRequest, RequestId, ThinkingBudget};
 
 /// A request that passed every check, with the most tokens it may generate. Only
 /// [`RequestLimits::validate`] makes one, so the engine never re-checks what it queues.
@@ -117,6 +117,14 @@ impl RequestLimits {
             repetition.validate()?;
         }
         self.check_restricted_ids(request)?;
+        if request.constraint.is_some() && request.sampling.thinking_budget.is_some() {
+            return Err(invalid(
+                "thinking_token_budget",
+                "cannot be combined with a structured output or a forced tool call (the grammar \
+                 covers the whole output, thinking included)"
+                    .into(),
+            ));
+        }
         let max_logprobs = self.max_logprobs;
         for (field, asked) in [
             ("top_logprobs", request.sampling.logprobs),
@@ -164,6 +172,10 @@ impl RequestLimits {
         let allowed = sampling.allowed_token_ids.iter().flatten();
         let banned = sampling.bad_words.iter().flatten();
         let scored = sampling.logprob_token_ids.iter().flatten();
+        let tags = sampling
+            .thinking_budget
+            .iter()
+            .flat_map(ThinkingBudget::token_ids);
         for (field, mut ids) in [
             (
                 "allowed_token_ids",
@@ -171,6 +183,7 @@ impl RequestLimits {
             ),
             ("bad_words", Box::new(banned)),
             ("logprob_token_ids", Box::new(scored)),
+            ("thinking_token_budget", Box::new(tags)),
         ] {
             if let Some(&bad) = ids.find(|&&id| id as usize >= self.vocab_size) {
                 return Err(EngineError::InvalidRequest {
@@ -352,6 +365,19 @@ mod tests {
         ] {
             assert_eq!(field_of(bad), "logprob_token_ids");
         }
+        let thinking = |start: Vec<u32>, end: Vec<u32>| {
+            with(&move |s| {
+                s.thinking_budget = Some(ThinkingBudget {
+                    max_tokens: 4,
+                    start_token_ids: start.clone(),
+                    end_token_ids: end.clone(),
+                });
+            })
+        };
+        for bad in [thinking(vec![], vec![2]), thinking(vec![1], vec![100])] {
+            assert_eq!(field_of(bad), "thinking_token_budget");
+        }
+        assert!(LIMITS.validate(thinking(vec![1], vec![2, 99])).is_ok());
         let fine = with(&|s| {
             s.allowed_token_ids = Some(vec![0, 99, 99]);
             s.bad_words = vec![vec![1]; 128];

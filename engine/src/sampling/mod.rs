@@ -12,6 +12,7 @@
 //!   buffers.
 //! - `penalties`: banned ids, repetition, presence and frequency penalties.
 //! - `restrictions`: `allowed_token_ids` and `bad_words`.
+//! - `thinking`: a sequence's thinking budget, closing its thinking section when it is spent.
 //! - `filters`: top-k (on the logits), softmax weights, top-p, min-p and the draw.
 //! - `prune`: exact pruning of the candidates before top-k's and top-p's selections.
 //! - `device`: rows sampled where the logits are, on a GPU (plain temperature / top-k / top-p /
@@ -27,6 +28,7 @@ pub mod logprobs;
 mod penalties;
 mod prune;
 mod restrictions;
+mod thinking;
 mod sampler;
 mod staging;
 mod state;

@@ -222,6 +222,17 @@ impl SequenceSampler {
         draw(candidates, uniform)
     }
 
+    /// `token_id`, chosen without a draw (a thinking budget closing its section), with the
+    /// log-probabilities the request asked for, from the raw row.
+    pub fn forced(
+        &self,
+        raw_logits: &[f32],
+        token_id: u32,
+        scratch: &mut SamplerScratch,
+    ) -> SampledToken {
+        self.with_logprobs(raw_logits, token_id, scratch)
+    }
+
     /// One uniform number in [0, 1) from the sequence's generator: what the host pipeline's
     /// draw would take this step (the device path draws with it instead).
     pub fn draw_uniform(&mut self) -> f64 {

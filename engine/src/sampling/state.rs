@@ -5,6 +5,7 @@
 use super::constrained::ConstraintState;
 use super::sampler::{SampledToken, SamplerScratch, SamplingContext, SequenceSampler};
 use super::device::RowFilters;
+use super::thinking::ThinkingTracker;
 use crate::error::Result;
 use crate::request::{EngineRequest, SamplingParams};
 
@@ -22,6 +23,8 @@ pub struct SequenceSamplingState {
     min_tokens: usize,
     /// The grammar the output follows, if the request gave one.
     constraint: Option<ConstraintState>,
+    /// The thinking budget at work, if the request gave one.
+    thinking: Option<ThinkingTracker>,
 }
 
 impl SequenceSamplingState {
@@ -48,6 +51,10 @@ impl SequenceSamplingState {
                 .constraint
                 .as_ref()
                 .map(|c| ConstraintState::new(c.start(), vocab_size, eos_token_ids)),
+            thinking: params
+                .thinking_budget
+                .clone()
+                .map(|budget| ThinkingTracker::new(budget, &request.prompt)),
         }
     }
 
@@ -95,6 +102,7 @@ impl SequenceSamplingState {
             && params.logit_bias.is_empty()
             && params.allowed_token_ids.is_none()
             && params.bad_words.is_empty()
+            && params.thinking_budget.is_none()
             && params.repetition_penalty == 1.0
             && params.presence_penalty == 0.0
             && params.frequency_penalty == 0.0
@@ -117,6 +125,12 @@ impl SequenceSamplingState {
     /// Samples this step's token from the sequence's row of logits (among the tokens its grammar
     /// allows), and remembers it.
     pub fn sample(&mut self, logits: &[f32], scratch: &mut SamplerScratch) -> Result<SampledToken> {
+        if let Some(token_id) = self.thinking.as_ref().and_then(ThinkingTracker::forced_token) {
+            // The thinking budget is spent: the closing tag is written, whatever the row says.
+            let sampled = self.sampler.forced(logits, token_id, scratch);
+            self.record(token_id);
+            return Ok(sampled);
+        }
         self.prepare_mask();
         let banned: &[u32] = if self.output_tokens.len() < self.min_tokens {
             &self.banned_until_min_tokens
@@ -134,13 +148,16 @@ impl SequenceSamplingState {
             sampled.ends_constraint = constraint.accept(sampled.token_id);
             sampled.constraint_failure = constraint.failure().cloned();
         }
-        self.output_tokens.push(sampled.token_id);
+        self.record(sampled.token_id);
         Ok(sampled)
     }
 
     /// Remembers a token decided elsewhere (a plain-greedy row's device argmax, a plain random
-    /// row sampled on the device).
+    /// row sampled on the device) or here; the thinking budget counts it.
     pub fn record(&mut self, token_id: u32) {
         self.output_tokens.push(token_id);
+        if let Some(thinking) = &mut self.thinking {
+            thinking.observe(&self.output_tokens);
+        }
     }
 }

@@ -22,6 +22,7 @@ use crate::openai::output_spec::requested_spec;
 use crate::openai::params::GenerationParams;
 use crate::openai::requests::{parse_body, ChatCompletionRequest};
 use crate::openai::template_variables::request_template_kwargs;
+use crate::openai::thinking_budget::thinking_budget;
 use crate::openai::tool_output::ToolOutput;
 use crate::openai::tools::{parse_tools, ToolsRequest};
 use crate::openai::usage::UsageTotals;
@@ -94,6 +95,11 @@ pub async fn start_chat(
         params.sampling.logprob_token_ids = None;
     }
     params.lora = lora;
+    params.sampling.thinking_budget = thinking_budget(
+        request.thinking_token_budget,
+        state.reasoning,
+        &state.tokenizer,
+    )?;
     params.sampling.bad_words =
         bad_words_token_ids(&state.tokenizer, request.fields.bad_words.as_deref())?;
     let tools = parse_tools(

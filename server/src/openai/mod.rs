@@ -29,6 +29,7 @@ pub mod responses;
 pub mod sagemaker;
 pub mod stop_reason;
 pub mod template_variables;
+pub mod thinking_budget;
 pub mod tokenize;
 pub mod tool_output;
 pub mod tools;

@@ -253,6 +253,8 @@ fn sampling_params(
         logprob_token_ids: logprob_token_ids(fields, logprobs)?,
         logit_bias: parse_logit_bias(fields.logit_bias.as_ref())?,
         allowed_token_ids: fields.allowed_token_ids.clone(),
+        // Chat's, with the reasoning tags' ids: `thinking_budget::thinking_budget` sets it.
+        thinking_budget: None,
         // Words need the tokenizer: `bad_words::bad_words_token_ids` fills them in.
         bad_words: Vec::new(),
     };

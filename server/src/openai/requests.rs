@@ -131,6 +131,8 @@ pub struct ChatCompletionRequest {
     pub documents: Option<Value>,
     /// vLLM's: special tokens (BOS) added on top of the template's (default `false`).
     pub add_special_tokens: Option<bool>,
+    /// vLLM's: a thinking section closes after this many tokens (`-1`: no limit).
+    pub thinking_token_budget: Option<i64>,
     /// vLLM's: `false` leaves the reasoning parser's thinking out of the reply.
     pub include_reasoning: Option<bool>,
     #[serde(flatten)]

@@ -34,6 +34,11 @@ impl ReasoningFormat {
     /// The `--reasoning-parser` names, as vLLM spells them.
     pub const CLI_NAMES: &'static [&'static str] = &["deepseek_r1", "qwen3"];
 
+    /// The tags that open and close the reasoning (the same for every format here).
+    pub fn tags(self) -> (&'static str, &'static str) {
+        (THINK_OPEN, THINK_CLOSE)
+    }
+
     /// A whole output's reasoning (`None` when it has none) and content.
     pub fn split(self, text: &str) -> (Option<String>, String) {
         let opened = text.strip_prefix(THINK_OPEN);
