@@ -2,6 +2,7 @@
 //! here, readable anywhere) and PNG (the same SVG rasterised; see [`raster`] for fonts).
 
 mod chart;
+pub mod dataset_stats;
 mod error;
 pub mod raster;
 pub mod svg;

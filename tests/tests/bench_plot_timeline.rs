@@ -75,3 +75,49 @@ fn plot_timeline_writes_a_page_of_colored_inter_token_gaps_beside_the_result() {
         "the thresholds in the legend"
     );
 }
+
+/// `--plot-dataset-stats` (vLLM's flag): `<result>.dataset_stats.png` and `.svg` beside the result
+/// file — four charts of the requests' lengths, drawn (not a blank canvas), every request counted.
+#[test]
+fn plot_dataset_stats_draws_the_request_lengths_beside_the_result() {
+    ensure_built();
+    let server = ServerProcess::start(&["--mock", "--disable-log-requests"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().display().to_string();
+    let mut args = serve_against_mock(&server.base_url);
+    args.extend(
+        [
+            "--random-input-len",
+            "64",
+            "--random-output-len",
+            "16",
+            "--random-range-ratio",
+            "0.5",
+            "--ignore-eos",
+            "--num-prompts",
+            "24",
+            "--plot-dataset-stats",
+            "--save-result",
+            "--result-dir",
+            &out,
+            "--result-filename",
+            "run.json",
+        ]
+        .map(String::from),
+    );
+    run_bench_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(dir.path().join("run.json").exists());
+    let png = decode_png(&dir.path().join("run.dataset_stats.png"));
+    assert_eq!((png.width, png.height), (1600, 1000));
+    let drawn = png.rgb().filter(|pixel| *pixel != [0xff; 3]).count();
+    assert!(drawn > 20_000, "{drawn} pixels drawn");
+    let svg = std::fs::read_to_string(dir.path().join("run.dataset_stats.svg")).expect("the SVG");
+    for title in [
+        "Prompt tokens",
+        "Output tokens",
+        "Total tokens",
+        "Tokens per request",
+    ] {
+        assert!(svg.contains(title), "{title}");
+    }
+}

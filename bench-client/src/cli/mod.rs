@@ -18,6 +18,7 @@ pub mod sampling_args;
 pub mod serve;
 pub mod serve_args;
 pub mod serve_cmd;
+pub mod serve_plots;
 pub mod serve_workload;
 pub mod structured_output_args;
 pub mod sweep_args;

@@ -271,6 +271,10 @@ pub struct ServeArgs {
     /// into green, orange and red.
     #[arg(long, value_name = "MS,MS", default_value = "25,50", value_parser = parse_itl_thresholds)]
     pub timeline_itl_thresholds: [f64; 2],
+    /// vLLM's: also draw the requests' lengths (prompt, output and total tokens as histograms,
+    /// and per request) beside the result file (`<result>.dataset_stats.png` and `.svg`).
+    #[arg(long)]
+    pub plot_dataset_stats: bool,
     /// Server facts recorded in the result, `KEY=VALUE` (repeatable), e.g. --metadata tp=1.
     #[arg(long, num_args = 1.., value_name = "KEY=VALUE")]
     pub metadata: Vec<String>,
@@ -326,7 +330,16 @@ impl ServeArgs {
 
     /// Whether anything is written into `--result-dir` (the result, or the timeline beside it).
     pub fn writes_result_dir(&self) -> bool {
-        self.saves_result() || self.plot_timeline
+        self.saves_result() || self.plot_timeline || self.plot_dataset_stats
+    }
+
+    /// Whether the per-request records are kept in the results (for a file that needs them).
+    pub fn keeps_records(&self) -> bool {
+        self.save_detailed
+            || self.html.is_some()
+            || self.csv.is_some()
+            || self.plot_timeline
+            || self.plot_dataset_stats
     }
 
     /// The model name requests send, when the flags give one.

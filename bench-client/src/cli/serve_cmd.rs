@@ -13,9 +13,9 @@ use crate::cli::result_file::save_result;
 use crate::cli::run_meta::{format_date, machine_info, unix_now_s};
 use crate::cli::serve::{load_tokenizer, prepare, run_once_with_server_view, Prepared};
 use crate::cli::serve_args::{DatasetName, ServeArgs};
+use crate::cli::serve_plots::{write_dataset_stats, write_timeline_page};
 use crate::cli::trace_replay;
 use crate::compare::aggregate_runs;
-use crate::html::itl_timeline_page;
 use crate::record::RequestRecord;
 use crate::record_csv::{write_csv, RunRecords};
 use crate::report::{render, render_server_side};
@@ -106,7 +106,7 @@ fn result_json(
         if let Some(conversations) = &outcome.conversations {
             pagoda.insert("conversations".into(), serde_json::to_value(conversations)?);
         }
-        if args.save_detailed || args.html.is_some() || args.csv.is_some() || args.plot_timeline {
+        if args.keeps_records() {
             pagoda.insert(RECORDS_KEY.into(), serde_json::to_value(&outcome.records)?);
         }
     }
@@ -251,7 +251,11 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
     }
     if args.plot_timeline {
         let path = result_path(&args).with_extension("timeline.html");
-        write_timeline_page(&path, &results, args.timeline_itl_thresholds)?;
+        write_timeline_page(&path, &run_records(&results)?, args.timeline_itl_thresholds)?;
+    }
+    if args.plot_dataset_stats {
+        let path = result_path(&args).with_extension("dataset_stats.png");
+        write_dataset_stats(&path, &run_records(&results)?)?;
     }
     let mut result = combine_runs(&results);
     drop_unsaved_records(&args, &mut result);
@@ -267,32 +271,18 @@ pub async fn execute(args: ServeArgs) -> anyhow::Result<()> {
     check_result_failures(&results, args.max_failure_rate)
 }
 
-/// `--plot-timeline`: every run's timeline, gaps coloured against `thresholds_ms`.
-fn write_timeline_page(
-    path: &std::path::Path,
-    results: &[Value],
-    thresholds_ms: [f64; 2],
-) -> anyhow::Result<()> {
-    let mut runs: Vec<(String, Vec<RequestRecord>)> = Vec::with_capacity(results.len());
-    for (index, result) in results.iter().enumerate() {
-        let records = result
-            .pointer(&format!("/pagoda/{RECORDS_KEY}"))
-            .cloned()
-            .context("a result without its records")?;
-        let label = match results.len() {
-            1 => "the run".to_string(),
-            _ => format!("run {}", index + 1),
-        };
-        runs.push((label, serde_json::from_value(records)?));
-    }
-    let runs: Vec<(String, &[RequestRecord])> = runs
+/// Every run's per-request records (kept in the results by `ServeArgs::keeps_records`).
+fn run_records(results: &[Value]) -> anyhow::Result<Vec<Vec<RequestRecord>>> {
+    results
         .iter()
-        .map(|(label, records)| (label.clone(), records.as_slice()))
-        .collect();
-    std::fs::write(path, itl_timeline_page(&runs, thresholds_ms))
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    eprintln!("timeline saved to {}", path.display());
-    Ok(())
+        .map(|result| {
+            let records = result
+                .pointer(&format!("/pagoda/{RECORDS_KEY}"))
+                .cloned()
+                .context("a result without its records")?;
+            Ok(serde_json::from_value(records)?)
+        })
+        .collect()
 }
 
 /// `--csv`: every run's records, one row per request.
