@@ -22,6 +22,9 @@ const DEFAULT_E2E_S: [f64; 21] = [
     480.0, 960.0, 1920.0, 7680.0,
 ];
 
+/// vLLM's `vllm:request_num_preemptions` buckets (the first holds the never-preempted too).
+pub(super) const REQUEST_NUM_PREEMPTIONS_BUCKETS: [f64; 7] = [1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 20.0];
+
 /// vLLM's `vllm:request_params_n` buckets.
 pub(super) const REQUEST_PARAMS_N_BUCKETS: [f64; 5] = [1.0, 2.0, 5.0, 10.0, 20.0];
 

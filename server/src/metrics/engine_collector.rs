@@ -39,7 +39,7 @@ const GAUGES: [GaugeSpec; 3] = [
     ),
 ];
 
-const COUNTERS: [CounterSpec; 5] = [
+const COUNTERS: [CounterSpec; 6] = [
     (
         NUM_PREEMPTIONS,
         "Cumulative number of preemption from the engine.",
@@ -61,6 +61,11 @@ const COUNTERS: [CounterSpec; 5] = [
     (
         PREFIX_CACHE_HITS,
         "Prefix cache hits, in terms of number of cached tokens.",
+        |s| s.prefix_cache_hits_tokens_total,
+    ),
+    (
+        PROMPT_TOKENS_CACHED,
+        "Number of cached prompt tokens (local + external).",
         |s| s.prefix_cache_hits_tokens_total,
     ),
 ];

@@ -82,6 +82,7 @@ pub const REQUEST_PREFILL_KV_COMPUTED_TOKENS: &str = "request_prefill_kv_compute
 pub const REQUEST_MAX_NUM_GENERATION_TOKENS: &str = "request_max_num_generation_tokens";
 pub const REQUEST_PARAMS_N: &str = "request_params_n";
 pub const REQUEST_PARAMS_MAX_TOKENS: &str = "request_params_max_tokens";
+pub const REQUEST_NUM_PREEMPTIONS: &str = "request_num_preemptions";
 
 /// Finished sequences by `finished_reason` (counter).
 pub const REQUEST_SUCCESS: &str = "request_success_total";
@@ -95,6 +96,7 @@ pub const PROMPT_TOKENS: &str = "prompt_tokens_total";
 pub const GENERATION_TOKENS: &str = "generation_tokens_total";
 pub const PREFIX_CACHE_QUERIES: &str = "prefix_cache_queries_total";
 pub const PREFIX_CACHE_HITS: &str = "prefix_cache_hits_total";
+pub const PROMPT_TOKENS_CACHED: &str = "prompt_tokens_cached_total";
 
 // Pagoda-only engine series (exported under `pagoda` only).
 pub const NUM_KV_BLOCKS: &str = "num_kv_blocks";

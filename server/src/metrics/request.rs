@@ -6,7 +6,9 @@ use std::time::Instant;
 use pagoda_engine::{FinishReason, RequestTimings, Usage};
 use prometheus::{HistogramVec, IntCounterVec, Registry};
 
-use super::buckets::{build_1_2_5_buckets, REQUEST_PARAMS_N_BUCKETS};
+use super::buckets::{
+    build_1_2_5_buckets, REQUEST_NUM_PREEMPTIONS_BUCKETS, REQUEST_PARAMS_N_BUCKETS,
+};
 use super::builder::SeriesBuilder;
 use super::config::MetricsConfig;
 use super::error::MetricsError;
@@ -114,6 +116,10 @@ const MAX_NUM_GENERATION: Spec = (
     "Histogram of maximum number of requested generation tokens.",
 );
 const PARAMS_N: Spec = (REQUEST_PARAMS_N, "Histogram of the n request parameter.");
+const NUM_PREEMPTIONS_PER_REQUEST: Spec = (
+    REQUEST_NUM_PREEMPTIONS,
+    "Histogram of the number of times a request was preempted.",
+);
 const PARAMS_MAX_TOKENS: Spec = (
     REQUEST_PARAMS_MAX_TOKENS,
     "Histogram of the max_tokens request parameter.",
@@ -152,6 +158,7 @@ pub(super) struct RequestMetrics {
     max_num_generation_tokens: HistogramVec,
     params_n: HistogramVec,
     params_max_tokens: HistogramVec,
+    num_preemptions: HistogramVec,
     success: IntCounterVec,
 }
 
@@ -187,6 +194,10 @@ impl RequestMetrics {
             max_num_generation_tokens: hist(MAX_NUM_GENERATION, &tokens)?,
             params_n: hist(PARAMS_N, &REQUEST_PARAMS_N_BUCKETS)?,
             params_max_tokens: hist(PARAMS_MAX_TOKENS, &tokens)?,
+            num_preemptions: hist(
+                NUM_PREEMPTIONS_PER_REQUEST,
+                &REQUEST_NUM_PREEMPTIONS_BUCKETS,
+            )?,
             success,
         };
         metrics.create_model_series(&config.model_name);
@@ -239,6 +250,10 @@ impl RequestMetrics {
         observe(&self.generation_tokens, usage.completion_tokens as f64);
         let computed = usage.prompt_tokens.saturating_sub(usage.num_cached_tokens);
         observe(&self.prefill_kv_computed_tokens, computed as f64);
+        observe(
+            &self.num_preemptions,
+            f64::from(finished.timings.num_preemptions),
+        );
     }
 
     /// A sequence that failed: only counted, as its timings end in an error, not a finish.

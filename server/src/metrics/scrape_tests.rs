@@ -93,6 +93,10 @@ fn engine_series_mirror_engine_stats() {
             stats.prefix_cache_hits_tokens_total,
         ),
         (
+            "prompt_tokens_cached_total",
+            stats.prefix_cache_hits_tokens_total,
+        ),
+        (
             "prefix_cache_evictions_total",
             stats.num_prefix_cache_evictions_total,
         ),
@@ -122,7 +126,7 @@ fn engine_series_mirror_engine_stats() {
 }
 
 /// vLLM's names, written out here rather than taken from `names.rs`.
-const VLLM_SERIES: [&str; 23] = [
+const VLLM_SERIES: [&str; 25] = [
     "vllm:e2e_request_latency_seconds",
     "vllm:generation_tokens_total",
     "vllm:inter_token_latency_seconds",
@@ -132,11 +136,13 @@ const VLLM_SERIES: [&str; 23] = [
     "vllm:num_requests_waiting",
     "vllm:prefix_cache_hits_total",
     "vllm:prefix_cache_queries_total",
+    "vllm:prompt_tokens_cached_total",
     "vllm:prompt_tokens_total",
     "vllm:request_decode_time_seconds",
     "vllm:request_generation_tokens",
     "vllm:request_inference_time_seconds",
     "vllm:request_max_num_generation_tokens",
+    "vllm:request_num_preemptions",
     "vllm:request_params_max_tokens",
     "vllm:request_params_n",
     "vllm:request_prefill_kv_computed_tokens",

@@ -89,6 +89,19 @@ fn finished_sequences_land_in_exact_buckets_in_both_namespaces() {
 }
 
 #[test]
+fn each_finished_sequence_counts_its_preemptions() {
+    let engine = TinyEngine::start();
+    let metrics = Metrics::new(config(MetricsNamespace::Vllm), (*engine).clone()).unwrap();
+    metrics.record_finished(&STOPPED.build());
+    let mut preempted = ONE_TOKEN.build();
+    preempted.timings.num_preemptions = 3;
+    metrics.record_finished(&preempted);
+    let scrape = Scrape::parse(&metrics.render());
+    let buckets = [("1.0", 1.0), ("2.0", 1.0), ("3.0", 2.0), ("20.0", 2.0)];
+    assert_histogram(&scrape, "vllm:request_num_preemptions", 2.0, 3.0, &buckets);
+}
+
+#[test]
 fn sequences_without_a_first_token_record_no_ttft() {
     let engine = TinyEngine::start();
     let metrics = Metrics::new(config(MetricsNamespace::Vllm), (*engine).clone()).unwrap();
