@@ -224,6 +224,7 @@ impl EngineCore {
                 let num_computed_tokens = update.num_computed_tokens;
                 if num_computed_tokens > 0 || !update.tokens.is_empty() {
                     self.totals.num_steps_total += 1;
+                    self.totals.step_tokens.observe(num_computed_tokens);
                 }
                 self.totals.num_computed_tokens_total += num_computed_tokens as u64;
                 self.emit(update);

@@ -16,6 +16,7 @@ use crate::lora::adapter::LoraAdapter;
 use crate::lora::load::{load_lora_adapter, LoraLoadOptions};
 use crate::models::ModelConfig;
 use crate::request::{EngineRequest, RequestId};
+use crate::step_tokens::StepTokenCounts;
 use crate::validate::{RequestLimits, ValidRequest};
 
 /// What the engine thread is told.
@@ -54,6 +55,8 @@ pub struct EngineStats {
     /// Tokens run through the model (prefill chunks, decodes, recomputation after preemption).
     pub num_computed_tokens_total: u64,
     pub num_steps_total: u64,
+    /// Steps by their number of tokens (vLLM's `iteration_tokens_total`).
+    pub step_tokens: StepTokenCounts,
     /// The step time aimed at while the running sequences decode (`--itl-target-ms`); `None`
     /// when no target applies (off, nothing decoding, or `auto` still learning).
     pub itl_target_seconds: Option<f64>,

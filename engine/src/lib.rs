@@ -28,6 +28,7 @@ pub mod lora;
 pub mod models;
 mod repetition;
 pub mod request;
+pub mod step_tokens;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod thinking;

@@ -1,7 +1,9 @@
 //! Builds engine series with their namespace and constant labels (`model_name`, `engine="0"`).
 
 use prometheus::core::Collector;
-use prometheus::{Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry};
+use prometheus::{
+    Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry,
+};
 
 use super::error::MetricsError;
 use super::names::{MetricsNamespace, ENGINE_INDEX, LABEL_ENGINE, LABEL_MODEL_NAME};
@@ -57,6 +59,17 @@ impl SeriesBuilder<'_> {
     /// A gauge for a collector to own (not registered on its own).
     pub fn gauge(&self, base: &str, help: &str) -> Result<Gauge, MetricsError> {
         Ok(Gauge::with_opts(self.opts(base, help))?)
+    }
+
+    /// A histogram for a collector to own (not registered on its own).
+    pub fn histogram(
+        &self,
+        base: &str,
+        help: &str,
+        buckets: &[f64],
+    ) -> Result<Histogram, MetricsError> {
+        let opts = HistogramOpts::from(self.opts(base, help)).buckets(buckets.to_vec());
+        Ok(Histogram::with_opts(opts)?)
     }
 
     /// A counter for a collector to own (not registered on its own).

@@ -4,10 +4,11 @@
 
 use std::sync::Mutex;
 
+use pagoda_engine::step_tokens::{StepTokenCounts, STEP_TOKENS_BOUNDS};
 use pagoda_engine::{EngineHandle, EngineStats};
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
-use prometheus::{Gauge, IntCounter};
+use prometheus::{Gauge, Histogram, IntCounter};
 
 use super::builder::SeriesBuilder;
 use super::error::MetricsError;
@@ -120,6 +121,9 @@ pub(super) struct EngineCollector {
     engine: EngineHandle,
     gauges: Vec<(Gauge, ReadGauge)>,
     counters: Vec<(IntCounter, ReadTotal)>,
+    /// vLLM's `iteration_tokens_total`: its name, help and labels; the engine's counts replace
+    /// its (empty) values at each scrape.
+    step_tokens: Histogram,
     /// Serialises scrapes so that two concurrent ones cannot both add the same increment.
     sync: Mutex<()>,
 }
@@ -137,10 +141,17 @@ impl EngineCollector {
         let counters = counter_specs
             .map(|&(base, help, read)| Ok((series.counter(base, help)?, read)))
             .collect::<Result<_, MetricsError>>()?;
+        let bounds: Vec<f64> = STEP_TOKENS_BOUNDS.iter().map(|&b| b as f64).collect();
+        let step_tokens = series.histogram(
+            ITERATION_TOKENS,
+            "Histogram of number of tokens per engine_step.",
+            &bounds,
+        )?;
         Ok(Self {
             engine,
             gauges,
             counters,
+            step_tokens,
             sync: Mutex::new(()),
         })
     }
@@ -165,7 +176,10 @@ impl Collector for EngineCollector {
     fn desc(&self) -> Vec<&Desc> {
         let gauges = self.gauges.iter().flat_map(|(g, _)| g.desc());
         let counters = self.counters.iter().flat_map(|(c, _)| c.desc());
-        gauges.chain(counters).collect()
+        gauges
+            .chain(counters)
+            .chain(self.step_tokens.desc())
+            .collect()
     }
 
     fn collect(&self) -> Vec<MetricFamily> {
@@ -177,6 +191,31 @@ impl Collector for EngineCollector {
         self.update(&stats);
         let gauges = self.gauges.iter().flat_map(|(g, _)| g.collect());
         let counters = self.counters.iter().flat_map(|(c, _)| c.collect());
-        gauges.chain(counters).collect()
+        let mut step_tokens = self.step_tokens.collect();
+        for family in &mut step_tokens {
+            fill_histogram(family, &stats.step_tokens);
+        }
+        gauges.chain(counters).chain(step_tokens).collect()
+    }
+}
+
+/// Writes the engine's step counts into the (empty) histogram family of the same buckets.
+fn fill_histogram(family: &mut MetricFamily, counts: &StepTokenCounts) {
+    for metric in family.mut_metric().iter_mut() {
+        let mut histogram = metric.get_histogram().clone();
+        histogram.set_sample_count(counts.num_steps);
+        histogram.set_sample_sum(counts.num_tokens as f64);
+        let buckets = histogram
+            .get_bucket()
+            .iter()
+            .zip(&counts.cumulative)
+            .map(|(bucket, &count)| {
+                let mut bucket = bucket.clone();
+                bucket.set_cumulative_count(count);
+                bucket
+            })
+            .collect();
+        histogram.set_bucket(buckets);
+        metric.set_histogram(histogram);
     }
 }

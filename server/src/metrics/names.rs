@@ -97,6 +97,8 @@ pub const GENERATION_TOKENS: &str = "generation_tokens_total";
 pub const PREFIX_CACHE_QUERIES: &str = "prefix_cache_queries_total";
 pub const PREFIX_CACHE_HITS: &str = "prefix_cache_hits_total";
 pub const PROMPT_TOKENS_CACHED: &str = "prompt_tokens_cached_total";
+/// Engine steps by their number of tokens (histogram; vLLM's name ends in `_total`).
+pub const ITERATION_TOKENS: &str = "iteration_tokens_total";
 
 // Pagoda-only engine series (exported under `pagoda` only).
 pub const NUM_KV_BLOCKS: &str = "num_kv_blocks";

@@ -112,6 +112,24 @@ fn engine_series_mirror_engine_stats() {
         assert_eq!(value(base), want as f64, "pagoda:{base}");
     }
     assert_eq!(value("kv_cache_usage_perc"), stats.kv_cache_usage());
+    // Every step in the tokens-per-step histogram: two prefills (40, then 8 after the cache
+    // hit) and six one-token decodes, each in its bucket.
+    let steps = stats.num_steps_total as f64;
+    assert_eq!(value("iteration_tokens_total_count"), steps);
+    assert_eq!(
+        value("iteration_tokens_total_sum"),
+        stats.num_computed_tokens_total as f64
+    );
+    let bucket = |le: &str| {
+        scrape.value(
+            "pagoda:iteration_tokens_total_bucket",
+            &labels(&[("le", le)]),
+        )
+    };
+    assert_eq!(bucket("1.0"), steps - 2.0, "the decodes");
+    assert_eq!(bucket("8.0"), steps - 1.0, "and the 8-token prefill");
+    assert_eq!(bucket("64.0"), steps);
+    assert_eq!(bucket("+Inf"), steps);
 
     // Request series from the same real events.
     let count = |base: &str| value(&format!("{base}_count"));
@@ -126,10 +144,11 @@ fn engine_series_mirror_engine_stats() {
 }
 
 /// vLLM's names, written out here rather than taken from `names.rs`.
-const VLLM_SERIES: [&str; 25] = [
+const VLLM_SERIES: [&str; 26] = [
     "vllm:e2e_request_latency_seconds",
     "vllm:generation_tokens_total",
     "vllm:inter_token_latency_seconds",
+    "vllm:iteration_tokens_total",
     "vllm:kv_cache_usage_perc",
     "vllm:num_preemptions_total",
     "vllm:num_requests_running",
@@ -198,7 +217,10 @@ fn expected_kind(name: &str) -> &'static str {
         "itl_target_seconds",
         "prefill_token_cost_seconds",
     ];
-    if name.ends_with("_total") {
+    // vLLM's one histogram whose name ends in `_total`.
+    if name.ends_with("iteration_tokens_total") {
+        "histogram"
+    } else if name.ends_with("_total") {
         "counter"
     } else if gauges.iter().any(|g| name.ends_with(g)) || name.starts_with("pagoda:num_") {
         "gauge"
