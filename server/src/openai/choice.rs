@@ -11,53 +11,16 @@ use pagoda_engine::{
 };
 use pagoda_text::detokenizer::IncrementalDetokenizer;
 use pagoda_text::stop_strings::StopStringMatcher;
-use serde_json::Value;
 
 use crate::metrics::FinishedSequence;
 use crate::openai::admission::WaitingSlot;
 use crate::openai::choice_context::ChoiceContext;
+use crate::openai::choice_event::ChoiceEvent;
 use crate::openai::delta_batching::DeltaBatcher;
 use crate::openai::error::ApiError;
 use crate::openai::logprob::TokenLogprob;
 use crate::openai::prompt_side::PromptSide;
 use crate::openai::stop_reason::StopReason;
-
-/// What a choice produces, in order: deltas, then one `Finished` (or one `Error`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum ChoiceEvent {
-    Delta {
-        index: usize,
-        text: String,
-        logprobs: Vec<TokenLogprob>,
-        /// Generated tokens it stands for: 1 for a token's delta, 0 for the echoed prompt or
-        /// text flushed at the end.
-        num_tokens: usize,
-        /// The engine ended the choice with this token: `Finished` comes next.
-        is_last: bool,
-        /// The generated tokens it stands for (vLLM's `token_ids`, when asked for).
-        token_ids: Vec<u32>,
-        /// The prompt's token ids, on the choice's first delta when `return_token_ids` asked.
-        prompt_token_ids: Option<Arc<[u32]>>,
-    },
-    Finished {
-        index: usize,
-        finish_reason: &'static str,
-        /// vLLM's `stop_reason` (`None`: `null`).
-        stop_reason: Option<StopReason>,
-        usage: Usage,
-        /// The engine's times for this choice (for `--request-timeline`).
-        timings: RequestTimings,
-    },
-    Error {
-        index: usize,
-        error: ApiError,
-    },
-    /// vLLM's `prompt_logprobs` of the choice's prompt (before its first delta).
-    PromptLogprobs {
-        index: usize,
-        logprobs: Value,
-    },
-}
 
 /// Drives one engine request to its end.
 #[derive(Debug)]

@@ -3,7 +3,8 @@
 
 use futures_util::stream::{self, BoxStream, StreamExt};
 
-use crate::openai::choice::{ChoiceEvent, ChoiceRun};
+use crate::openai::choice::ChoiceRun;
+use crate::openai::choice_event::ChoiceEvent;
 use crate::openai::format::DeltaParts;
 
 fn events_of(run: ChoiceRun) -> BoxStream<'static, ChoiceEvent> {

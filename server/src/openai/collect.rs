@@ -6,7 +6,8 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use crate::metrics::Metrics;
-use crate::openai::choice::{ChoiceEvent, ChoiceRun};
+use crate::openai::choice::ChoiceRun;
+use crate::openai::choice_event::ChoiceEvent;
 use crate::openai::choice_events::{delta_parts, merged};
 use crate::openai::error::ApiError;
 use crate::openai::format::{FinishedChoice, ResponseFormat};

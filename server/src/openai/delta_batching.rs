@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use crate::openai::choice::ChoiceEvent;
+use crate::openai::choice_event::ChoiceEvent;
 
 /// Joins one choice's consecutive token deltas into deltas of `interval` tokens.
 #[derive(Debug)]

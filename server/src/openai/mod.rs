@@ -6,6 +6,7 @@ pub mod chat;
 pub mod chat_format;
 pub mod choice;
 pub mod choice_context;
+pub mod choice_event;
 pub mod choice_events;
 pub mod collect;
 pub mod completion_format;

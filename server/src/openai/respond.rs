@@ -11,7 +11,8 @@ use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::metrics::Metrics;
-use crate::openai::choice::{ChoiceEvent, ChoiceRun};
+use crate::openai::choice::ChoiceRun;
+use crate::openai::choice_event::ChoiceEvent;
 use crate::openai::error::ApiError;
 use crate::openai::format::ResponseFormat;
 use crate::openai::params::GenerationParams;

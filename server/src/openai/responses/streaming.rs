@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::metrics::Metrics;
 use crate::openai::chat::StartedChat;
 use crate::openai::chat_format::ChatFormat;
-use crate::openai::choice::ChoiceEvent;
+use crate::openai::choice_event::ChoiceEvent;
 use crate::openai::choice_events::{delta_parts, merged};
 use crate::openai::format::ResponseFormat;
 use crate::openai::responses::background::{BackgroundRun, BackgroundRuns};
