@@ -36,4 +36,4 @@ pub use conversation::{ConversationSource, SyntheticConversationConfig};
 pub use error::DatasetError;
 pub use exact_len::{ExactTextGenerator, TokenizedText};
 pub use prefix_repetition::PrefixRepetitionConfig;
-pub use random::RandomConfig;
+pub use random::{RandomConfig, RangeRatio};

@@ -14,6 +14,7 @@ use crate::cli::sampling_args::SamplingArgs;
 use crate::cli::structured_output_args::StructuredOutputArgs;
 use crate::cli::trace_args::TraceArgs;
 use crate::client::{Cancellation, DEFAULT_POOL_IDLE_TIMEOUT};
+use crate::dataset::RangeRatio;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EndpointArg {
@@ -109,9 +110,10 @@ pub struct ServeArgs {
     /// random: tokens to generate.
     #[arg(long, default_value_t = 128)]
     pub random_output_len: usize,
-    /// random: lengths uniform in [len·(1−r), len·(1+r)].
-    #[arg(long, default_value_t = 0.0)]
-    pub random_range_ratio: f64,
+    /// random: lengths uniform in [len·(1−r), len·(1+r)]; one number for both, or vLLM's
+    /// `{"input": r, "output": r}` for each its own.
+    #[arg(long, value_name = "R", default_value = "0.0", value_parser = RangeRatio::parse)]
+    pub random_range_ratio: RangeRatio,
     /// random: prompt lengths drawn from a normal distribution with this standard deviation
     /// around --random-input-len (truncated below at 1; guidellm's and AIPerf's synthetic
     /// spread). Not with --random-range-ratio.

@@ -171,3 +171,18 @@ fn timeline_thresholds_are_two_ascending_positive_milliseconds() {
         assert!(parsed.is_err(), "{bad}");
     }
 }
+
+/// vLLM's `--random-range-ratio` takes one number for both lengths or an object for each.
+#[test]
+fn random_range_ratio_takes_a_number_or_vllms_object() {
+    use crate::dataset::RangeRatio;
+    assert_eq!(parse(&[]).random_range_ratio, RangeRatio::both(0.0));
+    let one = parse(&["--random-range-ratio", "0.3"]);
+    assert_eq!(one.random_range_ratio, RangeRatio::both(0.3));
+    let each = parse(&["--random-range-ratio", r#"{"input": 0.1, "output": 0.6}"#]);
+    let expected = RangeRatio {
+        input: 0.1,
+        output: 0.6,
+    };
+    assert_eq!(each.random_range_ratio, expected);
+}

@@ -134,7 +134,7 @@ mod tests {
             DatasetConfig::Random(RandomConfig {
                 input_tokens: 40,
                 output_tokens: 8,
-                range_ratio: 0.5,
+                range_ratio: crate::dataset::RangeRatio::both(0.5),
                 prefix_tokens: 4,
                 ..RandomConfig::default()
             }),

@@ -11,6 +11,45 @@ use super::length_sampler::LengthSampler;
 use super::parallel;
 use crate::workload::RequestSpec;
 
+/// `--random-range-ratio`: how far lengths spread around their means, the prompt's and the
+/// output's (vLLM's flag takes one number for both or `{"input": r, "output": r}`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RangeRatio {
+    pub input: f64,
+    pub output: f64,
+}
+
+impl RangeRatio {
+    pub fn both(ratio: f64) -> Self {
+        Self {
+            input: ratio,
+            output: ratio,
+        }
+    }
+
+    /// The flag's value: a number, or a JSON object with `input` and `output`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if let Ok(ratio) = text.trim().parse::<f64>() {
+            return Ok(Self::both(ratio));
+        }
+        let object: serde_json::Value = serde_json::from_str(text).map_err(|_| {
+            format!("expected a number or {{\"input\": r, \"output\": r}}, got {text:?}")
+        })?;
+        let ratio = |key: &str| {
+            object
+                .get(key)
+                .and_then(serde_json::Value::as_f64)
+                .ok_or_else(|| {
+                    format!("a range-ratio object needs a number under {key:?}, got {text}")
+                })
+        };
+        Ok(Self {
+            input: ratio("input")?,
+            output: ratio("output")?,
+        })
+    }
+}
+
 /// `--random-input-len`, `--random-output-len`, `--random-range-ratio`, `--random-prefix-len`,
 /// `--random-input-len-stddev`, `--random-output-len-stddev`.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,8 +58,9 @@ pub struct RandomConfig {
     pub input_tokens: usize,
     /// Mean tokens to generate.
     pub output_tokens: usize,
-    /// Lengths are uniform in `[len·(1−r), len·(1+r)]`; `0 ≤ r < 1`.
-    pub range_ratio: f64,
+    /// Lengths are uniform in `[len·(1−r), len·(1+r)]`; `0 ≤ r < 1`, the prompt's and the
+    /// output's.
+    pub range_ratio: RangeRatio,
     /// Prompt lengths are normal with this standard deviation (0: `range_ratio` spreads them).
     pub input_stddev: f64,
     /// Output lengths are normal with this standard deviation (0: `range_ratio` spreads them).
@@ -35,7 +75,7 @@ impl Default for RandomConfig {
         Self {
             input_tokens: 1024,
             output_tokens: 128,
-            range_ratio: 0.0,
+            range_ratio: RangeRatio::both(0.0),
             input_stddev: 0.0,
             output_stddev: 0.0,
             prefix_tokens: 0,
@@ -50,13 +90,13 @@ impl RandomConfig {
             LengthSampler::new(
                 "--random-input-len",
                 self.input_tokens,
-                self.range_ratio,
+                self.range_ratio.input,
                 self.input_stddev,
             )?,
             LengthSampler::new(
                 "--random-output-len",
                 self.output_tokens,
-                self.range_ratio,
+                self.range_ratio.output,
                 self.output_stddev,
             )?,
         ))
@@ -121,7 +161,7 @@ mod tests {
         let config = RandomConfig {
             input_tokens: 300,
             output_tokens: 50,
-            range_ratio: 0.9,
+            range_ratio: RangeRatio::both(0.9),
             prefix_tokens: 0,
             ..RandomConfig::default()
         };
@@ -141,12 +181,40 @@ mod tests {
     }
 
     #[test]
+    fn prompt_and_output_spread_each_by_their_own_ratio() {
+        let parsed = RangeRatio::parse(r#"{"input": 0, "output": 0.5}"#).expect("valid");
+        assert_eq!(
+            parsed,
+            RangeRatio {
+                input: 0.0,
+                output: 0.5
+            }
+        );
+        assert_eq!(RangeRatio::parse("0.25"), Ok(RangeRatio::both(0.25)));
+        for bad in ["x", r#"{"input": 0.1}"#, r#"{"input": "a", "output": 0.1}"#] {
+            assert!(RangeRatio::parse(bad).is_err(), "{bad}");
+        }
+        let config = RandomConfig {
+            input_tokens: 40,
+            output_tokens: 40,
+            range_ratio: parsed,
+            ..RandomConfig::default()
+        };
+        let requests = build_random(&config, 40, 9);
+        assert!(requests.iter().all(|r| r.input_tokens == 40));
+        let outputs: std::collections::HashSet<_> =
+            requests.iter().map(|r| r.output_tokens).collect();
+        assert!(outputs.len() > 5, "output lengths vary: {outputs:?}");
+        assert!(outputs.iter().all(|n| length_range(40, 0.5).contains(n)));
+    }
+
+    #[test]
     fn a_shared_prefix_keeps_its_tokens_in_every_prompt() {
         for (prefix_tokens, input_tokens) in [(1, 1), (16, 3), (200, 100), (1000, 24)] {
             let config = RandomConfig {
                 input_tokens,
                 output_tokens: 8,
-                range_ratio: 0.5,
+                range_ratio: RangeRatio::both(0.5),
                 prefix_tokens,
                 ..RandomConfig::default()
             };
@@ -171,7 +239,7 @@ mod tests {
         let config = RandomConfig {
             input_tokens: 20,
             output_tokens: 4,
-            range_ratio: 0.5,
+            range_ratio: RangeRatio::both(0.5),
             prefix_tokens: 3,
             ..RandomConfig::default()
         };
@@ -210,11 +278,11 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         for config in [
             RandomConfig {
-                range_ratio: 1.0,
+                range_ratio: RangeRatio::both(1.0),
                 ..RandomConfig::default()
             },
             RandomConfig {
-                range_ratio: -0.1,
+                range_ratio: RangeRatio::both(-0.1),
                 ..RandomConfig::default()
             },
             RandomConfig {
@@ -226,7 +294,7 @@ mod tests {
                 ..RandomConfig::default()
             },
             RandomConfig {
-                range_ratio: 0.1,
+                range_ratio: RangeRatio::both(0.1),
                 output_stddev: 3.0,
                 ..RandomConfig::default()
             },
