@@ -222,6 +222,19 @@ def scheduler_row():
                    [(f"{rate_sum('prefix_cache_hits_total')} / "
                      f"{rate_sum('prefix_cache_queries_total')}", "hit rate")],
                    "percentunit", max_value=1),
+        heatmap("Tokens per engine step",
+                "Engine steps per tokens-per-step bucket per interval "
+                "(iteration_tokens_total): a band at 1-32 is small decode batches; steps near "
+                "--max-num-batched-tokens are chunked prefill. Batches that stay small while "
+                "requests wait point at a KV-cache or --max-num-seqs limit.",
+                f"sum by (le) (increase({m('iteration_tokens_total_bucket')}{{{ENGINE}}}"
+                f"[{RATE}]))", "short"),
+        timeseries("Engine steps/s and mean tokens per step",
+                   "Model forward passes per second, and the mean tokens each ran (sum over "
+                   "count of iteration_tokens_total). Steps/s falling while tokens per step "
+                   "rise is the batch growing.",
+                   [(rate_sum("iteration_tokens_total_count"), "steps/s"),
+                    (mean("iteration_tokens_total"), "tokens per step")], "short"),
     ]
 
 
