@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use candle_core::{DType, Device, Tensor};
-use pagoda_engine::attention::{AttnMetadata, AttnShape, CpuKvCache, PagedKvCache};
+use pagoda_engine::attention::{AttnMetadata, AttnShape, CpuKvCache, LayerAttention, PagedKvCache};
 use rand::{Rng, SeedableRng};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -38,11 +38,10 @@ fn block_table(seq: usize, num_seqs: usize, num_blocks: usize) -> Vec<u32> {
 }
 
 /// Metadata for `num_new` tokens of each sequence, ending at position `len - 1`.
-fn metadata(num_seqs: usize, len: usize, num_new: usize, window: Option<usize>) -> AttnMetadata {
+fn metadata(num_seqs: usize, len: usize, num_new: usize) -> AttnMetadata {
     let num_blocks = len.div_ceil(BLOCK_SIZE);
     let mut meta = AttnMetadata {
         block_size: BLOCK_SIZE,
-        sliding_window: window,
         query_start_loc: vec![0],
         ..Default::default()
     };
@@ -60,13 +59,19 @@ fn metadata(num_seqs: usize, len: usize, num_new: usize, window: Option<usize>) 
 }
 
 /// Attends every layer once for `meta`.
-fn step(cache: &mut CpuKvCache, meta: &AttnMetadata, rng: &mut impl Rng) -> BoxResult<()> {
+fn step(
+    cache: &mut CpuKvCache,
+    meta: &AttnMetadata,
+    window: Option<usize>,
+    rng: &mut impl Rng,
+) -> BoxResult<()> {
+    let settings = LayerAttention::standard(SHAPE.head_dim).with_window(window);
     let num_tokens = meta.num_tokens();
     let q = random_rows(rng, num_tokens, SHAPE.num_heads * SHAPE.head_dim)?;
     let k = random_rows(rng, num_tokens, SHAPE.num_kv_heads * SHAPE.head_dim)?;
     let v = random_rows(rng, num_tokens, SHAPE.num_kv_heads * SHAPE.head_dim)?;
     for layer in 0..NUM_LAYERS {
-        cache.attend(layer, &q, &k, &v, meta)?;
+        cache.attend(layer, (&q, &k, &v), meta, &settings)?;
     }
     Ok(())
 }
@@ -81,7 +86,8 @@ fn filled_cache(dtype: DType, num_seqs: usize, context: usize) -> BoxResult<CpuK
         let end = (start + 256).min(context);
         step(
             &mut cache,
-            &metadata(num_seqs, end, end - start, Some(1)),
+            &metadata(num_seqs, end, end - start),
+            Some(1),
             &mut rng,
         )?;
     }
@@ -102,13 +108,13 @@ fn time_decode(
     for &dtype in dtypes {
         caches.push(filled_cache(dtype, num_seqs, context)?);
     }
-    let decode = metadata(num_seqs, context + 1, 1, None);
+    let decode = metadata(num_seqs, context + 1, 1);
     let mut samples = vec![Vec::with_capacity(iterations); dtypes.len()];
     for iteration in 0..=iterations {
         for turn in 0..dtypes.len() {
             let which = (iteration + turn) % dtypes.len();
             let started = Instant::now();
-            step(&mut caches[which], &decode, &mut rng)?;
+            step(&mut caches[which], &decode, None, &mut rng)?;
             if iteration > 0 {
                 samples[which].push(started.elapsed().as_secs_f64());
             }

@@ -40,7 +40,7 @@ fn prefill_logits(dir: &std::path::Path, seed: u64) -> Vec<f32> {
         }],
         num_batched_tokens: PROMPT.len(),
     };
-    let meta = AttnMetadata::from_plan(&plan, 16, cfg.sliding_window);
+    let meta = AttnMetadata::from_plan(&plan, 16);
     let input = ModelInput {
         token_ids: Tensor::new(&PROMPT[..], &Device::Cpu).unwrap(),
         positions: Tensor::new(meta.positions.as_slice(), &Device::Cpu).unwrap(),

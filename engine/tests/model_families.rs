@@ -80,7 +80,7 @@ fn engine_prefill_logits(path: &Path, format: WeightFormat, tokens: &[u32]) -> V
         }],
         num_batched_tokens: tokens.len(),
     };
-    let meta = AttnMetadata::from_plan(&plan, BLOCK_SIZE, model.config().sliding_window);
+    let meta = AttnMetadata::from_plan(&plan, BLOCK_SIZE);
     let mut input = build_model_input(&plan, &meta, &Device::Cpu).unwrap();
     input.logits_indices = Tensor::arange(0u32, tokens.len() as u32, &Device::Cpu).unwrap();
     let logits = model.forward(&input, &meta, &mut cache).unwrap();

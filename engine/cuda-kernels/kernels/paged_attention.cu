@@ -78,6 +78,7 @@ struct AttnParams {
   int window;            // 0 = none
   int partition_size;    // keys per partition, a multiple of kKeyTile
   int max_partitions;    // grid z; 1 = write the output directly
+  float softcap;         // scaled scores become softcap * tanh(score / softcap); 0 = none
 };
 
 // Cache index of (block, kv_head, offset, 0).
@@ -203,7 +204,7 @@ __device__ void attention_block(const T* __restrict__ q, const T* __restrict__ k
                    query.z * vec_value<T>(keys, e + 2) + query.w * vec_value<T>(keys, e + 3);
           }
         }
-        score = dot;
+        score = p.softcap > 0.f ? p.softcap * tanhf(dot / p.softcap) : dot;
       }
       const float new_max = fmaxf(row_max[i], warp_max(score));
       if (new_max == -INFINITY) continue;  // every key so far is masked for this row

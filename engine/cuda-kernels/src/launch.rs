@@ -23,6 +23,7 @@ struct AttnParams {
     window: i32,
     partition_size: i32,
     max_partitions: i32,
+    softcap: f32,
 }
 
 // SAFETY: a plain `repr(C)` struct of 4-byte scalars, passed by value as the kernel declares it.
@@ -62,8 +63,27 @@ pub struct DeviceStep {
     pub max_blocks_per_seq: usize,
     pub seq_lens: CudaSlice<i32>,
     pub num_tokens: usize,
-    /// 0 = no sliding window.
+}
+
+/// How one layer attends (the engine's `LayerAttention`): the scale of `q · k`, the sliding
+/// window (0 = none) and the logit softcap (0 = none). The step's work plan is built without a
+/// window, so it covers every layer: a windowed layer's items simply have fewer partitions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerSettings {
+    pub scale: f32,
     pub window: usize,
+    pub softcap: f32,
+}
+
+impl LayerSettings {
+    /// Scale 1/√head_dim, no window, no softcap.
+    pub fn standard(head_dim: usize) -> Self {
+        Self {
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            window: 0,
+            softcap: 0.0,
+        }
+    }
 }
 
 fn to_i32(value: usize, what: &str) -> Result<i32> {
@@ -119,13 +139,13 @@ pub fn cache_write<T: DeviceRepr>(
     Ok(())
 }
 
-/// Attention (scale 1/√head_dim) of every query row of `q` over its sequence's cached context;
+/// Attention of every query row of `q` over its sequence's cached context, as `layer` says;
 /// writes `out` (`[num_tokens, num_heads * head_dim]`, contiguous).
 pub fn paged_attention<T: DeviceRepr>(
     launch: &Launch<'_>,
+    layer: LayerSettings,
     q: &Rows<'_, T>,
-    key_cache: &CudaSlice<T>,
-    value_cache: &CudaSlice<T>,
+    (key_cache, value_cache): (&CudaSlice<T>, &CudaSlice<T>),
     step: &DeviceStep,
     scratch: &mut SplitScratch,
     out: &mut CudaSlice<T>,
@@ -143,10 +163,11 @@ pub fn paged_attention<T: DeviceRepr>(
         max_blocks_per_seq: to_i32(step.max_blocks_per_seq, "blocks per sequence")?,
         q_row_stride: to_i32(q.row_stride, "q row stride")?,
         out_row_stride: to_i32(geometry.num_heads * geometry.head_dim, "out row stride")?,
-        scale: 1.0 / (geometry.head_dim as f32).sqrt(),
-        window: to_i32(step.window, "sliding window")?,
+        scale: layer.scale,
+        window: to_i32(layer.window, "sliding window")?,
         partition_size: to_i32(plan.partition_size, "partition size")?,
         max_partitions: to_i32(plan.max_partitions, "partitions")?,
+        softcap: layer.softcap,
     };
     let grid = (
         to_i32(plan.num_items, "work items")? as u32,

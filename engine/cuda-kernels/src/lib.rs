@@ -21,7 +21,9 @@ pub mod scratch;
 #[cfg(feature = "cuda")]
 pub use fused::{FusedKernels, RopeHeads, FUSED_FATBIN};
 #[cfg(feature = "cuda")]
-pub use launch::{cache_write, paged_attention, CacheGeometry, DeviceStep, Launch, Rows};
+pub use launch::{
+    cache_write, paged_attention, CacheGeometry, DeviceStep, Launch, LayerSettings, Rows,
+};
 #[cfg(feature = "cuda")]
 pub use module::{CacheKernels, KernelDType, FATBIN};
 pub use plan::{block_table_matrix, HeadCounts, SeqQuery, WorkPlan, SUPPORTED_HEAD_DIMS};

@@ -12,6 +12,7 @@ use half::{bf16, f16};
 
 use super::cpu_kernel::{paged_attention, CacheView};
 use super::kv_element::KvElement;
+use super::layer::LayerAttention;
 use super::metadata::AttnMetadata;
 use super::paged_cache::PagedKvCache;
 use super::shape::AttnShape;
@@ -147,22 +148,21 @@ fn write_and_attend<T: KvElement>(
     layer: usize,
     shape: AttnShape,
     qkv: [&[f32]; 3],
-    meta: &AttnMetadata,
+    (meta, settings): (&AttnMetadata, LayerAttention),
 ) -> Result<Vec<f32>> {
     let [q, k, v] = qkv;
     let row = shape.num_kv_heads * shape.head_dim;
     layers.write(layer, [k, v], &meta.slot_mapping, row)?;
-    Ok(paged_attention(q, &layers.view(layer, shape), meta))
+    Ok(paged_attention(q, &layers.view(layer, shape), meta, settings))
 }
 
 impl PagedKvCache for CpuKvCache {
     fn attend(
         &mut self,
         layer: usize,
-        q: &Tensor,
-        k: &Tensor,
-        v: &Tensor,
+        (q, k, v): (&Tensor, &Tensor, &Tensor),
         meta: &AttnMetadata,
+        settings: &LayerAttention,
     ) -> Result<Tensor> {
         let num_tokens = meta.num_tokens();
         let k = k.flatten_all()?.to_vec1::<f32>()?;
@@ -182,9 +182,9 @@ impl PagedKvCache for CpuKvCache {
         }
         let qkv = [q.as_slice(), k.as_slice(), v.as_slice()];
         let out = match &mut self.storage {
-            Storage::F32(layers) => write_and_attend(layers, layer, self.shape, qkv, meta)?,
-            Storage::F16(layers) => write_and_attend(layers, layer, self.shape, qkv, meta)?,
-            Storage::Bf16(layers) => write_and_attend(layers, layer, self.shape, qkv, meta)?,
+            Storage::F32(layers) => write_and_attend(layers, layer, self.shape, qkv, (meta, *settings))?,
+            Storage::F16(layers) => write_and_attend(layers, layer, self.shape, qkv, (meta, *settings))?,
+            Storage::Bf16(layers) => write_and_attend(layers, layer, self.shape, qkv, (meta, *settings))?,
         };
         Ok(Tensor::from_vec(
             out,

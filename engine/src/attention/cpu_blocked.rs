@@ -50,7 +50,7 @@ pub(super) fn attend<T: KvElement>(
     scores.resize(num_rows * span, 0.0);
     outputs.resize(num_rows * head_dim, 0.0);
     row.resize(head_dim, 0.0);
-    let scale = 1.0 / (head_dim as f32).sqrt();
+    let scale = view.layer.scale;
     for kv_head in 0..num_kv_heads {
         let offset = kv_head * head_dim;
         gather(cache.keys, view.slots, offset, cache.shape, keys, row, loader);
@@ -84,7 +84,11 @@ fn masked_softmax(view: &TileView<'_>, i: usize, scores: &mut [f32]) -> f32 {
     let hi = hi.min(scores.len() - 1);
     scores[..lo].fill(0.0);
     scores[hi + 1..].fill(0.0);
-    softmax_in_place(&mut scores[lo..=hi])
+    let window = &mut scores[lo..=hi];
+    if view.layer.softcap.is_some() {
+        window.iter_mut().for_each(|s| *s = view.layer.capped(*s));
+    }
+    softmax_in_place(window)
 }
 
 /// Copies the rows of the KV head at `offset` of every slot, widened to f32, into `dst`

@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use super::cpu_tile::{Portable, RowLoader, Scratch, Tile, TileView};
 pub use super::cpu_tile::CacheView;
 use super::kv_element::{KvElement, X86Features};
+use super::layer::LayerAttention;
 use super::metadata::AttnMetadata;
 use super::{cpu_blocked, cpu_split};
 
@@ -23,11 +24,12 @@ const QUERY_TILE: usize = 64;
 const MAX_TILE_SCORES: usize = 1 << 20;
 
 /// Causal attention of every query token over its sequence's cached context (which already holds
-/// this step's keys and values). `q` is `[num_tokens, num_heads, head_dim]`.
+/// this step's keys and values), as `layer` says. `q` is `[num_tokens, num_heads, head_dim]`.
 pub fn paged_attention<T: KvElement>(
     q: &[f32],
     cache: &CacheView<'_, T>,
     meta: &AttnMetadata,
+    layer: LayerAttention,
 ) -> Vec<f32> {
     let q_row = cache.shape.num_heads * cache.shape.head_dim;
     let mut out = vec![0.0f32; q.len()];
@@ -40,7 +42,7 @@ pub fn paged_attention<T: KvElement>(
         })
         .collect();
     let mut tiles = tiles(meta, cache.shape.group_size());
-    split_lone_decodes(&mut tiles, meta);
+    split_lone_decodes(&mut tiles, layer);
     let mut out_chunks = Vec::with_capacity(tiles.len());
     let mut q_chunks = Vec::with_capacity(tiles.len());
     let (mut out_rest, mut q_rest) = (out.as_mut_slice(), q);
@@ -57,7 +59,7 @@ pub fn paged_attention<T: KvElement>(
         .zip(q_chunks.into_par_iter())
         .zip(tiles.par_iter())
         .for_each_init(Scratch::default, |scratch, ((out, q), tile)| {
-            let window = meta.first_attended(tile.first_position);
+            let window = layer.first_attended(tile.first_position);
             let last = tile.first_position + tile.num_tokens - 1;
             let slots = &seq_slots[tile.seq][window..=last];
             let view = TileView {
@@ -65,7 +67,7 @@ pub fn paged_attention<T: KvElement>(
                 slots,
                 first_key_position: window,
                 first_position: tile.first_position,
-                meta,
+                layer,
             };
             if tile.num_partitions > 1 {
                 let num_heads = cache.shape.num_heads;
@@ -81,10 +83,10 @@ pub fn paged_attention<T: KvElement>(
 
 /// Marks decode tiles for key partitions when the step has too few tiles to occupy every
 /// thread.
-fn split_lone_decodes(tiles: &mut [Tile], meta: &AttnMetadata) {
+fn split_lone_decodes(tiles: &mut [Tile], layer: LayerAttention) {
     let (num_tiles, num_threads) = (tiles.len(), rayon::current_num_threads());
     for tile in tiles.iter_mut().filter(|t| t.num_tokens == 1) {
-        let span = tile.first_position + 1 - meta.first_attended(tile.first_position);
+        let span = tile.first_position + 1 - layer.first_attended(tile.first_position);
         tile.num_partitions = cpu_split::num_partitions(span, num_tiles, num_threads);
     }
 }

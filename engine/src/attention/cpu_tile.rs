@@ -2,7 +2,7 @@
 //! and its key range, per-thread scratch buffers, and how cache rows are read as f32.
 
 use super::kv_element::{KvElement, X86Features};
-use super::metadata::AttnMetadata;
+use super::layer::LayerAttention;
 use super::shape::AttnShape;
 
 /// One layer's cache, read-only: `[num_blocks, block_size, num_kv_heads, head_dim]`.
@@ -31,7 +31,7 @@ pub(super) struct TileView<'a> {
     pub slots: &'a [usize],
     pub first_key_position: usize,
     pub first_position: usize,
-    pub meta: &'a AttnMetadata,
+    pub layer: LayerAttention,
 }
 
 impl TileView<'_> {
@@ -41,7 +41,7 @@ impl TileView<'_> {
     pub fn key_range(&self, i: usize) -> (usize, usize) {
         let position = self.first_position + i;
         (
-            self.meta
+            self.layer
                 .first_attended(position)
                 .saturating_sub(self.first_key_position),
             position - self.first_key_position,

@@ -9,9 +9,10 @@ use candle_core::{CudaDevice, DType, Device, Tensor};
 use half::{bf16, f16};
 use pagoda_cuda_kernels::{
     block_table_matrix, cache_write, paged_attention, CacheGeometry, CacheKernels, DeviceStep,
-    HeadCounts, KernelDType, Launch, SeqQuery, SplitScratch, WorkPlan,
+    HeadCounts, KernelDType, LayerSettings, Launch, SeqQuery, SplitScratch, WorkPlan,
 };
 
+use super::layer::LayerAttention;
 use super::metadata::AttnMetadata;
 use super::paged_cache::PagedKvCache;
 use super::shape::AttnShape;
@@ -174,7 +175,7 @@ impl CudaKvCache {
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
-        num_tokens: usize,
+        (num_tokens, settings): (usize, LayerSettings),
     ) -> Result<Tensor> {
         let step = self
             .step
@@ -199,9 +200,9 @@ impl CudaKvCache {
         let mut out = unsafe { self.device.alloc::<T>(num_tokens * q_row) }?;
         paged_attention(
             &launch,
+            settings,
             &queries,
-            key_cache,
-            value_cache,
+            (key_cache, value_cache),
             step,
             &mut self.scratch,
             &mut out,
@@ -227,7 +228,8 @@ impl PagedKvCache for CudaKvCache {
             num_heads: self.shape.num_heads,
             num_kv_heads: self.shape.num_kv_heads,
         };
-        let plan = WorkPlan::build(&seqs, heads, meta.sliding_window, self.num_sms);
+        // Without a window, the plan covers every layer's (windowed or not) key ranges.
+        let plan = WorkPlan::build(&seqs, heads, None, self.num_sms);
         let num_slots = self.num_blocks * self.block_size;
         if let Some(&slot) = meta.slot_mapping.iter().find(|&&s| s as usize >= num_slots) {
             return Err(execution(format!("slot {slot} out of range {num_slots}")));
@@ -242,7 +244,6 @@ impl PagedKvCache for CudaKvCache {
             max_blocks_per_seq,
             seq_lens: self.upload(&seq_lens)?,
             num_tokens: meta.num_tokens(),
-            window: meta.sliding_window.unwrap_or(0),
             plan,
         });
         Ok(())
@@ -251,12 +252,16 @@ impl PagedKvCache for CudaKvCache {
     fn attend(
         &mut self,
         layer: usize,
-        q: &Tensor,
-        k: &Tensor,
-        v: &Tensor,
+        (q, k, v): (&Tensor, &Tensor, &Tensor),
         meta: &AttnMetadata,
+        attention: &LayerAttention,
     ) -> Result<Tensor> {
         let num_tokens = meta.num_tokens();
+        let settings = LayerSettings {
+            scale: attention.scale,
+            window: attention.window.unwrap_or(0),
+            softcap: attention.softcap.unwrap_or(0.0),
+        };
         for (name, tensor) in [("q", q), ("k", k), ("v", v)] {
             if tensor.dtype() != self.dtype || tensor.dim(0)? != num_tokens {
                 return Err(execution(format!(
@@ -274,15 +279,15 @@ impl PagedKvCache for CudaKvCache {
             Buffers::F32(layers) => layers
                 .get_mut(layer)
                 .ok_or_else(missing)
-                .and_then(|pair| self.attend_typed(pair, q, k, v, num_tokens)),
+                .and_then(|pair| self.attend_typed(pair, q, k, v, (num_tokens, settings))),
             Buffers::F16(layers) => layers
                 .get_mut(layer)
                 .ok_or_else(missing)
-                .and_then(|pair| self.attend_typed(pair, q, k, v, num_tokens)),
+                .and_then(|pair| self.attend_typed(pair, q, k, v, (num_tokens, settings))),
             Buffers::Bf16(layers) => layers
                 .get_mut(layer)
                 .ok_or_else(missing)
-                .and_then(|pair| self.attend_typed(pair, q, k, v, num_tokens)),
+                .and_then(|pair| self.attend_typed(pair, q, k, v, (num_tokens, settings))),
         };
         self.buffers = buffers;
         result

@@ -16,16 +16,13 @@ pub struct AttnMetadata {
     pub seq_lens: Vec<u32>,
     /// Per sequence: its block ids.
     pub block_tables: Vec<Vec<u32>>,
-    /// Each token attends to at most this many most recent positions (itself included).
-    pub sliding_window: Option<usize>,
 }
 
 impl AttnMetadata {
     /// Lays out a plan's tokens; the only place that turns a plan into attention inputs.
-    pub fn from_plan(plan: &BatchPlan, block_size: usize, sliding_window: Option<usize>) -> Self {
+    pub fn from_plan(plan: &BatchPlan, block_size: usize) -> Self {
         let mut meta = AttnMetadata {
             block_size,
-            sliding_window,
             query_start_loc: vec![0],
             ..Default::default()
         };
@@ -42,14 +39,6 @@ impl AttnMetadata {
             meta.block_tables.push(table);
         }
         meta
-    }
-
-    /// First position a token at `position` attends to.
-    pub fn first_attended(&self, position: usize) -> usize {
-        match self.sliding_window {
-            Some(window) => (position + 1).saturating_sub(window),
-            None => 0,
-        }
     }
 
     pub fn num_tokens(&self) -> usize {
@@ -97,7 +86,7 @@ mod tests {
             ],
             num_batched_tokens: 3,
         };
-        let meta = AttnMetadata::from_plan(&plan, 4, None);
+        let meta = AttnMetadata::from_plan(&plan, 4);
         assert_eq!(meta.positions, vec![3, 4, 0]);
         assert_eq!(meta.slot_mapping, vec![5 * 4 + 3, 2 * 4, 0]);
         assert_eq!(meta.query_start_loc, vec![0, 2, 3]);

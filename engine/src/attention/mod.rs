@@ -12,6 +12,7 @@ mod cpu_tile;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod kv_element;
+pub mod layer;
 pub mod metadata;
 pub mod paged_cache;
 #[cfg(test)]
@@ -20,6 +21,7 @@ pub mod shape;
 mod softmax;
 
 pub use cpu::CpuKvCache;
+pub use layer::LayerAttention;
 pub use metadata::AttnMetadata;
 pub use paged_cache::PagedKvCache;
 #[cfg(feature = "testing")]

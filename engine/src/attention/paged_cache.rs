@@ -2,6 +2,7 @@
 
 use candle_core::Tensor;
 
+use super::layer::LayerAttention;
 use super::metadata::AttnMetadata;
 use crate::error::Result;
 
@@ -15,14 +16,14 @@ pub trait PagedKvCache: Send + std::fmt::Debug {
     }
 
     /// Writes `k`, `v` (`[num_tokens, num_kv_heads * head_dim]`) into the slots of `meta`, then
-    /// returns attention over the cached context for `q` (`[num_tokens, num_heads * head_dim]`).
+    /// returns attention over the cached context for `q` (`[num_tokens, num_heads * head_dim]`),
+    /// with the scale, window and softcap of layer `layer` (`settings`).
     fn attend(
         &mut self,
         layer: usize,
-        q: &Tensor,
-        k: &Tensor,
-        v: &Tensor,
+        qkv: (&Tensor, &Tensor, &Tensor),
         meta: &AttnMetadata,
+        settings: &LayerAttention,
     ) -> Result<Tensor>;
 
     /// Number of blocks per layer.

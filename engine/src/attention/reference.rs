@@ -9,6 +9,7 @@ use half::{bf16, f16};
 
 use super::cpu_kernel::{paged_attention, CacheView};
 use super::kv_element::KvElement;
+use super::layer::LayerAttention;
 use super::metadata::AttnMetadata;
 use super::shape::AttnShape;
 
@@ -20,7 +21,7 @@ fn naive_attention(
     values: &[f32],
     len: usize,
     shape: AttnShape,
-    window: Option<usize>,
+    layer: LayerAttention,
 ) -> Vec<f32> {
     let AttnShape {
         num_heads,
@@ -34,15 +35,19 @@ fn naive_attention(
         for h in 0..num_heads {
             let kvh = h / (num_heads / num_kv_heads);
             let qv = &q[(t * num_heads + h) * head_dim..][..head_dim];
-            let first = window.map_or(0, |w| (position + 1).saturating_sub(w));
+            let first = layer.first_attended(position);
             let scores: Vec<f64> = (first..=position)
                 .map(|j| {
                     let kv = &keys[(j * num_kv_heads + kvh) * head_dim..][..head_dim];
-                    qv.iter()
+                    let dot = qv
+                        .iter()
                         .zip(kv)
                         .map(|(a, b)| (*a as f64) * (*b as f64))
-                        .sum::<f64>()
-                        / (head_dim as f64).sqrt()
+                        .sum::<f64>();
+                    let score = dot * layer.scale as f64;
+                    layer
+                        .softcap
+                        .map_or(score, |cap| cap as f64 * (score / cap as f64).tanh())
                 })
                 .collect();
             let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
@@ -64,7 +69,8 @@ struct Case {
     block_size: usize,
     /// Per sequence: (context length after the step, tokens computed this step).
     seqs: Vec<(usize, usize)>,
-    window: Option<usize>,
+    /// Scale, window and softcap.
+    layer: LayerAttention,
 }
 
 fn random_vec(rng: &mut ChaCha8Rng, len: usize) -> Vec<f32> {
@@ -108,7 +114,6 @@ fn run_case(case: &Case, seed: u64) -> MaxErrors {
     let mut values = random_vec(&mut rng, keys.len());
     let mut meta = AttnMetadata {
         block_size: case.block_size,
-        sliding_window: case.window,
         query_start_loc: vec![0],
         ..Default::default()
     };
@@ -139,7 +144,7 @@ fn run_case(case: &Case, seed: u64) -> MaxErrors {
             &seq_values,
             len,
             case.shape,
-            case.window,
+            case.layer,
         ));
         q_all.extend(q);
     }
@@ -149,6 +154,7 @@ fn run_case(case: &Case, seed: u64) -> MaxErrors {
         values: &values,
         shape: case.shape,
         meta: &meta,
+        layer: case.layer,
         expected: &expected,
     };
     MaxErrors {
@@ -165,6 +171,7 @@ struct Contents<'a> {
     values: &'a [f32],
     shape: AttnShape,
     meta: &'a AttnMetadata,
+    layer: LayerAttention,
     expected: &'a [f32],
 }
 
@@ -182,7 +189,7 @@ impl Contents<'_> {
             values: T::view(&values),
             shape: self.shape,
         };
-        paged_attention(self.q, &cache, self.meta)
+        paged_attention(self.q, &cache, self.meta, self.layer)
             .iter()
             .zip(self.expected)
             .map(|(a, b)| (a - b).abs())
@@ -195,10 +202,10 @@ fn assert_within_tolerances(case: &Case, seed: u64) -> MaxErrors {
     let errors = run_case(case, seed);
     assert!(
         errors.f32 < TOLERANCE_F32 && errors.f16 < TOLERANCE_F16 && errors.bf16 < TOLERANCE_BF16,
-        "max abs errors {errors:?} for block_size {} seqs {:?} window {:?}",
+        "max abs errors {errors:?} for block_size {} seqs {:?} layer {:?}",
         case.block_size,
         case.seqs,
-        case.window,
+        case.layer,
     );
     errors
 }
@@ -241,7 +248,7 @@ fn check_grid(
                         shape,
                         block_size,
                         seqs: seqs.to_vec(),
-                        window,
+                        layer: LayerAttention::standard(shape.head_dim).with_window(window),
                     };
                     seen(assert_within_tolerances(&case, seed));
                 }
@@ -299,9 +306,45 @@ fn lone_long_decodes_split_into_key_partitions_match_naive_in_every_cache_dtype(
                 shape,
                 block_size: 16,
                 seqs: seqs.to_vec(),
-                window,
+                layer: LayerAttention::standard(shape.head_dim).with_window(window),
             };
             pool.install(|| assert_within_tolerances(&case, seed));
+        }
+    }
+}
+
+#[test]
+fn family_scales_and_logit_softcaps_match_naive_in_prefill_decode_and_split_decodes() {
+    // Gemma 2's shape of settings: a scale that is not 1/√head_dim (query_pre_attn_scalar),
+    // scores capped by 50·tanh(s/50) — here a cap of 1.5 on scores scaled up 8×, so the cap
+    // bends most scores — with and without a window; a lone long decode is split into
+    // partitions (4 threads), whose merge must see the capped scores too.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .expect("a thread pool");
+    let batches: [&[(usize, usize)]; 3] = [&[(50, 20), (9, 1), (33, 33)], &[(1_100, 1)], &[(70, 70)]];
+    let mut seed = 3_000;
+    for shape in [GQA, MHA] {
+        for seqs in batches {
+            for (scale, softcap, window) in [
+                (2.0, Some(1.5), None),
+                (0.05, None, Some(7)),
+                (1.0, Some(0.7), Some(300)),
+            ] {
+                seed += 1;
+                let case = Case {
+                    shape,
+                    block_size: 16,
+                    seqs: seqs.to_vec(),
+                    layer: LayerAttention {
+                        scale,
+                        window,
+                        softcap,
+                    },
+                };
+                pool.install(|| assert_within_tolerances(&case, seed));
+            }
         }
     }
 }

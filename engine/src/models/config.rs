@@ -1,7 +1,9 @@
 //! `ModelConfig`: the shape of a Llama-family model, whatever file it came from.
 
+use super::features::DecoderFeatures;
 use super::generation_config::SamplingDefaults;
 use crate::attention::shape::AttnShape;
+use crate::attention::LayerAttention;
 use crate::error::{EngineError, Result};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -33,10 +35,12 @@ pub struct ModelConfig {
     pub eos_token_ids: Vec<u32>,
     /// Sampling values from generation_config.json, for callers that leave a field unset.
     pub sampling_defaults: SamplingDefaults,
+    /// How the family's decoder differs from Llama's.
+    pub features: DecoderFeatures,
 }
 
 /// RoPE scaling variants, as Hugging Face configs spell them in `rope_scaling`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum RopeScaling {
     /// Positions divided by `factor`.
     Linear { factor: f32 },
@@ -49,6 +53,37 @@ pub enum RopeScaling {
         high_freq_factor: f32,
         original_max_position_embeddings: usize,
     },
+    /// YaRN (Qwen2.5 long context, DeepSeek distills): frequencies blended between
+    /// interpolation and extrapolation by wavelength, cos/sin scaled by `attention_factor`.
+    Yarn {
+        factor: f32,
+        original_max_position_embeddings: usize,
+        beta_fast: f32,
+        beta_slow: f32,
+        attention_factor: f32,
+    },
+    /// Per-frequency divisors, as llama.cpp's converter bakes Llama 3.1's scaling into a GGUF
+    /// file (`rope_freqs`).
+    FrequencyDivisors { divisors: Vec<f32> },
+    /// Phi-3's LongRoPE: one divisor per frequency, the long ones when the served context
+    /// exceeds the original (as llama.cpp decides), cos/sin scaled by `attention_factor`.
+    LongRope {
+        short_factor: Vec<f32>,
+        long_factor: Vec<f32>,
+        original_max_position_embeddings: usize,
+        attention_factor: f32,
+    },
+}
+
+impl RopeScaling {
+    /// The context-extension factor, for the checks of `ModelConfig::validate`.
+    fn factor(&self) -> f32 {
+        match self {
+            Self::Linear { factor } | Self::Dynamic { factor } => *factor,
+            Self::Llama3 { factor, .. } | Self::Yarn { factor, .. } => *factor,
+            Self::LongRope { .. } | Self::FrequencyDivisors { .. } => 1.0,
+        }
+    }
 }
 
 impl ModelConfig {
@@ -76,7 +111,14 @@ impl ModelConfig {
             bos_token_id: None,
             eos_token_ids,
             sampling_defaults: SamplingDefaults::default(),
+            features: DecoderFeatures::default(),
         }
+    }
+
+    /// Layer `layer`'s attention settings: scale, window (if the layer slides), softcap.
+    pub fn layer_attention(&self, layer: usize) -> LayerAttention {
+        self.features
+            .layer_attention(layer, self.head_dim, self.sliding_window)
     }
 
     pub fn attn_shape(&self) -> AttnShape {
@@ -124,14 +166,43 @@ impl ModelConfig {
         if self.sliding_window == Some(0) {
             return fail("sliding_window must be positive".into());
         }
-        if let Some(scaling) = self.rope_scaling {
-            let factor = match scaling {
-                RopeScaling::Linear { factor } | RopeScaling::Dynamic { factor } => factor,
-                RopeScaling::Llama3 { factor, .. } => factor,
-            };
+        if let Some(scaling) = &self.rope_scaling {
+            let factor = scaling.factor();
+            if let RopeScaling::LongRope {
+                short_factor,
+                long_factor,
+                ..
+            } = scaling
+            {
+                let half = self.head_dim / 2;
+                if short_factor.len() != half || long_factor.len() != half {
+                    return fail(format!(
+                        "rope_scaling short_factor and long_factor need head_dim / 2 = {half} values (got {} and {})",
+                        short_factor.len(),
+                        long_factor.len()
+                    ));
+                }
+            }
             if !(factor.is_finite() && factor >= 1.0) {
                 return fail(format!(
                     "rope_scaling factor {factor} must be a number >= 1"
+                ));
+            }
+        }
+        if let Some(RopeScaling::FrequencyDivisors { divisors }) = &self.rope_scaling {
+            if divisors.len() != self.head_dim / 2 || !divisors.iter().all(|d| d.is_finite() && *d > 0.0) {
+                return fail(format!(
+                    "rope_freqs needs head_dim / 2 = {} positive values",
+                    self.head_dim / 2
+                ));
+            }
+        }
+        if let Some(sliding) = &self.features.sliding_layers {
+            if sliding.len() != self.num_layers {
+                return fail(format!(
+                    "{} layer types for {} layers",
+                    sliding.len(),
+                    self.num_layers
                 ));
             }
         }

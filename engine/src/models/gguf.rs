@@ -9,7 +9,8 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::QTensor;
 use candle_core::{DType, Device};
 
-use super::config::ModelConfig;
+use super::config::{ModelConfig, RopeScaling};
+use super::families::{self, FamilySpec};
 use super::weight_format::WeightFormat;
 use crate::error::{EngineError, Result};
 
@@ -131,19 +132,113 @@ impl GgufFile {
             .ok_or_else(|| EngineError::model_load_at(&self.path, "metadata `general.architecture` is missing"))
     }
 
+    /// `general.architecture` and its family; one no family serves is refused with the list.
+    pub fn family(&self) -> Result<(String, &'static FamilySpec)> {
+        let arch = self.architecture()?;
+        let family = families::by_gguf_architecture(&arch).ok_or_else(|| {
+            EngineError::model_load(format!(
+                "unsupported architecture `{arch}` in {} (supported: {})",
+                self.path.display(),
+                families::gguf_architectures().join(", ")
+            ))
+        })?;
+        Ok((arch, family))
+    }
+
+    /// `<arch>.{suffix}` as an integer, when present.
+    pub fn arch_usize(&self, suffix: &str) -> Result<Option<usize>> {
+        let key = format!("{}.{suffix}", self.architecture()?);
+        match self.value(&key) {
+            None => Ok(None),
+            Some(v) => value_to_u64(v).map(|v| Some(v as usize)).ok_or_else(|| {
+                EngineError::model_load_at(&self.path, format!("metadata `{key}` is not an integer"))
+            }),
+        }
+    }
+
+    /// `<arch>.{suffix}` as a float, when present.
+    pub fn arch_f32(&self, suffix: &str) -> Result<Option<f32>> {
+        self.optional_f32(&format!("{}.{suffix}", self.architecture()?))
+    }
+
+    /// A 1-D f32 tensor's values (RoPE frequency factors).
+    fn f32_values(&self, name: &str) -> Result<Vec<f32>> {
+        let len = self
+            .content
+            .tensor_infos
+            .get(name)
+            .map_or(0, |info| info.shape.elem_count());
+        let tensor = self.tensor(name, &[len])?;
+        tensor
+            .dequantize(&candle_core::Device::Cpu)
+            .and_then(|t| t.to_vec1::<f32>())
+            .map_err(|e| EngineError::model_load_at_from(&self.path, format_args!("cannot read `{name}`"), e))
+    }
+
+    /// RoPE scaling as llama.cpp reads it: per-frequency factors (`rope_freqs`: Llama 3.1's
+    /// scaling baked by the converter), Phi-3's long and short factors, or `rope.scaling.type`.
+    fn rope_scaling(&self) -> Result<Option<RopeScaling>> {
+        if self.has_tensor("rope_freqs.weight") {
+            return Ok(Some(RopeScaling::FrequencyDivisors {
+                divisors: self.f32_values("rope_freqs.weight")?,
+            }));
+        }
+        let original = self.arch_usize("rope.scaling.original_context_length")?;
+        let context = self.arch_usize("context_length")?.unwrap_or(0);
+        if self.has_tensor("rope_factors_long.weight") {
+            let original = original.unwrap_or(context);
+            let factor = context as f32 / original.max(1) as f32;
+            let default_attention = if factor <= 1.0 {
+                1.0
+            } else {
+                (1.0 + factor.ln() / (original as f32).ln()).sqrt()
+            };
+            return Ok(Some(RopeScaling::LongRope {
+                short_factor: self.f32_values("rope_factors_short.weight")?,
+                long_factor: self.f32_values("rope_factors_long.weight")?,
+                original_max_position_embeddings: original,
+                attention_factor: self.arch_f32("rope.scaling.attn_factor")?.unwrap_or(default_attention),
+            }));
+        }
+        let kind = self
+            .value(&format!("{}.rope.scaling.type", self.architecture()?))
+            .and_then(|v| v.to_string().ok())
+            .cloned();
+        let factor = self.arch_f32("rope.scaling.factor")?.unwrap_or(1.0);
+        match kind.as_deref() {
+            None | Some("none") => Ok(None),
+            Some("linear") => Ok(Some(RopeScaling::Linear { factor })),
+            Some("yarn") => Ok(Some(RopeScaling::Yarn {
+                factor,
+                original_max_position_embeddings: original.unwrap_or(context),
+                beta_fast: self.arch_f32("rope.scaling.yarn_beta_fast")?.unwrap_or(32.0),
+                beta_slow: self.arch_f32("rope.scaling.yarn_beta_slow")?.unwrap_or(1.0),
+                attention_factor: (0.1 * factor.ln() + 1.0)
+                    * self.arch_f32("rope.scaling.attn_factor")?.unwrap_or(1.0),
+            })),
+            Some(other) => Err(EngineError::model_load_at(
+                &self.path,
+                format!("rope scaling type `{other}` is not supported (supported: linear, yarn, rope_freqs, LongRoPE factors)"),
+            )),
+        }
+    }
+
     /// The architecture's shape, from `general.architecture` and its `<arch>.*` keys.
     pub fn model_config(&self) -> Result<ModelConfig> {
-        let arch = self.architecture()?;
+        let (arch, family) = self.family()?;
         let key = |suffix: &str| format!("{arch}.{suffix}");
         let hidden_size = self.required_usize(&key("embedding_length"))?;
         let num_heads = self.required_usize(&key("attention.head_count"))?;
         let head_dim = match self
-            .value(&key("rope.dimension_count"))
+            .value(&key("attention.key_length"))
+            .or(self.value(&key("rope.dimension_count")))
             .and_then(value_to_u64)
         {
             Some(d) => d as usize,
             None => hidden_size / num_heads.max(1),
         };
+        let num_layers = self.required_usize(&key("block_count"))?;
+        let traits = (family.from_gguf)(self, num_layers)?;
         let vocab_size = match self.value(&key("vocab_size")).and_then(value_to_u64) {
             Some(v) => v as usize,
             None => self.token_embedding_rows()?,
@@ -153,7 +248,7 @@ impl GgufFile {
             vocab_size,
             hidden_size,
             intermediate_size: self.required_usize(&key("feed_forward_length"))?,
-            num_layers: self.required_usize(&key("block_count"))?,
+            num_layers,
             num_heads,
             num_kv_heads: self
                 .value(&key("attention.head_count_kv"))
@@ -166,15 +261,16 @@ impl GgufFile {
             rope_theta: self
                 .optional_f32(&key("rope.freq_base"))?
                 .unwrap_or(10_000.0),
-            rope_interleaved: true,
-            rope_scaling: None,
-            attention_bias: false,
-            qk_norm: false,
-            sliding_window: None,
+            rope_interleaved: family.gguf_rope_interleaved,
+            rope_scaling: self.rope_scaling()?,
+            attention_bias: traits.attention_bias,
+            qk_norm: traits.qk_norm,
+            sliding_window: traits.sliding_window,
             context_length: self.required_usize(&key("context_length"))?,
             bos_token_id: self.optional_token_id("tokenizer.ggml.bos_token_id"),
             eos_token_ids: self.eos_token_ids(),
             sampling_defaults: self.generation_config().sampling,
+            features: traits.features,
         };
         config.validate().map_err(|e| e.loading(&self.path))?;
         Ok(config)

@@ -12,6 +12,7 @@ use candle_core::{DType, Device, Tensor};
 
 use super::config::ModelConfig;
 use super::generation_config::read_generation_config;
+use super::families::{hf_tensor_name, FamilySpec};
 use super::hf_config::HfConfig;
 use super::linear::Linear;
 use super::weight_format::WeightFormat;
@@ -22,6 +23,7 @@ use crate::error::{EngineError, Result};
 pub struct HfDirectory {
     dir: PathBuf,
     config: HfConfig,
+    family: &'static FamilySpec,
     tensors: MmapedSafetensors,
     weight_format: WeightFormat,
     device: Device,
@@ -69,34 +71,6 @@ fn map_safetensors(files: &[PathBuf]) -> Result<MmapedSafetensors> {
         .map_err(|e| EngineError::model_load_from("cannot read safetensors", e))
 }
 
-/// The Hugging Face name of a Llama-family weight, given its GGUF name (the names the layers use).
-pub fn hf_tensor_name(gguf_name: &str) -> Option<String> {
-    match gguf_name {
-        "token_embd.weight" => return Some("model.embed_tokens.weight".into()),
-        "output_norm.weight" => return Some("model.norm.weight".into()),
-        "output.weight" => return Some("lm_head.weight".into()),
-        _ => {}
-    }
-    let (layer, part) = gguf_name.strip_prefix("blk.")?.split_once('.')?;
-    layer.parse::<usize>().ok()?;
-    let (module, suffix) = part.rsplit_once('.')?;
-    let hf_module = match module {
-        "attn_norm" => "input_layernorm",
-        "ffn_norm" => "post_attention_layernorm",
-        "attn_q" => "self_attn.q_proj",
-        "attn_k" => "self_attn.k_proj",
-        "attn_v" => "self_attn.v_proj",
-        "attn_output" => "self_attn.o_proj",
-        "attn_q_norm" => "self_attn.q_norm",
-        "attn_k_norm" => "self_attn.k_norm",
-        "ffn_gate" => "mlp.gate_proj",
-        "ffn_up" => "mlp.up_proj",
-        "ffn_down" => "mlp.down_proj",
-        _ => return None,
-    };
-    Some(format!("model.layers.{layer}.{hf_module}.{suffix}"))
-}
-
 impl std::fmt::Debug for HfDirectory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HfDirectory")
@@ -121,11 +95,12 @@ impl HfDirectory {
         dtype: DType,
     ) -> Result<Self> {
         let config = HfConfig::read(&dir.join("config.json"))?;
-        config.architecture(&dir.join("config.json"))?;
+        let (_, family) = config.architecture(&dir.join("config.json"))?;
         let files = safetensors_files(dir)?;
         Ok(Self {
             dir: dir.to_path_buf(),
             config,
+            family,
             tensors: map_safetensors(&files)?,
             weight_format,
             device: device.clone(),
@@ -149,7 +124,7 @@ impl HfDirectory {
         if name == "output.weight" && self.config.tie_word_embeddings {
             return None;
         }
-        hf_tensor_name(name)
+        hf_tensor_name(self.family, name)
     }
 
     /// Loads a weight onto the device in the compute dtype, checking its dtype and shape.

@@ -1,4 +1,5 @@
-//! Hugging Face `config.json` → `ModelConfig`, for the Llama, Mistral, Qwen2 and Qwen3 families.
+//! Hugging Face `config.json` → `ModelConfig`: the fields every family shares are read here, the
+//! family's own through the registry (`families/`), which also names the supported architectures.
 
 use std::path::Path;
 
@@ -6,16 +7,9 @@ use serde::Deserialize;
 
 use super::config::{ModelConfig, RopeScaling};
 use super::eos_ids::eos_ids;
+use super::families::{self, FamilySpec};
 use super::generation_config::GenerationConfig;
 use crate::error::{EngineError, ErrorSource, Result};
-
-/// Architectures (`architectures[0]` of config.json) we serve.
-pub const SUPPORTED_HF_ARCHITECTURES: &[&str] = &[
-    "LlamaForCausalLM",
-    "MistralForCausalLM",
-    "Qwen2ForCausalLM",
-    "Qwen3ForCausalLM",
-];
 
 /// The fields of config.json we read; unknown fields are ignored.
 #[derive(Debug, Clone, Deserialize)]
@@ -46,6 +40,9 @@ pub struct HfConfig {
     /// `torch_dtype` (older transformers) or `dtype` (newer).
     pub torch_dtype: Option<String>,
     pub dtype: Option<String>,
+    /// The whole document, for the fields only some families have.
+    #[serde(skip)]
+    pub raw: serde_json::Value,
 }
 
 fn default_rms_norm_eps() -> f64 {
@@ -65,7 +62,11 @@ impl HfConfig {
             EngineError::model_load_from(format_args!("{}: cannot read", path.display()), e)
         })?;
         let deserializer = &mut serde_json::Deserializer::from_str(&text);
-        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let typed: std::result::Result<Self, _> = serde_path_to_error::deserialize(deserializer);
+        typed.map(|config| Self {
+            raw: serde_json::from_str(&text).unwrap_or_default(),
+            ..config
+        }).map_err(|e| {
             let field = e.path().to_string();
             let error = e.into_inner();
             let message = match field.as_str() {
@@ -82,25 +83,76 @@ impl HfConfig {
         })
     }
 
-    pub fn architecture(&self, path: &Path) -> Result<&str> {
+    /// `architectures[0]` and its family; an architecture no family serves is refused with the
+    /// list of those we serve.
+    pub fn architecture(&self, path: &Path) -> Result<(&str, &'static FamilySpec)> {
         let arch = self
             .architectures
             .first()
             .ok_or_else(|| invalid(path, "`architectures` is missing"))?;
-        if !SUPPORTED_HF_ARCHITECTURES.contains(&arch.as_str()) {
-            return Err(invalid(
+        let family = families::by_hf_architecture(arch).ok_or_else(|| {
+            invalid(
                 path,
                 format!(
                     "unsupported architecture `{arch}` (supported: {})",
-                    SUPPORTED_HF_ARCHITECTURES.join(", ")
+                    families::hf_architectures().join(", ")
                 ),
-            ));
+            )
+        })?;
+        Ok((arch, family))
+    }
+
+    /// A field of config.json that only some families have: `None` when absent or null.
+    pub fn field(&self, name: &str) -> Option<&serde_json::Value> {
+        self.raw.get(name).filter(|v| !v.is_null())
+    }
+
+    /// A numeric field, or an error naming it when it is not a number.
+    pub fn f32_field(&self, name: &str) -> std::result::Result<Option<f32>, String> {
+        match self.field(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .map(|x| Some(x as f32))
+                .ok_or(format!("`{name}` must be a number, not {v}")),
         }
-        Ok(arch)
+    }
+
+    /// A non-negative integer field, or an error naming it.
+    pub fn usize_field(&self, name: &str) -> std::result::Result<Option<usize>, String> {
+        match self.field(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(|x| Some(x as usize))
+                .ok_or(format!("`{name}` must be a non-negative integer, not {v}")),
+        }
+    }
+
+    /// A boolean field, or an error naming it.
+    pub fn bool_field(&self, name: &str) -> std::result::Result<Option<bool>, String> {
+        match self.field(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_bool()
+                .map(Some)
+                .ok_or(format!("`{name}` must be true or false, not {v}")),
+        }
+    }
+
+    /// A string field, or an error naming it.
+    pub fn str_field(&self, name: &str) -> std::result::Result<Option<&str>, String> {
+        match self.field(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_str()
+                .map(Some)
+                .ok_or(format!("`{name}` must be a string, not {v}")),
+        }
     }
 
     /// RoPE's base: `rope_theta`, or transformers 5's `rope_parameters.rope_theta`.
-    fn rope_theta(&self) -> f32 {
+    pub fn rope_theta(&self) -> f32 {
         let nested = self
             .rope_parameters
             .as_ref()
@@ -112,7 +164,7 @@ impl HfConfig {
     }
 
     /// RoPE's scaling: `rope_scaling`, or transformers 5's `rope_parameters` (same fields).
-    fn rope_scaling_fields(&self) -> Option<&serde_json::Value> {
+    pub fn rope_scaling_fields(&self) -> Option<&serde_json::Value> {
         fn given(value: &Option<serde_json::Value>) -> Option<&serde_json::Value> {
             value.as_ref().filter(|v| !v.is_null())
         }
@@ -130,8 +182,11 @@ impl HfConfig {
         path: &Path,
         generation: &GenerationConfig,
     ) -> Result<ModelConfig> {
-        let arch = self.architecture(path)?;
-        let rope_scaling = parse_rope_scaling(self.rope_scaling_fields())
+        let (arch, family) = self.architecture(path)?;
+        let head_dim = self
+            .head_dim
+            .unwrap_or(self.hidden_size / self.num_attention_heads.max(1));
+        let rope_scaling = parse_rope_scaling(self.rope_scaling_fields(), self)
             .map_err(|e| invalid(path, e))?;
         let context_length = match rope_scaling {
             Some(RopeScaling::Linear { factor } | RopeScaling::Dynamic { factor }) => {
@@ -139,17 +194,7 @@ impl HfConfig {
             }
             _ => self.max_position_embeddings,
         };
-        let is_qwen2 = arch == "Qwen2ForCausalLM";
-        if is_qwen2 && self.use_sliding_window == Some(true) {
-            return Err(invalid(
-                path,
-                "Qwen2 with use_sliding_window=true (per-layer windows) is not supported",
-            ));
-        }
-        let sliding_window = match arch {
-            "MistralForCausalLM" => self.sliding_window.filter(|&w| w < context_length),
-            _ => None,
-        };
+        let traits = (family.from_hf)(self, context_length).map_err(|e| invalid(path, e))?;
         let num_heads = self.num_attention_heads;
         let mut eos_token_ids = eos_ids(self.eos_token_id.as_ref());
         eos_token_ids.extend_from_slice(&generation.eos_token_ids);
@@ -163,26 +208,30 @@ impl HfConfig {
             num_layers: self.num_hidden_layers,
             num_heads,
             num_kv_heads: self.num_key_value_heads.unwrap_or(num_heads),
-            head_dim: self.head_dim.unwrap_or(self.hidden_size / num_heads.max(1)),
+            head_dim,
             rms_norm_eps: self.rms_norm_eps,
             rope_theta: self.rope_theta(),
             rope_interleaved: false,
             rope_scaling,
             context_length,
-            attention_bias: is_qwen2 || self.attention_bias.unwrap_or(false),
-            qk_norm: arch == "Qwen3ForCausalLM",
-            sliding_window,
+            attention_bias: traits.attention_bias,
+            qk_norm: traits.qk_norm,
+            sliding_window: traits.sliding_window,
             bos_token_id: self.bos_token_id,
             eos_token_ids,
             sampling_defaults: generation.sampling,
+            features: traits.features,
         };
         config.validate().map_err(|e| e.loading(path))?;
         Ok(config)
     }
 }
 
+/// `rope_scaling` (or `rope_parameters`) as one of the variants we implement; any other type
+/// is refused by name.
 fn parse_rope_scaling(
     value: Option<&serde_json::Value>,
+    config: &HfConfig,
 ) -> std::result::Result<Option<RopeScaling>, String> {
     let Some(value) = value.filter(|v| !v.is_null()) else {
         return Ok(None);
@@ -192,12 +241,9 @@ fn parse_rope_scaling(
         .or_else(|| value.get("type"))
         .and_then(|v| v.as_str())
         .unwrap_or("default");
+    let optional = |key: &str| value.get(key).and_then(|v| v.as_f64()).map(|v| v as f32);
     let number = |key: &str| -> std::result::Result<f32, String> {
-        value
-            .get(key)
-            .and_then(|v| v.as_f64())
-            .map(|v| v as f32)
-            .ok_or(format!("rope_scaling.{key} is missing"))
+        optional(key).ok_or(format!("rope_scaling.{key} is missing"))
     };
     match kind {
         "default" => Ok(None),
@@ -213,8 +259,84 @@ fn parse_rope_scaling(
             high_freq_factor: number("high_freq_factor")?,
             original_max_position_embeddings: number("original_max_position_embeddings")? as usize,
         })),
+        "yarn" => yarn_scaling(value, config).map(Some),
+        "longrope" => longrope_scaling(value, config).map(Some),
         other => Err(format!(
-            "rope_scaling type `{other}` is not supported (supported: linear, dynamic, llama3)"
+            "rope_scaling type `{other}` is not supported (supported: linear, dynamic, llama3, yarn, longrope)"
         )),
     }
+}
+
+/// YaRN as transformers reads it: with `original_max_position_embeddings` the factor is the
+/// ratio of the served context to it; the attention factor is 0.1·ln(factor) + 1 unless given.
+fn yarn_scaling(
+    value: &serde_json::Value,
+    config: &HfConfig,
+) -> std::result::Result<RopeScaling, String> {
+    let optional = |key: &str| value.get(key).and_then(|v| v.as_f64()).map(|v| v as f32);
+    for unsupported in ["mscale", "mscale_all_dim"] {
+        if value.get(unsupported).is_some_and(|v| !v.is_null()) {
+            return Err(format!(
+                "rope_scaling.{unsupported} (DeepSeek's YaRN variant) is not supported"
+            ));
+        }
+    }
+    let (factor, original) = match optional("original_max_position_embeddings") {
+        Some(original) => (
+            config.max_position_embeddings as f32 / original,
+            original as usize,
+        ),
+        None => (
+            optional("factor").ok_or("rope_scaling.factor is missing")?,
+            config.max_position_embeddings,
+        ),
+    };
+    let default_attention = if factor <= 1.0 { 1.0 } else { 0.1 * factor.ln() + 1.0 };
+    Ok(RopeScaling::Yarn {
+        factor,
+        original_max_position_embeddings: original,
+        beta_fast: optional("beta_fast").unwrap_or(32.0),
+        beta_slow: optional("beta_slow").unwrap_or(1.0),
+        attention_factor: optional("attention_factor").unwrap_or(default_attention),
+    })
+}
+
+/// LongRoPE as transformers reads it (Phi-3): the original context from config.json's top
+/// level (or the scaling's), the attention factor √(1 + ln(factor) / ln(original)) unless given.
+fn longrope_scaling(
+    value: &serde_json::Value,
+    config: &HfConfig,
+) -> std::result::Result<RopeScaling, String> {
+    let factors = |key: &str| -> std::result::Result<Vec<f32>, String> {
+        value
+            .get(key)
+            .and_then(|v| v.as_array())
+            .and_then(|values| values.iter().map(|v| v.as_f64().map(|x| x as f32)).collect())
+            .ok_or(format!("rope_scaling.{key} must be a list of numbers"))
+    };
+    let original = config
+        .usize_field("original_max_position_embeddings")?
+        .or_else(|| {
+            value
+                .get("original_max_position_embeddings")
+                .and_then(|v| v.as_u64())
+                .map(|v| v as usize)
+        })
+        .ok_or("longrope needs `original_max_position_embeddings`")?;
+    let factor = config.max_position_embeddings as f32 / original as f32;
+    let default_attention = if factor <= 1.0 {
+        1.0
+    } else {
+        (1.0 + factor.ln() / (original as f32).ln()).sqrt()
+    };
+    let attention_factor = value
+        .get("attention_factor")
+        .and_then(|v| v.as_f64())
+        .map_or(default_attention, |v| v as f32);
+    Ok(RopeScaling::LongRope {
+        short_factor: factors("short_factor")?,
+        long_factor: factors("long_factor")?,
+        original_max_position_embeddings: original,
+        attention_factor,
+    })
 }

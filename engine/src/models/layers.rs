@@ -1,7 +1,9 @@
-//! The layers every Llama-family model shares: RMS norm and the gated MLP (RoPE: `rotary.rs`).
+//! The layers every family shares: RMS norm and the gated MLP (RoPE: `rotary.rs`).
 
 use candle_core::Tensor;
 
+use super::config::ModelConfig;
+use super::features::Activation;
 use super::fused::FusedOps;
 use super::linear::Linear;
 
@@ -25,6 +27,21 @@ impl RmsNorm {
         })
     }
 
+    /// A norm of `cfg`'s model: its epsilon, and its weight offset (Gemma's `1 + w`) applied once.
+    pub fn load_for(
+        weights: &dyn WeightSource,
+        cfg: &ModelConfig,
+        name: &str,
+        size: usize,
+    ) -> Result<Self> {
+        let mut norm = Self::load(weights, name, size, cfg.rms_norm_eps)?;
+        let offset = cfg.features.norm_weight_offset;
+        if offset != 0.0 {
+            norm.weight = (norm.weight + offset as f64)?;
+        }
+        Ok(norm)
+    }
+
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(candle_nn::ops::rms_norm(x, &self.weight, self.eps)?)
     }
@@ -40,28 +57,39 @@ impl RmsNorm {
     }
 }
 
-/// The SwiGLU feed-forward block: `down(silu(gate(x)) * up(x))`.
+/// The gated feed-forward block: `down(act(gate(x)) * up(x))`, SwiGLU or GeGLU.
 #[derive(Debug, Clone)]
 pub struct GatedMlp {
     /// Gate and up projections fused: the first `intermediate` outputs are the gate.
     gate_up: Linear,
     down: Linear,
     intermediate: usize,
+    activation: Activation,
 }
 
 impl GatedMlp {
+    /// Loads `{prefix}.ffn_{gate,up,down}`; a checkpoint without `ffn_gate` stores gate and up
+    /// fused in `ffn_up` (Phi-3's `gate_up_proj`, gate first), loaded as it is.
     pub fn load(
         weights: &dyn WeightSource,
         prefix: &str,
-        hidden: usize,
-        intermediate: usize,
+        (hidden, intermediate): (usize, usize),
+        activation: Activation,
     ) -> Result<Self> {
-        let gate = weights.linear(&format!("{prefix}.ffn_gate.weight"), intermediate, hidden)?;
-        let up = weights.linear(&format!("{prefix}.ffn_up.weight"), intermediate, hidden)?;
+        let up_name = format!("{prefix}.ffn_up.weight");
+        let gate_name = format!("{prefix}.ffn_gate.weight");
+        let gate_up = if weights.contains(&gate_name) {
+            let gate = weights.linear(&gate_name, intermediate, hidden)?;
+            let up = weights.linear(&up_name, intermediate, hidden)?;
+            Linear::fuse(vec![gate, up])?
+        } else {
+            weights.linear(&up_name, 2 * intermediate, hidden)?
+        };
         Ok(Self {
-            gate_up: Linear::fuse(vec![gate, up])?,
+            gate_up,
             down: weights.linear(&format!("{prefix}.ffn_down.weight"), hidden, intermediate)?,
             intermediate,
+            activation,
         })
     }
 
@@ -75,8 +103,19 @@ impl GatedMlp {
     ) -> Result<Tensor> {
         let gate_up = self.gate_up.forward(x)?;
         let gate_up = lora.apply(layer, FusedProjection::GateUp, x, gate_up)?;
-        let hidden = fused.silu_mul(&gate_up, self.intermediate)?;
+        let hidden = match self.activation {
+            Activation::Silu => fused.silu_mul(&gate_up, self.intermediate)?,
+            Activation::GeluTanh => gelu_tanh_mul(&gate_up, self.intermediate)?,
+        };
         let down = self.down.forward(&hidden)?;
         lora.apply(layer, FusedProjection::Down, &hidden, down)
     }
+}
+
+/// `gelu_tanh(gate) · up` of `gate_up` (`[num_tokens, 2 · width]`, the gate first), candle's
+/// tanh-approximated GELU (PyTorch's `gelu(approximate="tanh")`), on every device.
+fn gelu_tanh_mul(gate_up: &Tensor, width: usize) -> Result<Tensor> {
+    let gate = gate_up.narrow(1, 0, width)?.gelu()?;
+    let up = gate_up.narrow(1, width, width)?;
+    Ok((gate * up)?)
 }

@@ -11,12 +11,9 @@ use super::dummy::DummyWeights;
 use super::gguf::GgufFile;
 use super::hf::{saved_dtype, HfDirectory};
 use super::hf_config::HfConfig;
-use super::llama::Llama;
+use super::decoder::Decoder;
 use super::weight_format::WeightFormat;
 use crate::error::{EngineError, Result};
-
-/// `general.architecture` values of GGUF files we can run.
-pub const SUPPORTED_GGUF_ARCHITECTURES: &[&str] = &["llama"];
 
 /// Where the weights come from (`--load-format`, vLLM's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -109,7 +106,7 @@ fn load_any(path: &Path, options: &LoadOptions) -> Result<Box<dyn CausalLm>> {
         let saved = saved_dtype(&HfConfig::read(&path.join("config.json"))?);
         let dtype = options.dtype.resolve(device, saved);
         let dir = HfDirectory::open_on(path, options.weight_format, device, dtype)?;
-        return Ok(Box::new(Llama::load(dir.model_config()?, &dir, device)?));
+        return Ok(Box::new(Decoder::load(dir.model_config()?, &dir, device)?));
     }
     let is_gguf = path
         .extension()
@@ -135,22 +132,14 @@ fn load_dummy(path: &Path, options: &LoadOptions) -> Result<Box<dyn CausalLm>> {
     let saved = saved_dtype(&HfConfig::read(&path.join("config.json"))?);
     let dtype = options.dtype.resolve(device, saved);
     let (weights, config) = DummyWeights::open(path, device, dtype, options.seed)?;
-    Ok(Box::new(Llama::load(config, &weights, device)?))
+    Ok(Box::new(Decoder::load(config, &weights, device)?))
 }
 
 fn load_gguf(path: &Path, options: &LoadOptions) -> Result<Box<dyn CausalLm>> {
     let device = &options.device;
     let dtype = options.dtype.resolve(device, None);
     let file = GgufFile::open(path, device, options.weight_format)?.with_dtype(dtype);
-    let architecture = file.architecture()?;
-    if !SUPPORTED_GGUF_ARCHITECTURES.contains(&architecture.as_str()) {
-        return Err(EngineError::model_load(format!(
-            "unsupported architecture `{architecture}` in {} (supported: {})",
-            path.display(),
-            SUPPORTED_GGUF_ARCHITECTURES.join(", ")
-        )));
-    }
-    Ok(Box::new(Llama::load(file.model_config()?, &file, device)?))
+    Ok(Box::new(Decoder::load(file.model_config()?, &file, device)?))
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ internal_modules! {
     mod load;
     mod dummy;
     mod eos_ids;
+    mod families;
+    mod features;
     mod fused;
     mod gguf;
     mod hf;
@@ -19,7 +21,7 @@ internal_modules! {
     mod int8;
     mod layers;
     mod linear;
-    mod llama;
+    mod decoder;
     mod qk_rows;
     mod rotary;
     mod self_attention;
@@ -32,6 +34,7 @@ pub use load::LoadFormat;
 pub use weight_format::WeightFormat;
 // Running a model needs the attention internals: loading and the model trait are the engine's
 // own business, public only with the `testing` feature.
+pub use features::{Activation, DecoderFeatures};
 #[cfg(not(feature = "testing"))]
 pub(crate) use {
     causal_lm::{CausalLm, ModelInput},
@@ -40,5 +43,5 @@ pub(crate) use {
 #[cfg(feature = "testing")]
 pub use {
     causal_lm::{CausalLm, ModelInput},
-    load::{load_model, load_model_with, LoadOptions, SUPPORTED_GGUF_ARCHITECTURES},
+    load::{load_model, load_model_with, LoadOptions},
 };

@@ -1,5 +1,6 @@
-//! The self-attention block of Llama-family decoders: fused q/k/v projection (with optional
-//! biases), optional per-head q/k RMS norm, RoPE, paged attention, output projection.
+//! The self-attention block every family shares: fused q/k/v projection (with optional
+//! biases; a checkpoint's own fused `attn_qkv` as it is), optional per-head q/k RMS norm, RoPE,
+//! paged attention with the layer's settings, output projection.
 
 use candle_core::Tensor;
 
@@ -10,7 +11,7 @@ use super::linear::{Linear, Projection};
 use super::fused::{FusedOps, QkHeads};
 use super::rotary::StepRotary;
 use super::weights::WeightSource;
-use crate::attention::{AttnMetadata, PagedKvCache};
+use crate::attention::{AttnMetadata, LayerAttention, PagedKvCache};
 use crate::error::Result;
 use crate::lora::adapter::FusedProjection;
 
@@ -41,21 +42,19 @@ impl SelfAttention {
             };
             Ok(Projection::new(weight, bias))
         };
-        let parts = vec![
-            projection("attn_q", q_dim)?,
-            projection("attn_k", kv_dim)?,
-            projection("attn_v", kv_dim)?,
-        ];
-        let norm = |name: &str| {
-            RmsNorm::load(
-                weights,
-                &format!("{prefix}.{name}.weight"),
-                d,
-                cfg.rms_norm_eps,
-            )
+        let qkv = if weights.contains(&format!("{prefix}.attn_qkv.weight")) {
+            projection("attn_qkv", q_dim + 2 * kv_dim)?
+        } else {
+            let parts = vec![
+                projection("attn_q", q_dim)?,
+                projection("attn_k", kv_dim)?,
+                projection("attn_v", kv_dim)?,
+            ];
+            Projection::fuse(parts, &[q_dim, kv_dim, kv_dim])?
         };
+        let norm = |name: &str| RmsNorm::load_for(weights, cfg, &format!("{prefix}.{name}.weight"), d);
         Ok(Self {
-            qkv: Projection::fuse(parts, &[q_dim, kv_dim, kv_dim])?,
+            qkv,
             o_proj: weights.linear(&format!("{prefix}.attn_output.weight"), h, q_dim)?,
             q_norm: if cfg.qk_norm {
                 Some(norm("attn_q_norm")?)
@@ -73,16 +72,15 @@ impl SelfAttention {
         })
     }
 
-    /// Layer `layer` on `x`, the step's normalised hidden states; `rotary` holds the step's
-    /// positions' cos/sin rows and `input` the LoRA groups.
+    /// Layer `layer` (attending as `settings` say) on `x`, the step's normalised hidden states;
+    /// `rotary` holds the step's positions' cos/sin rows and `input` the LoRA groups.
     pub fn forward(
         &self,
-        layer: usize,
+        (layer, settings): (usize, &LayerAttention),
         x: &Tensor,
         input: &ModelInput,
         (rotary, fused): (&StepRotary, &FusedOps),
-        meta: &AttnMetadata,
-        kv_cache: &mut dyn PagedKvCache,
+        (meta, kv_cache): (&AttnMetadata, &mut dyn PagedKvCache),
     ) -> Result<Tensor> {
         let lora = &input.lora;
         let q_dim = self.num_heads * self.head_dim;
@@ -105,7 +103,7 @@ impl SelfAttention {
             head_dim: self.head_dim,
         };
         let (q, k) = fused.rope_qk((&q, &k), rotary, heads)?;
-        let attended = kv_cache.attend(layer, &q, &k, &v, meta)?;
+        let attended = kv_cache.attend(layer, (&q, &k, &v), meta, settings)?;
         let out = self.o_proj.forward(&attended)?;
         lora.apply(layer, FusedProjection::O, &attended, out)
     }

@@ -100,7 +100,7 @@ fn forward(
     if plan.is_empty() {
         return Ok(None);
     }
-    let meta = AttnMetadata::from_plan(plan, block_size, model.config().sliding_window);
+    let meta = AttnMetadata::from_plan(plan, block_size);
     let input = input::build_model_input(plan, &meta, model.device())?;
     kv_cache.begin_step(&meta)?;
     let logits = if model.device().is_cpu() && polling::worth_polling(meta.positions.len()) {

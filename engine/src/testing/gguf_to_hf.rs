@@ -89,7 +89,7 @@ fn hf_tensors(gguf: &Path, config: &ModelConfig) -> Result<HashMap<String, Tenso
     Ok(tensors)
 }
 
-pub use crate::models::hf::hf_tensor_name;
+pub use crate::models::families::llama_tensor_name as hf_tensor_name;
 
 pub use crate::models::qk_rows::{permute_qk_rows, unpermute_qk_rows};
 
@@ -263,6 +263,7 @@ mod tests {
             bos_token_id: None,
             eos_token_ids: Vec::new(),
             sampling_defaults: Default::default(),
+            features: Default::default(),
         }
     }
 

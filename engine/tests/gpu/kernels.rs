@@ -9,7 +9,7 @@
 
 use candle_core::{DType, Device, Tensor};
 use pagoda_engine::attention::cuda::CudaKvCache;
-use pagoda_engine::attention::{AttnMetadata, AttnShape, CpuKvCache, PagedKvCache};
+use pagoda_engine::attention::{AttnMetadata, AttnShape, CpuKvCache, LayerAttention, PagedKvCache};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -27,7 +27,8 @@ struct Case {
     block_size: usize,
     /// Per sequence: (context length after the step, tokens computed this step).
     seqs: Vec<(usize, usize)>,
-    window: Option<usize>,
+    /// Scale, window and softcap.
+    layer: LayerAttention,
     dtype: DType,
 }
 
@@ -35,7 +36,6 @@ struct Case {
 fn step_meta(case: &Case, tables: &[Vec<u32>], ranges: &[(usize, usize)]) -> AttnMetadata {
     let mut meta = AttnMetadata {
         block_size: case.block_size,
-        sliding_window: case.window,
         query_start_loc: vec![0],
         ..Default::default()
     };
@@ -88,10 +88,14 @@ fn run_step(
     qkv: &Tensor,
 ) -> f32 {
     let [q, k, v] = split(&qkv.to_dtype(DType::F32).unwrap(), case.shape);
-    let want = cpu_cache.attend(0, &q, &k, &v, meta).unwrap();
+    let want = cpu_cache
+        .attend(0, (&q, &k, &v), meta, &case.layer)
+        .unwrap();
     let [q, k, v] = split(&qkv.to_device(gpu).unwrap(), case.shape);
     gpu_cache.begin_step(meta).unwrap();
-    let got = gpu_cache.attend(0, &q, &k, &v, meta).unwrap();
+    let got = gpu_cache
+        .attend(0, (&q, &k, &v), meta, &case.layer)
+        .unwrap();
     assert_eq!(got.dims(), want.dims());
     let got: Vec<f32> = got
         .to_dtype(DType::F32)
@@ -178,13 +182,13 @@ fn run_case(gpu: &Device, case: &Case, seed: u64) {
             let error = run_step(gpu, case, &mut cpu_cache, &mut gpu_cache, &meta, &qkv);
             assert!(
                 error <= tolerance(case.dtype),
-                "max abs error {error} > {} for {:?} {:?} block_size {} seqs {:?} window {:?}",
+                "max abs error {error} > {} for {:?} {:?} block_size {} seqs {:?} layer {:?}",
                 tolerance(case.dtype),
                 case.dtype,
                 case.shape,
                 case.block_size,
                 case.seqs,
-                case.window
+                case.layer
             );
             metas.push(meta);
         }
@@ -234,7 +238,7 @@ fn paged_attention_matches_the_cpu_reference() {
                             shape,
                             block_size,
                             seqs: seqs.to_vec(),
-                            window: None,
+                            layer: LayerAttention::standard(shape.head_dim),
                             dtype,
                         },
                         seed,
@@ -259,7 +263,7 @@ fn long_decodes_split_the_key_range_and_still_match() {
                 shape: shape(32, 8, 128),
                 block_size: 16,
                 seqs,
-                window: None,
+                layer: LayerAttention::standard(128),
                 dtype,
             };
             run_case(&gpu, &case, 1000 + seed as u64);
@@ -279,10 +283,39 @@ fn sliding_windows_match() {
                     shape: shape(8, 2, 64),
                     block_size: 16,
                     seqs,
-                    window: Some(window),
+                    layer: LayerAttention::standard(64).with_window(Some(window)),
                     dtype,
                 };
                 run_case(&gpu, &case, 2000 + window as u64);
+            }
+        }
+    }
+}
+
+/// Gemma 2's settings: a scale other than 1/√head_dim, logit softcaps, sliding and global
+/// layers, with split-K decodes (the reduction sees capped scores).
+#[test]
+fn family_scales_and_softcaps_match() {
+    let Some(gpu) = crate::gpu() else { return };
+    for dtype in [DType::F32, DType::BF16] {
+        for (scale, softcap, window) in [
+            (0.2, Some(1.5), None),
+            (0.05, None, Some(7)),
+            (1.0, Some(0.7), Some(300)),
+        ] {
+            for seqs in [vec![(2500, 1), (90, 90)], vec![(800, 300)]] {
+                let case = Case {
+                    shape: shape(8, 4, 128),
+                    block_size: 16,
+                    seqs,
+                    layer: LayerAttention {
+                        scale,
+                        window,
+                        softcap,
+                    },
+                    dtype,
+                };
+                run_case(&gpu, &case, 3000 + (scale * 100.0) as u64);
             }
         }
     }

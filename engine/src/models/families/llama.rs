@@ -1,0 +1,40 @@
+//! Llama (1–3.x, and the fine-tunes and distills built on it): SwiGLU, RMS norm, GQA, RoPE with
+//! any of the scalings of `hf_config.rs`, tied or untied head. GGUF `llama` also carries
+//! Mistral's dense models.
+
+use super::shared::{activation, refuse_if_true};
+use super::{FamilySpec, FamilyTraits};
+use crate::error::Result;
+use crate::models::features::{Activation, DecoderFeatures};
+use crate::models::gguf::GgufFile;
+use crate::models::hf_config::HfConfig;
+
+pub static FAMILY: FamilySpec = FamilySpec {
+    name: "llama",
+    hf_architectures: &["LlamaForCausalLM"],
+    gguf_architectures: &["llama"],
+    from_hf,
+    from_gguf,
+    hf_tensor_name: |_| None,
+    gguf_rope_interleaved: true,
+};
+
+fn from_hf(config: &HfConfig, _context_length: usize) -> std::result::Result<FamilyTraits, String> {
+    refuse_if_true(config, "mlp_bias", "biases on the MLP projections")?;
+    Ok(FamilyTraits {
+        attention_bias: config.bool_field("attention_bias")?.unwrap_or(false),
+        features: DecoderFeatures {
+            activation: activation(config, &[Activation::Silu], Activation::Silu)?,
+            ..DecoderFeatures::default()
+        },
+        ..FamilyTraits::default()
+    })
+}
+
+fn from_gguf(file: &GgufFile, _num_layers: usize) -> Result<FamilyTraits> {
+    Ok(FamilyTraits {
+        attention_bias: file.has_tensor("blk.0.attn_q.bias"),
+        sliding_window: file.arch_usize("attention.sliding_window")?,
+        ..FamilyTraits::default()
+    })
+}

@@ -1,0 +1,43 @@
+//! Qwen2 and Qwen2.5 (and their distills): Llama's layers with biases on q, k and v. Qwen2's
+//! per-layer sliding window (`use_sliding_window`) is refused; every released checkpoint has it
+//! off.
+
+use super::shared::{activation, refuse_if_true};
+use super::{FamilySpec, FamilyTraits};
+use crate::error::Result;
+use crate::models::features::{Activation, DecoderFeatures};
+use crate::models::gguf::GgufFile;
+use crate::models::hf_config::HfConfig;
+
+pub static FAMILY: FamilySpec = FamilySpec {
+    name: "qwen2",
+    hf_architectures: &["Qwen2ForCausalLM"],
+    gguf_architectures: &["qwen2"],
+    from_hf,
+    from_gguf,
+    hf_tensor_name: |_| None,
+    gguf_rope_interleaved: false,
+};
+
+fn from_hf(config: &HfConfig, _context_length: usize) -> std::result::Result<FamilyTraits, String> {
+    refuse_if_true(
+        config,
+        "use_sliding_window",
+        "Qwen2's sliding window on the layers past max_window_layers",
+    )?;
+    Ok(FamilyTraits {
+        attention_bias: true,
+        features: DecoderFeatures {
+            activation: activation(config, &[Activation::Silu], Activation::Silu)?,
+            ..DecoderFeatures::default()
+        },
+        ..FamilyTraits::default()
+    })
+}
+
+fn from_gguf(file: &GgufFile, _num_layers: usize) -> Result<FamilyTraits> {
+    Ok(FamilyTraits {
+        attention_bias: file.has_tensor("blk.0.attn_q.bias"),
+        ..FamilyTraits::default()
+    })
+}
