@@ -190,7 +190,9 @@ impl ModelConfig {
             }
         }
         if let Some(RopeScaling::FrequencyDivisors { divisors }) = &self.rope_scaling {
-            if divisors.len() != self.head_dim / 2 || !divisors.iter().all(|d| d.is_finite() && *d > 0.0) {
+            if divisors.len() != self.head_dim / 2
+                || !divisors.iter().all(|d| d.is_finite() && *d > 0.0)
+            {
                 return fail(format!(
                     "rope_freqs needs head_dim / 2 = {} positive values",
                     self.head_dim / 2

@@ -154,8 +154,7 @@ impl HfConfig {
     /// RoPE's base: `rope_theta`, or transformers 5's `rope_parameters.rope_theta`.
     pub fn rope_theta(&self) -> f32 {
         let nested = self
-            .rope_parameters
-            .as_ref()
+            .global_rope_parameters()
             .and_then(|p| p.get("rope_theta"))
             .and_then(serde_json::Value::as_f64);
         self.rope_theta
@@ -168,7 +167,14 @@ impl HfConfig {
         fn given(value: &Option<serde_json::Value>) -> Option<&serde_json::Value> {
             value.as_ref().filter(|v| !v.is_null())
         }
-        given(&self.rope_scaling).or(given(&self.rope_parameters))
+        given(&self.rope_scaling).or(self.global_rope_parameters())
+    }
+
+    /// transformers 5's `rope_parameters`; for models whose layer types differ in RoPE (Gemma 3:
+    /// `{"full_attention": {…}, "sliding_attention": {…}}`) the global layers' entry.
+    fn global_rope_parameters(&self) -> Option<&serde_json::Value> {
+        let parameters = self.rope_parameters.as_ref().filter(|v| !v.is_null())?;
+        Some(parameters.get("full_attention").unwrap_or(parameters))
     }
 
     /// The dtype the checkpoint was saved in, as config.json states it.
@@ -267,31 +273,28 @@ fn parse_rope_scaling(
     }
 }
 
-/// YaRN as transformers reads it: with `original_max_position_embeddings` the factor is the
-/// ratio of the served context to it; the attention factor is 0.1·ln(factor) + 1 unless given.
+/// YaRN as transformers reads it: `factor` (or the ratio of the served context to the original
+/// one), the attention factor 0.1·ln(factor) + 1 (DeepSeek's `mscale` ratio when both are given)
+/// unless `attention_factor` is.
 fn yarn_scaling(
     value: &serde_json::Value,
     config: &HfConfig,
 ) -> std::result::Result<RopeScaling, String> {
     let optional = |key: &str| value.get(key).and_then(|v| v.as_f64()).map(|v| v as f32);
-    for unsupported in ["mscale", "mscale_all_dim"] {
-        if value.get(unsupported).is_some_and(|v| !v.is_null()) {
-            return Err(format!(
-                "rope_scaling.{unsupported} (DeepSeek's YaRN variant) is not supported"
-            ));
-        }
+    if value.get("truncate").and_then(|v| v.as_bool()) == Some(false) {
+        return Err("rope_scaling.truncate = false (an unrounded YaRN correction range) is not supported".into());
     }
-    let (factor, original) = match optional("original_max_position_embeddings") {
-        Some(original) => (
-            config.max_position_embeddings as f32 / original,
-            original as usize,
-        ),
-        None => (
-            optional("factor").ok_or("rope_scaling.factor is missing")?,
-            config.max_position_embeddings,
-        ),
+    let original = optional("original_max_position_embeddings")
+        .map_or(config.max_position_embeddings, |o| o as usize);
+    let factor = match optional("factor") {
+        Some(factor) => factor,
+        None => config.max_position_embeddings as f32 / original.max(1) as f32,
     };
-    let default_attention = if factor <= 1.0 { 1.0 } else { 0.1 * factor.ln() + 1.0 };
+    let mscale = |scale: f32| if factor <= 1.0 { 1.0 } else { 0.1 * scale * factor.ln() + 1.0 };
+    let default_attention = match (optional("mscale"), optional("mscale_all_dim")) {
+        (Some(m), Some(all)) if m != 0.0 && all != 0.0 => mscale(m) / mscale(all),
+        _ => mscale(1.0),
+    };
     Ok(RopeScaling::Yarn {
         factor,
         original_max_position_embeddings: original,

@@ -4,7 +4,7 @@
 
 use super::shared::{activation, refuse_if_true};
 use super::{FamilySpec, FamilyTraits};
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::models::features::{Activation, DecoderFeatures};
 use crate::models::gguf::GgufFile;
 use crate::models::hf_config::HfConfig;
@@ -32,6 +32,13 @@ fn from_hf(config: &HfConfig, _context_length: usize) -> std::result::Result<Fam
 }
 
 fn from_gguf(file: &GgufFile, _num_layers: usize) -> Result<FamilyTraits> {
+    // Mixtral's GGUF files are `llama` ones with experts.
+    if let Some(experts) = file.arch_usize("expert_count")?.filter(|&n| n > 0) {
+        return Err(EngineError::model_load_at(
+            file.path(),
+            format!("unsupported architecture: `llama` with {experts} experts (Mixtral's mixture-of-experts is not served yet)"),
+        ));
+    }
     Ok(FamilyTraits {
         attention_bias: file.has_tensor("blk.0.attn_q.bias"),
         sliding_window: file.arch_usize("attention.sliding_window")?,
