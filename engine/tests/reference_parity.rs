@@ -27,7 +27,7 @@ use pagoda_engine::runner::ModelRunner;
 use pagoda_engine::RequestId;
 
 /// The families we serve, by fixture directory.
-const SERVED: [&str; 9] = [
+const SERVED: [&str; 12] = [
     "llama3",
     "mistral",
     "qwen2",
@@ -37,9 +37,12 @@ const SERVED: [&str; 9] = [
     "gemma3",
     "phi3",
     "granite",
+    "mixtral",
+    "qwen2moe",
+    "qwen3moe",
 ];
-/// Fixtures of architectures not served yet (mixture-of-experts, gpt-oss).
-const NOT_SERVED: [&str; 4] = ["mixtral", "qwen2moe", "qwen3moe", "gpt_oss"];
+/// Fixtures of architectures not served yet (gpt-oss: attention sinks, unrounded YaRN).
+const NOT_SERVED: [&str; 1] = ["gpt_oss"];
 /// Families whose GGUF conversion llama.cpp runs as another model than transformers runs the
 /// checkpoint: Mistral's window is not in its GGUF; llama.cpp scales Gemma's attention by
 /// 1/√head_dim whatever `query_pre_attn_scalar` says.
@@ -53,10 +56,11 @@ const HF_TOLERANCE: f32 = 1e-4;
 const GGUF_TOLERANCE: f32 = 1e-4;
 const GELU_TABLE_TOLERANCE: f32 = 1e-3;
 /// int8 weights (one scale per 32 values) or Q8_0 files against the float reference, relative
-/// to the largest logit (measured 2026-12-02: at most 7.5e-2 for int8, 7.8e-2 for Q8_0, both
-/// Phi-3). Q8_0 as llama.cpp runs it (and candle, whose kernels are ggml's) also quantizes the
-/// activations to 8 bits.
-const QUANTIZED_TOLERANCE: f32 = 0.12;
+/// to the largest logit (measured 2026-12-02: at most 8.6e-2 for int8 (Qwen3-MoE), 1.2e-1 for
+/// Q8_0 against transformers (Qwen2-MoE); quantization can move a token to another expert, which
+/// moves its logits more than in a dense model). Q8_0 as llama.cpp runs it (and candle, whose
+/// kernels are ggml's) also quantizes the activations to 8 bits.
+const QUANTIZED_TOLERANCE: f32 = 0.2;
 /// A reference argmax clearer than this (relative to the largest logit) must be ours too.
 const CLEAR_MARGIN: f32 = 0.05;
 const BLOCK_SIZE: usize = 4;

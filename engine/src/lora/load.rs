@@ -131,6 +131,12 @@ fn group_factors(
                 model.num_layers
             ));
         }
+        if model.features.moe.is_some() && target.parent_name() == "mlp" {
+            return Err(format!(
+                "tensor `{key}`: {} adapters on a mixture-of-experts model are not supported (attention projections are)",
+                target.module_name()
+            ));
+        }
         let dims = tensor.dims().to_vec();
         let (out, inp) = target.base_shape(model);
         let expected = if is_a {

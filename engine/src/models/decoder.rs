@@ -10,12 +10,20 @@ use super::causal_lm::{CausalLm, ModelInput};
 use super::config::ModelConfig;
 use super::fused::FusedOps;
 use super::layers::{GatedMlp, RmsNorm};
+use super::moe::MoeBlock;
 use super::linear::Linear;
 use super::rotary::{RotaryEmbedding, StepRotary};
 use super::self_attention::SelfAttention;
 use super::weights::WeightSource;
 use crate::attention::{AttnMetadata, LayerAttention, PagedKvCache};
 use crate::error::Result;
+
+/// A layer's MLP: dense (with LoRA) or a mixture of experts (without).
+#[derive(Debug)]
+enum FeedForward {
+    Dense(GatedMlp),
+    Experts(Box<MoeBlock>),
+}
 
 #[derive(Debug)]
 struct DecoderLayer {
@@ -26,7 +34,7 @@ struct DecoderLayer {
     /// Whether the layer takes the local RoPE tables (Gemma 3's sliding layers).
     local_rope: bool,
     mlp_norm: RmsNorm,
-    mlp: GatedMlp,
+    mlp: FeedForward,
     /// Gemma 2/3: norms of the attention's and the MLP's outputs.
     post_attn_norm: Option<RmsNorm>,
     post_mlp_norm: Option<RmsNorm>,
@@ -44,7 +52,10 @@ impl DecoderLayer {
             settings,
             local_rope: cfg.features.local_rope_theta.is_some() && settings.window.is_some(),
             mlp_norm: norm("ffn_norm")?,
-            mlp: GatedMlp::load(weights, &p, (cfg.hidden_size, cfg.intermediate_size), cfg.features.activation)?,
+            mlp: match &cfg.features.moe {
+                Some(spec) => FeedForward::Experts(Box::new(MoeBlock::load(weights, &p, cfg.hidden_size, (spec, cfg.features.activation))?)),
+                None => FeedForward::Dense(GatedMlp::load(weights, &p, (cfg.hidden_size, cfg.intermediate_size), cfg.features.activation)?),
+            },
             post_attn_norm: sandwich.then(|| norm("post_attention_norm")).transpose()?,
             post_mlp_norm: sandwich.then(|| norm("post_ffw_norm")).transpose()?,
         })
@@ -195,9 +206,10 @@ impl CausalLm for Decoder {
             )?;
             let attn = self.branch(layer.post_attn_norm.as_ref(), attn)?;
             let (sum, mlp_input) = layer.mlp_norm.forward_after_add(&x, &attn, &self.fused)?;
-            let mlp = layer
-                .mlp
-                .forward(index, &mlp_input, &input.lora, &self.fused)?;
+            let mlp = match &layer.mlp {
+                FeedForward::Dense(mlp) => mlp.forward(index, &mlp_input, &input.lora, &self.fused)?,
+                FeedForward::Experts(moe) => moe.forward(&mlp_input, &self.fused)?,
+            };
             let mlp = self.branch(layer.post_mlp_norm.as_ref(), mlp)?;
             match self.layers.get(index + 1) {
                 Some(next) => {

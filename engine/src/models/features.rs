@@ -27,6 +27,19 @@ impl Activation {
     pub const HF_NAMES: &'static str = "silu, swish, gelu_pytorch_tanh, gelu_tanh, gelu_new";
 }
 
+/// A mixture-of-experts MLP (every layer).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MoeSpec {
+    pub num_experts: usize,
+    /// Experts per token (top-k).
+    pub num_experts_per_tok: usize,
+    pub expert_intermediate_size: usize,
+    /// Renormalise the top-k probabilities to sum to 1 (Mixtral, Qwen3-MoE).
+    pub norm_topk_prob: bool,
+    /// Qwen2-MoE: a shared expert of this width, gated by a sigmoid.
+    pub shared_expert_intermediate_size: Option<usize>,
+}
+
 /// Family-specific arithmetic of a decoder. `Default` is Llama's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecoderFeatures {
@@ -52,6 +65,8 @@ pub struct DecoderFeatures {
     pub sliding_layers: Option<Vec<bool>>,
     /// Gemma 3: the sliding layers' own RoPE base (and no scaling).
     pub local_rope_theta: Option<f32>,
+    /// Every layer's MLP is a mixture of experts.
+    pub moe: Option<MoeSpec>,
 }
 
 impl Default for DecoderFeatures {
@@ -68,6 +83,7 @@ impl Default for DecoderFeatures {
             logit_divisor: None,
             sliding_layers: None,
             local_rope_theta: None,
+            moe: None,
         }
     }
 }

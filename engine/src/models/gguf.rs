@@ -63,6 +63,10 @@ impl GgufFile {
         &self.path
     }
 
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
     #[cfg(feature = "testing")]
     pub fn metadata(&self) -> &std::collections::HashMap<String, Value> {
         &self.content.metadata

@@ -76,8 +76,18 @@ impl GatedMlp {
         (hidden, intermediate): (usize, usize),
         activation: Activation,
     ) -> Result<Self> {
-        let up_name = format!("{prefix}.ffn_up.weight");
-        let gate_name = format!("{prefix}.ffn_gate.weight");
+        Self::load_named(weights, (prefix, ""), (hidden, intermediate), activation)
+    }
+
+    /// As `load`, with `suffix` after each projection's name (`_shexp`: a shared expert).
+    pub fn load_named(
+        weights: &dyn WeightSource,
+        (prefix, suffix): (&str, &str),
+        (hidden, intermediate): (usize, usize),
+        activation: Activation,
+    ) -> Result<Self> {
+        let up_name = format!("{prefix}.ffn_up{suffix}.weight");
+        let gate_name = format!("{prefix}.ffn_gate{suffix}.weight");
         let gate_up = if weights.contains(&gate_name) {
             let gate = weights.linear(&gate_name, intermediate, hidden)?;
             let up = weights.linear(&up_name, intermediate, hidden)?;
@@ -87,10 +97,37 @@ impl GatedMlp {
         };
         Ok(Self {
             gate_up,
-            down: weights.linear(&format!("{prefix}.ffn_down.weight"), hidden, intermediate)?,
+            down: weights.linear(&format!("{prefix}.ffn_down{suffix}.weight"), hidden, intermediate)?,
             intermediate,
             activation,
         })
+    }
+
+    /// An MLP of separate gate, up and down projections (an expert).
+    pub fn from_parts(
+        (gate, up, down): (Linear, Linear, Linear),
+        intermediate: usize,
+        activation: Activation,
+    ) -> Result<Self> {
+        Ok(Self {
+            gate_up: Linear::fuse(vec![gate, up])?,
+            down,
+            intermediate,
+            activation,
+        })
+    }
+
+    /// The MLP without adapters.
+    pub fn forward_base(&self, x: &Tensor, fused: &FusedOps) -> Result<Tensor> {
+        let hidden = self.activate(&self.gate_up.forward(x)?, fused)?;
+        self.down.forward(&hidden)
+    }
+
+    fn activate(&self, gate_up: &Tensor, fused: &FusedOps) -> Result<Tensor> {
+        match self.activation {
+            Activation::Silu => fused.silu_mul(gate_up, self.intermediate),
+            Activation::GeluTanh => gelu_tanh_mul(gate_up, self.intermediate),
+        }
     }
 
     /// `x` is layer `layer`'s normalised input; `lora` adds the step's adapters.
@@ -103,10 +140,7 @@ impl GatedMlp {
     ) -> Result<Tensor> {
         let gate_up = self.gate_up.forward(x)?;
         let gate_up = lora.apply(layer, FusedProjection::GateUp, x, gate_up)?;
-        let hidden = match self.activation {
-            Activation::Silu => fused.silu_mul(&gate_up, self.intermediate)?,
-            Activation::GeluTanh => gelu_tanh_mul(&gate_up, self.intermediate)?,
-        };
+        let hidden = self.activate(&gate_up, fused)?;
         let down = self.down.forward(&hidden)?;
         lora.apply(layer, FusedProjection::Down, &hidden, down)
     }

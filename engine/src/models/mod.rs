@@ -21,6 +21,7 @@ internal_modules! {
     mod int8;
     mod layers;
     mod linear;
+    mod moe;
     mod decoder;
     mod qk_rows;
     mod rotary;
@@ -34,7 +35,7 @@ pub use load::LoadFormat;
 pub use weight_format::WeightFormat;
 // Running a model needs the attention internals: loading and the model trait are the engine's
 // own business, public only with the `testing` feature.
-pub use features::{Activation, DecoderFeatures};
+pub use features::{Activation, DecoderFeatures, MoeSpec};
 #[cfg(not(feature = "testing"))]
 pub(crate) use {
     causal_lm::{CausalLm, ModelInput},

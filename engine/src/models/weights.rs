@@ -20,6 +20,21 @@ pub trait WeightSource {
     /// A raw 2-D tensor (`[rows, cols]`), quantized or not: embeddings, tied output heads.
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Arc<QTensor>>;
     fn contains(&self, name: &str) -> bool;
+    /// The `num_experts` `[out, in]` projections of a stacked expert weight
+    /// (`blk.N.ffn_{gate,up,down}_exps.weight`). Sources that store experts apart (Hugging Face
+    /// checkpoints) read `blk.N.ffn_*_exps.{expert}.weight` one by one.
+    fn experts(
+        &self,
+        name: &str,
+        num_experts: usize,
+        out_dim: usize,
+        in_dim: usize,
+    ) -> Result<Vec<Linear>> {
+        let stem = name.strip_suffix(".weight").unwrap_or(name);
+        (0..num_experts)
+            .map(|e| self.linear(&format!("{stem}.{e}.weight"), out_dim, in_dim))
+            .collect()
+    }
     /// Whether the output head is the token embedding (no `output.weight` of its own).
     fn ties_embeddings(&self) -> bool {
         !self.contains("output.weight")
@@ -96,6 +111,49 @@ impl WeightSource for GgufFile {
 
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Arc<QTensor>> {
         Ok(Arc::new(self.tensor(name, &[rows, cols])?))
+    }
+
+    /// GGUF stacks experts in one `[num_experts, out, in]` tensor: each expert's slice, in the
+    /// file's own block type for `Native`, else converted like any projection.
+    fn experts(
+        &self,
+        name: &str,
+        num_experts: usize,
+        out_dim: usize,
+        in_dim: usize,
+    ) -> Result<Vec<Linear>> {
+        let stacked = self.tensor(name, &[num_experts, out_dim, in_dim])?;
+        let block_type = stacked.dtype();
+        let error = |e| {
+            EngineError::model_load_from(
+                format_args!("{}: cannot split `{name}` into experts", self.path().display()),
+                e,
+            )
+        };
+        let dense = stacked.dequantize(&candle_core::Device::Cpu).map_err(error)?;
+        (0..num_experts)
+            .map(|e| {
+                // A fresh tensor: candle's quantize reads a view's whole storage.
+                let slice = dense
+                    .get(e)
+                    .and_then(|t| t.flatten_all()?.to_vec1::<f32>())
+                    .and_then(|values| Tensor::from_vec(values, (out_dim, in_dim), &candle_core::Device::Cpu))
+                    .map_err(error)?;
+                if !self.device().is_cpu() {
+                    let on_device = slice
+                        .to_device(self.device())
+                        .and_then(|t| t.to_dtype(GgufFile::dtype(self)))
+                        .map_err(error)?;
+                    return Ok(Linear::Candle(QMatMul::Tensor(on_device)));
+                }
+                let requantized = QTensor::quantize(&slice, block_type)
+                    .or_else(|_| QTensor::quantize(&slice, candle_core::quantized::GgmlDType::F32))
+                    .map_err(error)?;
+                self.weight_format()
+                    .convert(Arc::new(requantized), GgufFile::dtype(self))
+                    .map_err(error)
+            })
+            .collect()
     }
 
     fn contains(&self, name: &str) -> bool {

@@ -5,7 +5,7 @@
 use super::shared::{activation, refuse_if_true};
 use super::{FamilySpec, FamilyTraits};
 use crate::error::{EngineError, Result};
-use crate::models::features::{Activation, DecoderFeatures};
+use crate::models::features::{Activation, DecoderFeatures, MoeSpec};
 use crate::models::gguf::GgufFile;
 use crate::models::hf_config::HfConfig;
 
@@ -33,15 +33,28 @@ fn from_hf(config: &HfConfig, _context_length: usize) -> std::result::Result<Fam
 
 fn from_gguf(file: &GgufFile, _num_layers: usize) -> Result<FamilyTraits> {
     // Mixtral's GGUF files are `llama` ones with experts.
-    if let Some(experts) = file.arch_usize("expert_count")?.filter(|&n| n > 0) {
-        return Err(EngineError::model_load_at(
-            file.path(),
-            format!("unsupported architecture: `llama` with {experts} experts (Mixtral's mixture-of-experts is not served yet)"),
-        ));
-    }
+    let moe = match file.arch_usize("expert_count")?.filter(|&n| n > 0) {
+        Some(num_experts) => Some(MoeSpec {
+            num_experts,
+            num_experts_per_tok: file.arch_usize("expert_used_count")?.filter(|&k| k > 0).ok_or_else(|| {
+                EngineError::model_load_at(file.path(), "metadata `llama.expert_used_count` is missing")
+            })?,
+            expert_intermediate_size: file
+                .arch_usize("expert_feed_forward_length")?
+                .or(file.arch_usize("feed_forward_length")?)
+                .unwrap_or(0),
+            norm_topk_prob: true,
+            shared_expert_intermediate_size: None,
+        }),
+        None => None,
+    };
     Ok(FamilyTraits {
         attention_bias: file.has_tensor("blk.0.attn_q.bias"),
         sliding_window: file.arch_usize("attention.sliding_window")?,
+        features: DecoderFeatures {
+            moe,
+            ..DecoderFeatures::default()
+        },
         ..FamilyTraits::default()
     })
 }

@@ -10,9 +10,12 @@ mod gemma3;
 mod granite;
 mod llama;
 mod mistral;
+mod mixtral;
+mod moe_shared;
 mod phi3;
 mod qwen2;
 mod qwen3;
+mod qwen_moe;
 mod shared;
 
 pub use shared::llama_tensor_name;
@@ -62,6 +65,9 @@ pub const FAMILIES: &[&FamilySpec] = &[
     &gemma3::FAMILY,
     &phi3::FAMILY,
     &granite::FAMILY,
+    &mixtral::FAMILY,
+    &qwen_moe::QWEN2_MOE,
+    &qwen_moe::QWEN3_MOE,
 ];
 
 pub fn by_hf_architecture(name: &str) -> Option<&'static FamilySpec> {
