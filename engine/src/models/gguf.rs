@@ -9,8 +9,7 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::QTensor;
 use candle_core::{DType, Device};
 
-use super::config::{ModelConfig, RopeScaling};
-use super::families::{self, FamilySpec};
+use super::config::RopeScaling;
 use super::weight_format::WeightFormat;
 use crate::error::{EngineError, Result};
 
@@ -100,11 +99,11 @@ impl GgufFile {
             })
     }
 
-    fn value(&self, key: &str) -> Option<&Value> {
+    pub fn value(&self, key: &str) -> Option<&Value> {
         self.content.metadata.get(key)
     }
 
-    fn required_usize(&self, key: &str) -> Result<usize> {
+    pub fn required_usize(&self, key: &str) -> Result<usize> {
         let value = self
             .value(key)
             .ok_or_else(|| EngineError::model_load_at(&self.path, format!("metadata `{key}` is missing")))?;
@@ -113,7 +112,7 @@ impl GgufFile {
             .ok_or_else(|| EngineError::model_load_at(&self.path, format!("metadata `{key}` is not an integer")))
     }
 
-    fn optional_f32(&self, key: &str) -> Result<Option<f32>> {
+    pub fn optional_f32(&self, key: &str) -> Result<Option<f32>> {
         match self.value(key) {
             None => Ok(None),
             Some(v) => v
@@ -124,7 +123,7 @@ impl GgufFile {
         }
     }
 
-    fn optional_token_id(&self, key: &str) -> Option<u32> {
+    pub fn optional_token_id(&self, key: &str) -> Option<u32> {
         self.value(key).and_then(value_to_u64).map(|v| v as u32)
     }
 
@@ -134,19 +133,6 @@ impl GgufFile {
             .and_then(|v| v.to_string().ok())
             .cloned()
             .ok_or_else(|| EngineError::model_load_at(&self.path, "metadata `general.architecture` is missing"))
-    }
-
-    /// `general.architecture` and its family; one no family serves is refused with the list.
-    pub fn family(&self) -> Result<(String, &'static FamilySpec)> {
-        let arch = self.architecture()?;
-        let family = families::by_gguf_architecture(&arch).ok_or_else(|| {
-            EngineError::model_load(format!(
-                "unsupported architecture `{arch}` in {} (supported: {})",
-                self.path.display(),
-                families::gguf_architectures().join(", ")
-            ))
-        })?;
-        Ok((arch, family))
     }
 
     /// `<arch>.{suffix}` as an integer, when present.
@@ -166,7 +152,7 @@ impl GgufFile {
     }
 
     /// A 1-D f32 tensor's values (RoPE frequency factors).
-    fn f32_values(&self, name: &str) -> Result<Vec<f32>> {
+    pub fn f32_values(&self, name: &str) -> Result<Vec<f32>> {
         let len = self
             .content
             .tensor_infos
@@ -181,7 +167,7 @@ impl GgufFile {
 
     /// RoPE scaling as llama.cpp reads it: per-frequency factors (`rope_freqs`: Llama 3.1's
     /// scaling baked by the converter), Phi-3's long and short factors, or `rope.scaling.type`.
-    fn rope_scaling(&self) -> Result<Option<RopeScaling>> {
+    pub fn rope_scaling(&self) -> Result<Option<RopeScaling>> {
         if self.has_tensor("rope_freqs.weight") {
             return Ok(Some(RopeScaling::FrequencyDivisors {
                 divisors: self.f32_values("rope_freqs.weight")?,
@@ -227,60 +213,7 @@ impl GgufFile {
         }
     }
 
-    /// The architecture's shape, from `general.architecture` and its `<arch>.*` keys.
-    pub fn model_config(&self) -> Result<ModelConfig> {
-        let (arch, family) = self.family()?;
-        let key = |suffix: &str| format!("{arch}.{suffix}");
-        let hidden_size = self.required_usize(&key("embedding_length"))?;
-        let num_heads = self.required_usize(&key("attention.head_count"))?;
-        let head_dim = match self
-            .value(&key("attention.key_length"))
-            .or(self.value(&key("rope.dimension_count")))
-            .and_then(value_to_u64)
-        {
-            Some(d) => d as usize,
-            None => hidden_size / num_heads.max(1),
-        };
-        let num_layers = self.required_usize(&key("block_count"))?;
-        let traits = (family.from_gguf)(self, num_layers)?;
-        let vocab_size = match self.value(&key("vocab_size")).and_then(value_to_u64) {
-            Some(v) => v as usize,
-            None => self.token_embedding_rows()?,
-        };
-        let config = ModelConfig {
-            architecture: arch.clone(),
-            vocab_size,
-            hidden_size,
-            intermediate_size: self.required_usize(&key("feed_forward_length"))?,
-            num_layers,
-            num_heads,
-            num_kv_heads: self
-                .value(&key("attention.head_count_kv"))
-                .and_then(value_to_u64)
-                .map_or(num_heads, |v| v as usize),
-            head_dim,
-            rms_norm_eps: self
-                .optional_f32(&key("attention.layer_norm_rms_epsilon"))?
-                .unwrap_or(1e-5) as f64,
-            rope_theta: self
-                .optional_f32(&key("rope.freq_base"))?
-                .unwrap_or(10_000.0),
-            rope_interleaved: family.gguf_rope_interleaved,
-            rope_scaling: self.rope_scaling()?,
-            attention_bias: traits.attention_bias,
-            qk_norm: traits.qk_norm,
-            sliding_window: traits.sliding_window,
-            context_length: self.required_usize(&key("context_length"))?,
-            bos_token_id: self.optional_token_id("tokenizer.ggml.bos_token_id"),
-            eos_token_ids: self.eos_token_ids(),
-            sampling_defaults: self.generation_config().sampling,
-            features: traits.features,
-        };
-        config.validate().map_err(|e| e.loading(&self.path))?;
-        Ok(config)
-    }
-
-    fn token_embedding_rows(&self) -> Result<usize> {
+    pub fn token_embedding_rows(&self) -> Result<usize> {
         let info = self
             .content
             .tensor_infos
@@ -290,7 +223,7 @@ impl GgufFile {
     }
 
     /// A `generation_config.json` beside the file, if any.
-    fn generation_config(&self) -> GenerationConfig {
+    pub fn generation_config(&self) -> GenerationConfig {
         match self.path.parent() {
             Some(dir) => read_generation_config(&dir.join("generation_config.json")),
             None => GenerationConfig::default(),
@@ -298,7 +231,7 @@ impl GgufFile {
     }
 
     /// EOS, end-of-turn and end-of-message ids, plus any `generation_config.json` beside the file.
-    fn eos_token_ids(&self) -> Vec<u32> {
+    pub fn eos_token_ids(&self) -> Vec<u32> {
         let mut ids: Vec<u32> = ["eos_token_id", "eot_token_id", "eom_token_id"]
             .iter()
             .filter_map(|k| self.optional_token_id(&format!("tokenizer.ggml.{k}")))
@@ -310,7 +243,7 @@ impl GgufFile {
     }
 }
 
-fn value_to_u64(value: &Value) -> Option<u64> {
+pub fn value_to_u64(value: &Value) -> Option<u64> {
     match value {
         Value::U8(v) => Some(*v as u64),
         Value::U16(v) => Some(*v as u64),

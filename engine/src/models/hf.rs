@@ -12,6 +12,7 @@ use candle_core::{DType, Device, Tensor};
 
 use super::config::ModelConfig;
 use super::generation_config::read_generation_config;
+use super::architecture::{hf_family, hf_model_config};
 use super::families::{hf_tensor_name, FamilySpec};
 use super::hf_config::HfConfig;
 use super::linear::Linear;
@@ -95,7 +96,7 @@ impl HfDirectory {
         dtype: DType,
     ) -> Result<Self> {
         let config = HfConfig::read(&dir.join("config.json"))?;
-        let (_, family) = config.architecture(&dir.join("config.json"))?;
+        let (_, family) = hf_family(&config, &dir.join("config.json"))?;
         let files = safetensors_files(dir)?;
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -165,7 +166,7 @@ impl HfDirectory {
 /// The model configuration of a directory's config.json and generation_config.json.
 pub fn read_model_config(dir: &Path, config: &HfConfig) -> Result<ModelConfig> {
     let generation = read_generation_config(&dir.join("generation_config.json"));
-    config.to_model_config(&dir.join("config.json"), &generation)
+    hf_model_config(config, &dir.join("config.json"), &generation)
 }
 
 /// The dtype config.json says the checkpoint was saved in.

@@ -5,10 +5,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::config::{ModelConfig, RopeScaling};
-use super::eos_ids::eos_ids;
-use super::families::{self, FamilySpec};
-use super::generation_config::GenerationConfig;
+use super::config::RopeScaling;
 use crate::error::{EngineError, ErrorSource, Result};
 
 /// The fields of config.json we read; unknown fields are ignored.
@@ -52,9 +49,6 @@ fn default_rms_norm_eps() -> f64 {
 /// RoPE's base when config.json gives none (transformers' default).
 const DEFAULT_ROPE_THETA: f32 = 10_000.0;
 
-fn invalid(path: &Path, message: impl std::fmt::Display) -> EngineError {
-    EngineError::model_load(format!("{}: {message}", path.display()))
-}
 
 impl HfConfig {
     pub fn read(path: &Path) -> Result<Self> {
@@ -81,25 +75,6 @@ impl HfConfig {
                 source: Some(ErrorSource::new(error)),
             }
         })
-    }
-
-    /// `architectures[0]` and its family; an architecture no family serves is refused with the
-    /// list of those we serve.
-    pub fn architecture(&self, path: &Path) -> Result<(&str, &'static FamilySpec)> {
-        let arch = self
-            .architectures
-            .first()
-            .ok_or_else(|| invalid(path, "`architectures` is missing"))?;
-        let family = families::by_hf_architecture(arch).ok_or_else(|| {
-            invalid(
-                path,
-                format!(
-                    "unsupported architecture `{arch}` (supported: {})",
-                    families::hf_architectures().join(", ")
-                ),
-            )
-        })?;
-        Ok((arch, family))
     }
 
     /// A field of config.json that only some families have: `None` when absent or null.
@@ -182,54 +157,9 @@ impl HfConfig {
         self.dtype.as_deref().or(self.torch_dtype.as_deref())
     }
 
-    /// The engine's view of this config, with generation_config.json's EOS ids and defaults.
-    pub fn to_model_config(
-        &self,
-        path: &Path,
-        generation: &GenerationConfig,
-    ) -> Result<ModelConfig> {
-        let (arch, family) = self.architecture(path)?;
-        let head_dim = self
-            .head_dim
-            .unwrap_or(self.hidden_size / self.num_attention_heads.max(1));
-        let rope_scaling = parse_rope_scaling(self.rope_scaling_fields(), self)
-            .map_err(|e| invalid(path, e))?;
-        let context_length = match rope_scaling {
-            Some(RopeScaling::Linear { factor } | RopeScaling::Dynamic { factor }) => {
-                (self.max_position_embeddings as f32 * factor) as usize
-            }
-            _ => self.max_position_embeddings,
-        };
-        let traits = (family.from_hf)(self, context_length).map_err(|e| invalid(path, e))?;
-        let num_heads = self.num_attention_heads;
-        let mut eos_token_ids = eos_ids(self.eos_token_id.as_ref());
-        eos_token_ids.extend_from_slice(&generation.eos_token_ids);
-        eos_token_ids.sort_unstable();
-        eos_token_ids.dedup();
-        let config = ModelConfig {
-            architecture: arch.to_string(),
-            vocab_size: self.vocab_size,
-            hidden_size: self.hidden_size,
-            intermediate_size: self.intermediate_size,
-            num_layers: self.num_hidden_layers,
-            num_heads,
-            num_kv_heads: self.num_key_value_heads.unwrap_or(num_heads),
-            head_dim,
-            rms_norm_eps: self.rms_norm_eps,
-            rope_theta: self.rope_theta(),
-            rope_interleaved: false,
-            rope_scaling,
-            context_length,
-            attention_bias: traits.attention_bias,
-            qk_norm: traits.qk_norm,
-            sliding_window: traits.sliding_window,
-            bos_token_id: self.bos_token_id,
-            eos_token_ids,
-            sampling_defaults: generation.sampling,
-            features: traits.features,
-        };
-        config.validate().map_err(|e| e.loading(path))?;
-        Ok(config)
+    /// RoPE scaling as one of the variants we implement; another is refused by name.
+    pub fn rope_scaling(&self) -> std::result::Result<Option<RopeScaling>, String> {
+        parse_rope_scaling(self.rope_scaling_fields(), self)
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use candle_core::Device;
 
+use super::architecture::gguf_model_config;
 use super::causal_lm::CausalLm;
 use super::dtype::ModelDType;
 use super::dummy::DummyWeights;
@@ -139,7 +140,7 @@ fn load_gguf(path: &Path, options: &LoadOptions) -> Result<Box<dyn CausalLm>> {
     let device = &options.device;
     let dtype = options.dtype.resolve(device, None);
     let file = GgufFile::open(path, device, options.weight_format)?.with_dtype(dtype);
-    Ok(Box::new(Decoder::load(file.model_config()?, &file, device)?))
+    Ok(Box::new(Decoder::load(gguf_model_config(&file)?, &file, device)?))
 }
 
 #[cfg(test)]

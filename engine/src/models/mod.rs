@@ -7,6 +7,7 @@ pub mod generation_config;
 pub mod weight_format;
 
 internal_modules! {
+    mod architecture;
     mod causal_lm;
     mod load;
     mod dummy;

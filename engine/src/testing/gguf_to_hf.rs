@@ -43,7 +43,7 @@ pub fn convert_gguf_to_hf(gguf: &Path, out_dir: &Path) -> Result<()> {
             format!("only `llama` GGUF files convert, not `{architecture}`"),
         ));
     }
-    let config = file.model_config()?;
+    let config = crate::models::architecture::gguf_model_config(&file)?;
     drop(file);
     let tensors = hf_tensors(gguf, &config)?;
     std::fs::create_dir_all(out_dir).map_err(|e| convert_error(out_dir, e))?;

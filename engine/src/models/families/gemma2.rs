@@ -4,7 +4,7 @@
 //! softcapped.
 
 use super::shared::{activation, layer_types, split_layer_name};
-use super::{FamilySpec, FamilyTraits};
+use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::Result;
 use crate::models::features::{Activation, DecoderFeatures};
 use crate::models::gguf::GgufFile;

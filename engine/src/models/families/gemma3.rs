@@ -5,7 +5,7 @@
 
 use super::gemma2::{gemma_gguf_features, gemma_hf_features, gemma_tensor_name};
 use super::shared::layer_types;
-use super::{FamilySpec, FamilyTraits};
+use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::Result;
 use crate::models::features::DecoderFeatures;
 use crate::models::gguf::GgufFile;

@@ -3,7 +3,7 @@
 //! divisor of the output logits.
 
 use super::shared::{activation, refuse_if_true};
-use super::{FamilySpec, FamilyTraits};
+use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::{EngineError, Result};
 use crate::models::features::{Activation, DecoderFeatures};
 use crate::models::gguf::GgufFile;

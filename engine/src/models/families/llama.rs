@@ -3,7 +3,7 @@
 //! Mistral's dense models.
 
 use super::shared::{activation, refuse_if_true};
-use super::{FamilySpec, FamilyTraits};
+use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::{EngineError, Result};
 use crate::models::features::{Activation, DecoderFeatures, MoeSpec};
 use crate::models::gguf::GgufFile;

@@ -2,7 +2,7 @@
 //! releases set none). Its GGUF files are `llama` ones.
 
 use super::shared::{activation, window_below};
-use super::{FamilySpec, FamilyTraits};
+use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::Result;
 use crate::models::features::{Activation, DecoderFeatures};
 use crate::models::gguf::GgufFile;

@@ -4,7 +4,7 @@
 
 use super::moe_shared::required;
 use super::shared::{activation, split_layer_name, window_below};
-use super::{FamilySpec, FamilyTraits};
+use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::Result;
 use crate::models::features::{Activation, DecoderFeatures, MoeSpec};
 use crate::models::gguf::GgufFile;

@@ -17,43 +17,11 @@ mod qwen2;
 mod qwen3;
 mod qwen_moe;
 mod shared;
+mod spec;
 
 pub use shared::llama_tensor_name;
 
-use super::features::DecoderFeatures;
-use super::gguf::GgufFile;
-use super::hf_config::HfConfig;
-use crate::error::Result;
-
-/// What a family's config says beyond the shape every family shares.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct FamilyTraits {
-    /// q, k and v projections carry biases.
-    pub attention_bias: bool,
-    /// q and k are RMS-normalised per head before RoPE.
-    pub qk_norm: bool,
-    /// The window of the sliding layers (`features.sliding_layers` says which).
-    pub sliding_window: Option<usize>,
-    pub features: DecoderFeatures,
-}
-
-/// One family: its names and how its configs are read.
-#[derive(Debug)]
-pub struct FamilySpec {
-    /// Our name for it (docs/models.md's table).
-    pub name: &'static str,
-    pub hf_architectures: &'static [&'static str],
-    pub gguf_architectures: &'static [&'static str],
-    /// From config.json, given the served context length; the error names the field.
-    pub from_hf: fn(&HfConfig, usize) -> std::result::Result<FamilyTraits, String>,
-    /// From a GGUF header's `<arch>.*` keys, given the number of layers.
-    pub from_gguf: fn(&GgufFile, usize) -> Result<FamilyTraits>,
-    /// The Hugging Face name of a weight the layers ask for by its GGUF name, where it differs
-    /// from Llama's (`None`: Llama's name).
-    pub hf_tensor_name: fn(&str) -> Option<String>,
-    /// llama.cpp's converter permutes q/k for adjacent-pair rotation in these GGUF files.
-    pub gguf_rope_interleaved: bool,
-}
+pub use spec::{FamilySpec, FamilyTraits};
 
 /// Every family, in docs/models.md's order.
 pub const FAMILIES: &[&FamilySpec] = &[

@@ -3,7 +3,7 @@
 //! context models and, on Phi-3-mini-4k, a sliding window on every layer.
 
 use super::shared::{activation, split_layer_name, window_below};
-use super::{FamilySpec, FamilyTraits};
+use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::Result;
 use crate::models::features::{Activation, DecoderFeatures};
 use crate::models::gguf::GgufFile;

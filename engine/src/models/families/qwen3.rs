@@ -2,7 +2,7 @@
 //! `head_dim`.
 
 use super::shared::{activation, refuse_if_true};
-use super::{FamilySpec, FamilyTraits};
+use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::Result;
 use crate::models::features::{Activation, DecoderFeatures};
 use crate::models::gguf::GgufFile;

@@ -4,7 +4,7 @@
 
 use super::moe_shared::{qwen_moe_tensor_name, require_experts_on_every_layer, required};
 use super::shared::{activation, refuse_if_true};
-use super::{FamilySpec, FamilyTraits};
+use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::{EngineError, Result};
 use crate::models::features::{Activation, DecoderFeatures, MoeSpec};
 use crate::models::gguf::GgufFile;
