@@ -42,6 +42,7 @@ pub fn hf_model_config(
     generation: &GenerationConfig,
 ) -> Result<ModelConfig> {
     let (arch, family) = hf_family(config, path)?;
+    tracing::debug!(family = family.name, architecture = arch, "reading config.json");
     let num_heads = config.num_attention_heads;
     let head_dim = config
         .head_dim
@@ -101,6 +102,7 @@ pub fn gguf_family(file: &GgufFile) -> Result<(String, &'static FamilySpec)> {
 /// The model's shape, from `general.architecture` and its `<arch>.*` keys.
 pub fn gguf_model_config(file: &GgufFile) -> Result<ModelConfig> {
     let (arch, family) = gguf_family(file)?;
+    tracing::debug!(family = family.name, architecture = arch, "reading a GGUF header");
     let key = |suffix: &str| format!("{arch}.{suffix}");
     let hidden_size = file.required_usize(&key("embedding_length"))?;
     let num_heads = file.required_usize(&key("attention.head_count"))?;

@@ -29,9 +29,6 @@ pub struct HfConfig {
     pub max_position_embeddings: usize,
     #[serde(default)]
     pub tie_word_embeddings: bool,
-    pub attention_bias: Option<bool>,
-    pub sliding_window: Option<usize>,
-    pub use_sliding_window: Option<bool>,
     pub bos_token_id: Option<u32>,
     pub eos_token_id: Option<serde_json::Value>,
     /// `torch_dtype` (older transformers) or `dtype` (newer).

@@ -19,9 +19,10 @@ mod qwen_moe;
 mod shared;
 mod spec;
 
+#[cfg(feature = "testing")]
 pub use shared::llama_tensor_name;
 
-pub use spec::{FamilySpec, FamilyTraits};
+pub use spec::FamilySpec;
 
 /// Every family, in docs/models.md's order.
 pub const FAMILIES: &[&FamilySpec] = &[
