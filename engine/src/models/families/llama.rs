@@ -2,10 +2,10 @@
 //! any of the scalings of `hf_config.rs`, tied or untied head. GGUF `llama` also carries
 //! Mistral's dense models.
 
-use super::shared::{activation, refuse_if_true};
+use super::shared::{refuse_if_true, swiglu};
 use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::{EngineError, Result};
-use crate::models::features::{Activation, DecoderFeatures, MoeSpec};
+use crate::models::features::{DecoderFeatures, MoeSpec};
 use crate::models::gguf::GgufFile;
 use crate::models::hf_config::HfConfig;
 
@@ -23,10 +23,7 @@ fn from_hf(config: &HfConfig, _context_length: usize) -> std::result::Result<Fam
     refuse_if_true(config, "mlp_bias", "biases on the MLP projections")?;
     Ok(FamilyTraits {
         attention_bias: config.bool_field("attention_bias")?.unwrap_or(false),
-        features: DecoderFeatures {
-            activation: activation(config, &[Activation::Silu], Activation::Silu)?,
-            ..DecoderFeatures::default()
-        },
+        features: swiglu(config)?,
         ..FamilyTraits::default()
     })
 }

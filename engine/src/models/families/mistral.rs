@@ -1,10 +1,9 @@
 //! Mistral: Llama's layers with a sliding window on every layer (Mistral 7B v0.1; later
 //! releases set none). Its GGUF files are `llama` ones.
 
-use super::shared::{activation, window_below};
+use super::shared::{swiglu, window_below};
 use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::Result;
-use crate::models::features::{Activation, DecoderFeatures};
 use crate::models::gguf::GgufFile;
 use crate::models::hf_config::HfConfig;
 
@@ -21,10 +20,7 @@ pub static FAMILY: FamilySpec = FamilySpec {
 fn from_hf(config: &HfConfig, context_length: usize) -> std::result::Result<FamilyTraits, String> {
     Ok(FamilyTraits {
         sliding_window: window_below(config, context_length)?,
-        features: DecoderFeatures {
-            activation: activation(config, &[Activation::Silu], Activation::Silu)?,
-            ..DecoderFeatures::default()
-        },
+        features: swiglu(config)?,
         ..FamilyTraits::default()
     })
 }

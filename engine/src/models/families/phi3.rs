@@ -2,10 +2,9 @@
 //! `qkv_proj` and one `gate_up_proj` per layer, used as they are — with LongRoPE on the long
 //! context models and, on Phi-3-mini-4k, a sliding window on every layer.
 
-use super::shared::{activation, split_layer_name, window_below};
+use super::shared::{split_layer_name, swiglu, window_below};
 use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::Result;
-use crate::models::features::{Activation, DecoderFeatures};
 use crate::models::gguf::GgufFile;
 use crate::models::hf_config::HfConfig;
 
@@ -40,10 +39,7 @@ fn from_hf(config: &HfConfig, context_length: usize) -> std::result::Result<Fami
     }
     Ok(FamilyTraits {
         sliding_window: window_below(config, context_length)?,
-        features: DecoderFeatures {
-            activation: activation(config, &[Activation::Silu], Activation::Silu)?,
-            ..DecoderFeatures::default()
-        },
+        features: swiglu(config)?,
         ..FamilyTraits::default()
     })
 }

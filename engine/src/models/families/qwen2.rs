@@ -2,10 +2,9 @@
 //! per-layer sliding window (`use_sliding_window`) is refused; every released checkpoint has it
 //! off.
 
-use super::shared::{activation, refuse_if_true};
+use super::shared::{refuse_qwen_window, swiglu};
 use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::Result;
-use crate::models::features::{Activation, DecoderFeatures};
 use crate::models::gguf::GgufFile;
 use crate::models::hf_config::HfConfig;
 
@@ -20,17 +19,10 @@ pub static FAMILY: FamilySpec = FamilySpec {
 };
 
 fn from_hf(config: &HfConfig, _context_length: usize) -> std::result::Result<FamilyTraits, String> {
-    refuse_if_true(
-        config,
-        "use_sliding_window",
-        "Qwen2's sliding window on the layers past max_window_layers",
-    )?;
+    refuse_qwen_window(config)?;
     Ok(FamilyTraits {
         attention_bias: true,
-        features: DecoderFeatures {
-            activation: activation(config, &[Activation::Silu], Activation::Silu)?,
-            ..DecoderFeatures::default()
-        },
+        features: swiglu(config)?,
         ..FamilyTraits::default()
     })
 }

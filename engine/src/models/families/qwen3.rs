@@ -1,10 +1,9 @@
 //! Qwen3 (dense): Llama's layers with a per-head RMS norm of q and k before RoPE and an explicit
 //! `head_dim`.
 
-use super::shared::{activation, refuse_if_true};
+use super::shared::{refuse_qwen_window, swiglu};
 use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::Result;
-use crate::models::features::{Activation, DecoderFeatures};
 use crate::models::gguf::GgufFile;
 use crate::models::hf_config::HfConfig;
 
@@ -19,18 +18,11 @@ pub static FAMILY: FamilySpec = FamilySpec {
 };
 
 fn from_hf(config: &HfConfig, _context_length: usize) -> std::result::Result<FamilyTraits, String> {
-    refuse_if_true(
-        config,
-        "use_sliding_window",
-        "Qwen3's sliding window on the layers past max_window_layers",
-    )?;
+    refuse_qwen_window(config)?;
     Ok(FamilyTraits {
         attention_bias: config.bool_field("attention_bias")?.unwrap_or(false),
         qk_norm: true,
-        features: DecoderFeatures {
-            activation: activation(config, &[Activation::Silu], Activation::Silu)?,
-            ..DecoderFeatures::default()
-        },
+        features: swiglu(config)?,
         ..FamilyTraits::default()
     })
 }

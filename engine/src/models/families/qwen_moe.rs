@@ -3,7 +3,7 @@
 //! q/k norms, no shared expert, `norm_topk_prob`).
 
 use super::moe_shared::{qwen_moe_tensor_name, require_experts_on_every_layer, required};
-use super::shared::{activation, refuse_if_true};
+use super::shared::{activation, refuse_qwen_window};
 use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::{EngineError, Result};
 use crate::models::features::{Activation, DecoderFeatures, MoeSpec};
@@ -33,7 +33,7 @@ pub static QWEN3_MOE: FamilySpec = FamilySpec {
 /// The experts of a Qwen-MoE config.json (`shared`: Qwen2-MoE's shared expert).
 fn hf_moe(config: &HfConfig, shared: bool) -> std::result::Result<MoeSpec, String> {
     require_experts_on_every_layer(config)?;
-    refuse_if_true(config, "use_sliding_window", "Qwen's sliding window on the layers past max_window_layers")?;
+    refuse_qwen_window(config)?;
     Ok(MoeSpec {
         // `num_experts` in the released checkpoints; transformers 5 writes `num_local_experts`.
         num_experts: match config.usize_field("num_experts")? {

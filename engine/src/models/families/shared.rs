@@ -1,7 +1,7 @@
 //! What several family files share: Llama's tensor names, the activation and the refusals of
 //! config fields that would change the arithmetic.
 
-use crate::models::features::Activation;
+use crate::models::features::{Activation, DecoderFeatures};
 use crate::models::hf_config::HfConfig;
 
 /// The Hugging Face name of a Llama-family weight, given its GGUF name (the names the layers
@@ -113,4 +113,22 @@ pub fn layer_types(config: &HfConfig) -> Result<Option<Vec<bool>>, String> {
         })
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
+}
+
+/// Llama's features, once config.json is known to name SwiGLU's activation (or none).
+pub fn swiglu(config: &HfConfig) -> Result<DecoderFeatures, String> {
+    Ok(DecoderFeatures {
+        activation: activation(config, &[Activation::Silu], Activation::Silu)?,
+        ..DecoderFeatures::default()
+    })
+}
+
+/// Qwen's sliding window on the layers past `max_window_layers` (`use_sliding_window: true`)
+/// is refused; every released checkpoint has it off.
+pub fn refuse_qwen_window(config: &HfConfig) -> Result<(), String> {
+    refuse_if_true(
+        config,
+        "use_sliding_window",
+        "Qwen's sliding window on the layers past max_window_layers",
+    )
 }
