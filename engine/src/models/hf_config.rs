@@ -79,48 +79,39 @@ impl HfConfig {
         self.raw.get(name).filter(|v| !v.is_null())
     }
 
-    /// A numeric field, or an error naming it when it is not a number.
-    pub fn f32_field(&self, name: &str) -> std::result::Result<Option<f32>, String> {
+    /// A field read by `convert`, or an error naming it and what it must be (`what`).
+    fn typed_field<'a, T>(
+        &'a self,
+        name: &str,
+        what: &str,
+        convert: impl FnOnce(&'a serde_json::Value) -> Option<T>,
+    ) -> std::result::Result<Option<T>, String> {
         match self.field(name) {
             None => Ok(None),
-            Some(v) => v
-                .as_f64()
-                .map(|x| Some(x as f32))
-                .ok_or(format!("`{name}` must be a number, not {v}")),
+            Some(v) => convert(v)
+                .map(Some)
+                .ok_or(format!("`{name}` must be {what}, not {v}")),
         }
+    }
+
+    /// A numeric field, or an error naming it when it is not a number.
+    pub fn f32_field(&self, name: &str) -> std::result::Result<Option<f32>, String> {
+        self.typed_field(name, "a number", |v| v.as_f64().map(|x| x as f32))
     }
 
     /// A non-negative integer field, or an error naming it.
     pub fn usize_field(&self, name: &str) -> std::result::Result<Option<usize>, String> {
-        match self.field(name) {
-            None => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .map(|x| Some(x as usize))
-                .ok_or(format!("`{name}` must be a non-negative integer, not {v}")),
-        }
+        self.typed_field(name, "a non-negative integer", |v| v.as_u64().map(|x| x as usize))
     }
 
     /// A boolean field, or an error naming it.
     pub fn bool_field(&self, name: &str) -> std::result::Result<Option<bool>, String> {
-        match self.field(name) {
-            None => Ok(None),
-            Some(v) => v
-                .as_bool()
-                .map(Some)
-                .ok_or(format!("`{name}` must be true or false, not {v}")),
-        }
+        self.typed_field(name, "true or false", serde_json::Value::as_bool)
     }
 
     /// A string field, or an error naming it.
     pub fn str_field(&self, name: &str) -> std::result::Result<Option<&str>, String> {
-        match self.field(name) {
-            None => Ok(None),
-            Some(v) => v
-                .as_str()
-                .map(Some)
-                .ok_or(format!("`{name}` must be a string, not {v}")),
-        }
+        self.typed_field(name, "a string", serde_json::Value::as_str)
     }
 
     /// RoPE's base: `rope_theta`, or transformers 5's `rope_parameters.rope_theta`.

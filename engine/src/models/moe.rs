@@ -74,6 +74,9 @@ impl MoeBlock {
         if num_tokens > 0 {
             let logits = self.router.forward(x)?.to_dtype(DType::F32)?;
             let probs = candle_nn::ops::softmax_last_dim(&logits)?.to_vec2::<f32>()?;
+            // Every expert's weighted rows, scattered back in one add at the end (one pass over
+            // the output, not one per expert).
+            let (mut all_rows, mut outputs) = (Vec::new(), Vec::new());
             for (expert, (rows, weights)) in self.routes(&probs).into_iter().enumerate() {
                 if rows.is_empty() {
                     continue;
@@ -82,8 +85,11 @@ impl MoeBlock {
                 let weights = Tensor::from_vec(weights, (rows.len(), 1), x.device())?
                     .to_dtype(x.dtype())?;
                 let y = self.experts[expert].forward_base(&x.index_select(&index, 0)?, fused)?;
-                out = out.index_add(&index, &y.broadcast_mul(&weights)?, 0)?;
+                outputs.push(y.broadcast_mul(&weights)?);
+                all_rows.extend(rows);
             }
+            let index = Tensor::new(all_rows.as_slice(), x.device())?;
+            out = out.index_add(&index, &Tensor::cat(&outputs, 0)?, 0)?;
         }
         if let Some((mlp, gate)) = &self.shared {
             let weight = candle_nn::ops::sigmoid(&gate.forward(x)?)?;
