@@ -148,7 +148,7 @@ fn write_and_attend<T: KvElement>(
     layer: usize,
     shape: AttnShape,
     qkv: [&[f32]; 3],
-    (meta, settings): (&AttnMetadata, LayerAttention),
+    (meta, settings): (&AttnMetadata, &LayerAttention),
 ) -> Result<Vec<f32>> {
     let [q, k, v] = qkv;
     let row = shape.num_kv_heads * shape.head_dim;
@@ -182,9 +182,9 @@ impl PagedKvCache for CpuKvCache {
         }
         let qkv = [q.as_slice(), k.as_slice(), v.as_slice()];
         let out = match &mut self.storage {
-            Storage::F32(layers) => write_and_attend(layers, layer, self.shape, qkv, (meta, *settings))?,
-            Storage::F16(layers) => write_and_attend(layers, layer, self.shape, qkv, (meta, *settings))?,
-            Storage::Bf16(layers) => write_and_attend(layers, layer, self.shape, qkv, (meta, *settings))?,
+            Storage::F32(layers) => write_and_attend(layers, layer, self.shape, qkv, (meta, settings))?,
+            Storage::F16(layers) => write_and_attend(layers, layer, self.shape, qkv, (meta, settings))?,
+            Storage::Bf16(layers) => write_and_attend(layers, layer, self.shape, qkv, (meta, settings))?,
         };
         Ok(Tensor::from_vec(
             out,

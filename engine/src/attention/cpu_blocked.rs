@@ -65,7 +65,8 @@ pub(super) fn attend<T: KvElement>(
         let first_head = kv_head * group;
         for (r, token_scores) in scores.chunks_exact_mut(span).enumerate() {
             let (i, g) = (r / group, r % group);
-            lse[i * num_heads + first_head + g] = masked_softmax(view, i, token_scores);
+            let head = first_head + g;
+            lse[i * num_heads + head] = masked_softmax(view, i, token_scores, view.sink(head));
         }
         let weights = Matrix::row_major(scores, num_rows, span);
         product(outputs, weights, Matrix::row_major(values, span, head_dim), 1.0);
@@ -75,10 +76,11 @@ pub(super) fn attend<T: KvElement>(
     }
 }
 
-/// Softmax of token `i`'s scores over its causal (and sliding) window, zero weight outside it;
-/// returns the window's log-sum-exp.
+/// Softmax of token `i`'s scores over its causal (and sliding) window, zero weight outside it,
+/// with `sink` (a logit without a value) in the denominator when given; returns the
+/// denominator's log-sum-exp.
 #[inline(always)]
-fn masked_softmax(view: &TileView<'_>, i: usize, scores: &mut [f32]) -> f32 {
+fn masked_softmax(view: &TileView<'_>, i: usize, scores: &mut [f32], sink: Option<f32>) -> f32 {
     let (lo, hi) = view.key_range(i);
     // A partition of a decode token's span may end before the token itself.
     let hi = hi.min(scores.len() - 1);
@@ -88,7 +90,17 @@ fn masked_softmax(view: &TileView<'_>, i: usize, scores: &mut [f32]) -> f32 {
     if view.layer.softcap.is_some() {
         window.iter_mut().for_each(|s| *s = view.layer.capped(*s));
     }
-    softmax_in_place(window)
+    let lse = softmax_in_place(window);
+    match sink {
+        Some(sink) => {
+            let high = lse.max(sink);
+            let total = high + ((lse - high).exp() + (sink - high).exp()).ln();
+            let keep = (lse - total).exp();
+            window.iter_mut().for_each(|w| *w *= keep);
+            total
+        }
+        None => lse,
+    }
 }
 
 /// Copies the rows of the KV head at `offset` of every slot, widened to f32, into `dst`

@@ -29,7 +29,7 @@ pub fn paged_attention<T: KvElement>(
     q: &[f32],
     cache: &CacheView<'_, T>,
     meta: &AttnMetadata,
-    layer: LayerAttention,
+    layer: &LayerAttention,
 ) -> Vec<f32> {
     let q_row = cache.shape.num_heads * cache.shape.head_dim;
     let mut out = vec![0.0f32; q.len()];
@@ -68,6 +68,7 @@ pub fn paged_attention<T: KvElement>(
                 first_key_position: window,
                 first_position: tile.first_position,
                 layer,
+                with_sinks: true,
             };
             if tile.num_partitions > 1 {
                 let num_heads = cache.shape.num_heads;
@@ -83,7 +84,7 @@ pub fn paged_attention<T: KvElement>(
 
 /// Marks decode tiles for key partitions when the step has too few tiles to occupy every
 /// thread.
-fn split_lone_decodes(tiles: &mut [Tile], layer: LayerAttention) {
+fn split_lone_decodes(tiles: &mut [Tile], layer: &LayerAttention) {
     let (num_tiles, num_threads) = (tiles.len(), rayon::current_num_threads());
     for tile in tiles.iter_mut().filter(|t| t.num_tokens == 1) {
         let span = tile.first_position + 1 - layer.first_attended(tile.first_position);

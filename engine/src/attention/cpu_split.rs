@@ -44,6 +44,7 @@ pub(super) fn attend(
             let sub_view = TileView {
                 slots: &view.slots[keys.clone()],
                 first_key_position: view.first_key_position + keys.start,
+                with_sinks: view.with_sinks && p == 0,
                 ..*view
             };
             let mut partial = vec![0.0; out.len()];

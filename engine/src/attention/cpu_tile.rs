@@ -31,10 +31,23 @@ pub(super) struct TileView<'a> {
     pub slots: &'a [usize],
     pub first_key_position: usize,
     pub first_position: usize,
-    pub layer: LayerAttention,
+    pub layer: &'a LayerAttention,
+    /// Whether this view's softmax counts the layer's sinks: a whole span's does, and of a
+    /// span cut into key partitions only the first one's, so that the merge counts them once.
+    pub with_sinks: bool,
 }
 
 impl TileView<'_> {
+    /// The sink logit query head `head`'s softmax counts here, if any.
+    #[inline(always)]
+    pub fn sink(&self, head: usize) -> Option<f32> {
+        if self.with_sinks {
+            self.layer.sink(head)
+        } else {
+            None
+        }
+    }
+
     /// Key range of the tile's token `i`, relative to the tile's first key: `lo..=hi` (`hi`
     /// may lie past the tile's keys when they are a partition of its span).
     #[inline(always)]

@@ -256,6 +256,11 @@ impl PagedKvCache for CudaKvCache {
         meta: &AttnMetadata,
         attention: &LayerAttention,
     ) -> Result<Tensor> {
+        if attention.sinks.is_some() {
+            return Err(execution(
+                "attention sinks are not implemented in the CUDA attention kernel".to_string(),
+            ));
+        }
         let num_tokens = meta.num_tokens();
         let settings = LayerSettings {
             scale: attention.scale,

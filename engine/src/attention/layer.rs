@@ -3,8 +3,10 @@
 //! layers of one model (Gemma 2 and 3 alternate sliding-window and global layers), so every
 //! `PagedKvCache::attend` call carries the settings of its layer.
 
+use std::sync::Arc;
+
 /// One layer's attention settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LayerAttention {
     /// Multiplies every score `q · k` (`1 / √head_dim` unless the family says otherwise).
     pub scale: f32,
@@ -12,6 +14,9 @@ pub struct LayerAttention {
     pub window: Option<usize>,
     /// Scaled scores pass through `softcap · tanh(score / softcap)` before the softmax.
     pub softcap: Option<f32>,
+    /// gpt-oss's attention sinks: one learned logit per query head that joins every softmax's
+    /// denominator as a key without a value, so a token may attend to "nothing".
+    pub sinks: Option<Arc<[f32]>>,
 }
 
 impl LayerAttention {
@@ -21,6 +26,7 @@ impl LayerAttention {
             scale: 1.0 / (head_dim as f32).sqrt(),
             window: None,
             softcap: None,
+            sinks: None,
         }
     }
 
@@ -35,6 +41,12 @@ impl LayerAttention {
             Some(window) => (position + 1).saturating_sub(window),
             None => 0,
         }
+    }
+
+    /// Query head `head`'s sink logit, if the layer has sinks.
+    #[inline(always)]
+    pub fn sink(&self, head: usize) -> Option<f32> {
+        self.sinks.as_ref().and_then(|sinks| sinks.get(head).copied())
     }
 
     /// `score` after the logit softcap, if any.
@@ -60,7 +72,7 @@ mod tests {
         assert_eq!(LayerAttention::standard(64).first_attended(10), 0);
         let capped = LayerAttention {
             softcap: Some(50.0),
-            ..layer
+            ..layer.clone()
         };
         assert!((capped.capped(1000.0) - 50.0).abs() < 1e-4);
         assert!((capped.capped(1.0) - 50.0 * (0.02f32).tanh()).abs() < 1e-6);

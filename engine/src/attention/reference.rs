@@ -21,7 +21,7 @@ fn naive_attention(
     values: &[f32],
     len: usize,
     shape: AttnShape,
-    layer: LayerAttention,
+    layer: &LayerAttention,
 ) -> Vec<f32> {
     let AttnShape {
         num_heads,
@@ -50,9 +50,10 @@ fn naive_attention(
                         .map_or(score, |cap| cap as f64 * (score / cap as f64).tanh())
                 })
                 .collect();
-            let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let sink = layer.sink(h).map(f64::from);
+            let max = scores.iter().chain(&sink).cloned().fold(f64::NEG_INFINITY, f64::max);
             let exps: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
-            let total: f64 = exps.iter().sum();
+            let total: f64 = exps.iter().sum::<f64>() + sink.map_or(0.0, |s| (s - max).exp());
             for (j, e) in (first..=position).zip(&exps) {
                 let vv = &values[(j * num_kv_heads + kvh) * head_dim..][..head_dim];
                 for d in 0..head_dim {
@@ -144,7 +145,7 @@ fn run_case(case: &Case, seed: u64) -> MaxErrors {
             &seq_values,
             len,
             case.shape,
-            case.layer,
+            &case.layer,
         ));
         q_all.extend(q);
     }
@@ -154,7 +155,7 @@ fn run_case(case: &Case, seed: u64) -> MaxErrors {
         values: &values,
         shape: case.shape,
         meta: &meta,
-        layer: case.layer,
+        layer: case.layer.clone(),
         expected: &expected,
     };
     MaxErrors {
@@ -189,7 +190,7 @@ impl Contents<'_> {
             values: T::view(&values),
             shape: self.shape,
         };
-        paged_attention(self.q, &cache, self.meta, self.layer)
+        paged_attention(self.q, &cache, self.meta, &self.layer)
             .iter()
             .zip(self.expected)
             .map(|(a, b)| (a - b).abs())
@@ -313,38 +314,68 @@ fn lone_long_decodes_split_into_key_partitions_match_naive_in_every_cache_dtype(
     }
 }
 
-#[test]
-fn family_scales_and_logit_softcaps_match_naive_in_prefill_decode_and_split_decodes() {
-    // Gemma 2's shape of settings: a scale that is not 1/√head_dim (query_pre_attn_scalar),
-    // scores capped by 50·tanh(s/50) — here a cap of 1.5 on scores scaled up 8×, so the cap
-    // bends most scores — with and without a window; a lone long decode is split into
-    // partitions (4 threads), whose merge must see the capped scores too.
+/// Every shape × batch × layer settings (`layers` of the shape), a block size of 16, on 4
+/// threads, so that lone long decodes are split into key partitions; seeds from `first_seed`.
+fn check_on_four_threads(
+    shapes: &[AttnShape],
+    batches: &[&[(usize, usize)]],
+    first_seed: u64,
+    layers: impl Fn(AttnShape) -> Vec<LayerAttention>,
+) {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(4)
         .build()
         .expect("a thread pool");
-    let batches: [&[(usize, usize)]; 3] = [&[(50, 20), (9, 1), (33, 33)], &[(1_100, 1)], &[(70, 70)]];
-    let mut seed = 3_000;
-    for shape in [GQA, MHA] {
+    let mut seed = first_seed;
+    for &shape in shapes {
         for seqs in batches {
-            for (scale, softcap, window) in [
-                (2.0, Some(1.5), None),
-                (0.05, None, Some(7)),
-                (1.0, Some(0.7), Some(300)),
-            ] {
+            for layer in layers(shape) {
                 seed += 1;
                 let case = Case {
                     shape,
                     block_size: 16,
                     seqs: seqs.to_vec(),
-                    layer: LayerAttention {
-                        scale,
-                        window,
-                        softcap,
-                    },
+                    layer,
                 };
                 pool.install(|| assert_within_tolerances(&case, seed));
             }
         }
     }
+}
+
+#[test]
+fn family_scales_and_logit_softcaps_match_naive_in_prefill_decode_and_split_decodes() {
+    // Gemma 2's shape of settings: a scale that is not 1/√head_dim (query_pre_attn_scalar),
+    // scores capped by 50·tanh(s/50) — here a cap of 1.5 on scores scaled up 8×, so the cap
+    // bends most scores — with and without a window; a lone long decode is split into
+    // partitions, whose merge must see the capped scores too.
+    let batches: [&[(usize, usize)]; 3] = [&[(50, 20), (9, 1), (33, 33)], &[(1_100, 1)], &[(70, 70)]];
+    check_on_four_threads(&[GQA, MHA], &batches, 3_000, |_| {
+        [(2.0, Some(1.5), None), (0.05, None, Some(7)), (1.0, Some(0.7), Some(300))]
+            .map(|(scale, softcap, window)| LayerAttention {
+                scale,
+                window,
+                softcap,
+                sinks: None,
+            })
+            .to_vec()
+    });
+}
+
+#[test]
+fn attention_sinks_match_naive_in_prefill_decode_and_split_decodes() {
+    // gpt-oss: a sink logit per query head in every softmax's denominator. Sinks from far
+    // below to far above the scores (so from no effect to most of the weight), alternating
+    // windowed layers, and lone long decodes split into partitions, whose merge must count
+    // each head's sink once.
+    let batches: [&[(usize, usize)]; 3] = [&[(50, 20), (9, 1), (33, 33)], &[(1_100, 1)], &[(600, 1), (1, 1)]];
+    check_on_four_threads(&[GQA, MQA], &batches, 4_000, |shape| {
+        let sinks: Vec<f32> = (0..shape.num_heads).map(|h| h as f32 * 1.7 - 6.0).collect();
+        [None, Some(128)]
+            .map(|window| LayerAttention {
+                sinks: Some(sinks.clone().into()),
+                ..LayerAttention::standard(shape.head_dim).with_window(window)
+            })
+            .to_vec()
+    });
 }

@@ -7,20 +7,26 @@ use serde_json::Value;
 
 use crate::models::config::ModelConfig;
 
-/// The projections an adapter may target, by their Hugging Face module names.
+/// The projections an adapter may target, by their Hugging Face module names: a checkpoint
+/// has either q/k/v and gate/up, or (Phi-3) the fused `qkv_proj` and `gate_up_proj`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LoraTarget {
     Q,
     K,
     V,
+    /// Phi-3's `qkv_proj`: q, k and v stacked along the outputs.
+    Qkv,
     O,
     Gate,
     Up,
+    /// Phi-3's `gate_up_proj`: gate then up along the outputs.
+    GateUp,
     Down,
 }
 
 impl LoraTarget {
-    pub const ALL: [LoraTarget; 7] = [
+    /// The targets of a checkpoint with separate projections (Llama's layout).
+    pub const SEPARATE: [LoraTarget; 7] = [
         LoraTarget::Q,
         LoraTarget::K,
         LoraTarget::V,
@@ -29,6 +35,33 @@ impl LoraTarget {
         LoraTarget::Up,
         LoraTarget::Down,
     ];
+    /// The targets of a checkpoint with fused projections (Phi-3's layout).
+    pub const FUSED: [LoraTarget; 4] = [
+        LoraTarget::Qkv,
+        LoraTarget::O,
+        LoraTarget::GateUp,
+        LoraTarget::Down,
+    ];
+    const ALL: [LoraTarget; 9] = [
+        LoraTarget::Q,
+        LoraTarget::K,
+        LoraTarget::V,
+        LoraTarget::Qkv,
+        LoraTarget::O,
+        LoraTarget::Gate,
+        LoraTarget::Up,
+        LoraTarget::GateUp,
+        LoraTarget::Down,
+    ];
+
+    /// The targets `model`'s checkpoint layout has.
+    pub fn of_model(model: &ModelConfig) -> &'static [LoraTarget] {
+        if model.features.fused_projections {
+            &Self::FUSED
+        } else {
+            &Self::SEPARATE
+        }
+    }
 
     /// The module name PEFT uses (`q_proj`, …, `down_proj`).
     pub fn module_name(self) -> &'static str {
@@ -36,9 +69,11 @@ impl LoraTarget {
             LoraTarget::Q => "q_proj",
             LoraTarget::K => "k_proj",
             LoraTarget::V => "v_proj",
+            LoraTarget::Qkv => "qkv_proj",
             LoraTarget::O => "o_proj",
             LoraTarget::Gate => "gate_proj",
             LoraTarget::Up => "up_proj",
+            LoraTarget::GateUp => "gate_up_proj",
             LoraTarget::Down => "down_proj",
         }
     }
@@ -46,8 +81,10 @@ impl LoraTarget {
     /// The parent module in a decoder layer (`self_attn` or `mlp`).
     pub fn parent_name(self) -> &'static str {
         match self {
-            LoraTarget::Q | LoraTarget::K | LoraTarget::V | LoraTarget::O => "self_attn",
-            LoraTarget::Gate | LoraTarget::Up | LoraTarget::Down => "mlp",
+            LoraTarget::Q | LoraTarget::K | LoraTarget::V | LoraTarget::Qkv | LoraTarget::O => {
+                "self_attn"
+            }
+            LoraTarget::Gate | LoraTarget::Up | LoraTarget::GateUp | LoraTarget::Down => "mlp",
         }
     }
 
@@ -59,14 +96,22 @@ impl LoraTarget {
         match self {
             LoraTarget::Q => (q_dim, h),
             LoraTarget::K | LoraTarget::V => (kv_dim, h),
+            LoraTarget::Qkv => (q_dim + 2 * kv_dim, h),
             LoraTarget::O => (h, q_dim),
             LoraTarget::Gate | LoraTarget::Up => (i, h),
+            LoraTarget::GateUp => (2 * i, h),
             LoraTarget::Down => (h, i),
         }
     }
 
     pub fn from_module_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.module_name() == name)
+    }
+
+    /// The module names of `targets`, for messages (`q_proj, k_proj, …`).
+    pub fn names(targets: &[LoraTarget]) -> String {
+        let names: Vec<&str> = targets.iter().map(|t| t.module_name()).collect();
+        names.join(", ")
     }
 }
 
@@ -96,6 +141,16 @@ struct RawAdapterConfig {
     alpha_pattern: Option<Value>,
     #[serde(default)]
     base_model_name_or_path: Option<String>,
+    #[serde(default)]
+    target_parameters: Option<Value>,
+    #[serde(default)]
+    lora_bias: bool,
+    #[serde(default)]
+    trainable_token_indices: Option<Value>,
+    #[serde(default)]
+    layer_replication: Option<Value>,
+    #[serde(default)]
+    use_qalora: bool,
 }
 
 /// PEFT's default `lora_alpha`.
@@ -173,6 +228,36 @@ fn refuse_unsupported(raw: &RawAdapterConfig) -> Result<(), String> {
             ));
         }
     }
+    if is_non_empty(raw.target_parameters.as_ref()) {
+        return Err(
+            "`target_parameters` is set: adapters on raw parameters (MoE experts) are not supported"
+                .into(),
+        );
+    }
+    for (field, set, what) in [
+        ("lora_bias", raw.lora_bias, "a trained bias on lora_B"),
+        ("use_qalora", raw.use_qalora, "QA-LoRA's pooled inputs"),
+    ] {
+        if set {
+            return Err(format!("`{field}` is true ({what}): not supported"));
+        }
+    }
+    for (field, value, what) in [
+        (
+            "trainable_token_indices",
+            &raw.trainable_token_indices,
+            "trained embedding rows",
+        ),
+        (
+            "layer_replication",
+            &raw.layer_replication,
+            "replicated layers",
+        ),
+    ] {
+        if is_non_empty(value.as_ref()) {
+            return Err(format!("`{field}` is set ({what}): not supported"));
+        }
+    }
     if raw.fan_in_fan_out {
         return Err("`fan_in_fan_out` is true: only Linear (not Conv1D) layers are served".into());
     }
@@ -191,8 +276,10 @@ fn refuse_unsupported(raw: &RawAdapterConfig) -> Result<(), String> {
             let name = name.as_str().unwrap_or_default();
             if LoraTarget::from_module_name(name).is_none() {
                 return Err(format!(
-                    "`target_modules` names {name:?}; supported targets are q_proj, k_proj, \
-                     v_proj, o_proj, gate_proj, up_proj and down_proj"
+                    "`target_modules` names {name:?}; supported targets are {} (or, on a \
+                     Phi-3 base, {})",
+                    LoraTarget::names(&LoraTarget::SEPARATE),
+                    LoraTarget::names(&LoraTarget::FUSED)
                 ));
             }
         }
@@ -241,6 +328,17 @@ mod tests {
             (r#", "fan_in_fan_out": true"#, "fan_in_fan_out"),
             (r#", "rank_pattern": {"q_proj": 4}"#, "rank_pattern"),
             (r#", "alpha_pattern": {"q_proj": 4}"#, "alpha_pattern"),
+            (
+                r#", "target_parameters": ["mlp.experts.gate_up_proj"]"#,
+                "target_parameters",
+            ),
+            (r#", "lora_bias": true"#, "lora_bias"),
+            (r#", "use_qalora": true"#, "use_qalora"),
+            (
+                r#", "trainable_token_indices": [5, 9]"#,
+                "trainable_token_indices",
+            ),
+            (r#", "layer_replication": [[0, 2]]"#, "layer_replication"),
         ];
         for (extra, field) in cases {
             let error = AdapterConfig::parse(&config(extra), 16).unwrap_err();

@@ -131,6 +131,13 @@ fn group_factors(
                 model.num_layers
             ));
         }
+        if !LoraTarget::of_model(model).contains(&target) {
+            return Err(format!(
+                "tensor `{key}`: the base model has no `{}` module; its projections are {}",
+                target.module_name(),
+                LoraTarget::names(LoraTarget::of_model(model))
+            ));
+        }
         if model.features.moe.is_some() && target.parent_name() == "mlp" {
             return Err(format!(
                 "tensor `{key}`: {} adapters on a mixture-of-experts model are not supported (attention projections are)",
@@ -195,15 +202,26 @@ fn build_layers(
         let (kv_dim, _) = LoraTarget::K.base_shape(model);
         let (inter, _) = LoraTarget::Gate.base_shape(model);
         let h = model.hidden_size;
-        let qkv = vec![
-            (take(LoraTarget::Q)?, q_dim),
-            (take(LoraTarget::K)?, kv_dim),
-            (take(LoraTarget::V)?, kv_dim),
-        ];
-        let gate_up = vec![
-            (take(LoraTarget::Gate)?, inter),
-            (take(LoraTarget::Up)?, inter),
-        ];
+        // A fused checkpoint's adapter has one pair per fused projection, already in the
+        // layers' output order (q|k|v, gate|up); the two layouts never mix (`group_factors`).
+        let (qkv, gate_up) = if model.features.fused_projections {
+            (
+                vec![(take(LoraTarget::Qkv)?, q_dim + 2 * kv_dim)],
+                vec![(take(LoraTarget::GateUp)?, 2 * inter)],
+            )
+        } else {
+            (
+                vec![
+                    (take(LoraTarget::Q)?, q_dim),
+                    (take(LoraTarget::K)?, kv_dim),
+                    (take(LoraTarget::V)?, kv_dim),
+                ],
+                vec![
+                    (take(LoraTarget::Gate)?, inter),
+                    (take(LoraTarget::Up)?, inter),
+                ],
+            )
+        };
         let o = vec![(take(LoraTarget::O)?, h)];
         let down = vec![(take(LoraTarget::Down)?, h)];
         layers.push(LayerAdapter {

@@ -200,3 +200,48 @@ fn defects_are_refused_naming_the_field_or_tensor() {
     let missing = error_of(Path::new("/nonexistent/adapter"), &config);
     assert!(missing.contains("/nonexistent/adapter") && missing.contains("not a directory"));
 }
+
+#[test]
+fn fused_checkpoints_take_fused_targets_and_refuse_separate_ones() {
+    let mut fused = model(false);
+    fused.features.fused_projections = true;
+    let spec = TinyLoraSpec {
+        targets: LoraTarget::FUSED.to_vec(),
+        ..TinyLoraSpec::default()
+    };
+    let adapter = load(written(&spec, &fused).path(), &fused).unwrap();
+    assert_eq!(adapter.num_modules(), 8);
+    let factors: HashMap<_, _> = spec.factors(&fused).unwrap().into_iter().collect();
+    let x = Tensor::arange(0f32, 32.0, &Device::Cpu)
+        .unwrap()
+        .reshape((2, 16))
+        .unwrap();
+    for (target, projection, width) in [
+        (LoraTarget::Qkv, FusedProjection::Qkv, 16 + 2 * 8),
+        (LoraTarget::GateUp, FusedProjection::GateUp, 2 * 24),
+    ] {
+        let (a, b) = &factors[&(1, target)];
+        let expected = (x
+            .matmul(&a.t().unwrap())
+            .unwrap()
+            .matmul(&b.t().unwrap())
+            .unwrap()
+            * spec.scale())
+        .unwrap();
+        let pair = adapter.layer(1).unwrap().pair(projection).unwrap();
+        assert_eq!(pair.b_t.dims(), &[4, width]);
+        assert_close(&pair.delta(&x).unwrap(), &expected);
+    }
+
+    let separate = written(&TinyLoraSpec::default(), &model(false));
+    let error = error_of(separate.path(), &fused);
+    assert!(
+        error.contains("no `") && error.contains("qkv_proj, o_proj, gate_up_proj, down_proj"),
+        "{error}"
+    );
+    let error = error_of(written(&spec, &fused).path(), &model(false));
+    assert!(
+        error.contains("no `qkv_proj` module") || error.contains("no `gate_up_proj` module"),
+        "{error}"
+    );
+}

@@ -61,6 +61,9 @@ pub enum RopeScaling {
         beta_fast: f32,
         beta_slow: f32,
         attention_factor: f32,
+        /// The correction range's ends rounded to whole dimensions (transformers' default;
+        /// gpt-oss sets `truncate: false`; llama.cpp always rounds).
+        truncate: bool,
     },
     /// Per-frequency divisors, as llama.cpp's converter bakes Llama 3.1's scaling into a GGUF
     /// file (`rope_freqs`).

@@ -3,6 +3,8 @@
 //! What differs between families are values of `ModelConfig` (its `features`), read here and in
 //! the layers; no code path asks which family it runs.
 
+use std::sync::Arc;
+
 use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Tensor};
 
@@ -16,7 +18,7 @@ use super::rotary::{RotaryEmbedding, StepRotary};
 use super::self_attention::SelfAttention;
 use super::weights::WeightSource;
 use crate::attention::{AttnMetadata, LayerAttention, PagedKvCache};
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 
 /// A layer's MLP: dense (with LoRA) or a mixture of experts (without).
 #[derive(Debug)]
@@ -45,12 +47,15 @@ impl DecoderLayer {
         let p = format!("blk.{index}");
         let norm = |name: &str| RmsNorm::load_for(weights, cfg, &format!("{p}.{name}.weight"), cfg.hidden_size);
         let sandwich = cfg.features.sandwich_norms;
-        let settings = cfg.layer_attention(index);
+        let settings = LayerAttention {
+            sinks: layer_sinks(weights, cfg, &p)?,
+            ..cfg.layer_attention(index)
+        };
         Ok(Self {
             attn_norm: norm("attn_norm")?,
             attention: SelfAttention::load(weights, cfg, &p)?,
-            settings,
             local_rope: cfg.features.local_rope_theta.is_some() && settings.window.is_some(),
+            settings,
             mlp_norm: norm("ffn_norm")?,
             mlp: match &cfg.features.moe {
                 Some(spec) => FeedForward::Experts(Box::new(MoeBlock::load(weights, &p, cfg.hidden_size, (spec, cfg.features.activation))?)),
@@ -60,6 +65,17 @@ impl DecoderLayer {
             post_mlp_norm: sandwich.then(|| norm("post_ffw_norm")).transpose()?,
         })
     }
+}
+
+/// A layer's attention sinks (`{prefix}.attn_sinks`, one per query head), when the family has
+/// them.
+fn layer_sinks(weights: &dyn WeightSource, cfg: &ModelConfig, prefix: &str) -> Result<Option<Arc<[f32]>>> {
+    if !cfg.features.attention_sinks {
+        return Ok(None);
+    }
+    let sinks = weights.vector(&format!("{prefix}.attn_sinks.weight"), cfg.num_heads)?;
+    let values = sinks.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+    Ok(Some(values.into()))
 }
 
 /// A decoder-only transformer. Holds weights only; the KV cache comes in with every call.
@@ -83,6 +99,12 @@ pub struct Decoder {
 impl Decoder {
     pub fn load(config: ModelConfig, file: &dyn WeightSource, device: &Device) -> Result<Self> {
         let device = device.clone();
+        if config.features.attention_sinks && !device.is_cpu() {
+            return Err(EngineError::model_load(
+                "attention sinks (gpt-oss) run on the CPU only: the CUDA attention kernel has no \
+                 sink term yet; serve this model with --device cpu",
+            ));
+        }
         let dtype = file.dtype();
         let (embedding, tied_head) =
             file.embedding_and_tied_head(config.vocab_size, config.hidden_size)?;

@@ -5,13 +5,16 @@
 use crate::attention::LayerAttention;
 
 /// The MLP's gating activation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum Activation {
     /// SwiGLU: `silu(gate) · up` (Llama, Qwen, Mistral, Phi-3, Granite).
     #[default]
     Silu,
     /// GeGLU with the tanh approximation: `gelu_tanh(gate) · up` (Gemma).
     GeluTanh,
+    /// gpt-oss's SwiGLU: `(up + 1) · gate · σ(alpha · gate)`, the gate clamped above at
+    /// `limit` and up to `±limit` (`swiglu_alpha`, `swiglu_limit`).
+    ClampedSwiglu { alpha: f32, limit: f32 },
 }
 
 impl Activation {
@@ -38,6 +41,8 @@ pub struct MoeSpec {
     pub norm_topk_prob: bool,
     /// Qwen2-MoE: a shared expert of this width, gated by a sigmoid.
     pub shared_expert_intermediate_size: Option<usize>,
+    /// gpt-oss: the router and every expert projection carry biases.
+    pub biased: bool,
 }
 
 /// Family-specific arithmetic of a decoder. `Default` is Llama's.
@@ -67,6 +72,14 @@ pub struct DecoderFeatures {
     pub local_rope_theta: Option<f32>,
     /// Every layer's MLP is a mixture of experts.
     pub moe: Option<MoeSpec>,
+    /// gpt-oss: a learned sink logit per query head in every attention softmax
+    /// (`blk.N.attn_sinks`).
+    pub attention_sinks: bool,
+    /// The attention's output projection has a bias (gpt-oss), besides any on q/k/v.
+    pub attention_output_bias: bool,
+    /// The checkpoint's modules are `qkv_proj` and `gate_up_proj` (Phi-3) instead of
+    /// q/k/v and gate/up: the names LoRA adapters trained on it target.
+    pub fused_projections: bool,
 }
 
 impl Default for DecoderFeatures {
@@ -84,6 +97,9 @@ impl Default for DecoderFeatures {
             sliding_layers: None,
             local_rope_theta: None,
             moe: None,
+            attention_sinks: false,
+            attention_output_bias: false,
+            fused_projections: false,
         }
     }
 }
@@ -108,6 +124,7 @@ impl DecoderFeatures {
             scale: self.attention_scale.unwrap_or(standard.scale),
             window: sliding_window.filter(|_| self.is_sliding(layer)),
             softcap: self.attn_logit_softcap,
+            sinks: None,
         }
     }
 

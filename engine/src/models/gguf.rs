@@ -22,6 +22,9 @@ pub struct GgufFile {
     device: Device,
     weight_format: WeightFormat,
     dtype: DType,
+    /// The file's name of a weight the layers ask for by Llama's GGUF name, where its family's
+    /// differs (`FamilySpec::gguf_tensor_name`).
+    tensor_names: Option<fn(&str) -> Option<String>>,
 }
 
 
@@ -33,7 +36,14 @@ impl GgufFile {
         let content =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Content::read(&mut reader)))
                 .map_err(|_| EngineError::model_load_at(path, "corrupt GGUF header"))?
-                .map_err(|e| EngineError::model_load_at_from(path, "not a valid GGUF file", e))?;
+                .map_err(|e| {
+                    EngineError::model_load_at_from(
+                        path,
+                        "not a valid GGUF file, or one with a tensor block type this build \
+                         cannot read (such as MXFP4: convert to F16, BF16 or Q8_0)",
+                        e,
+                    )
+                })?;
         Ok(Self {
             path: path.to_path_buf(),
             content,
@@ -41,7 +51,22 @@ impl GgufFile {
             device: device.clone(),
             weight_format,
             dtype: DType::F32,
+            tensor_names: None,
         })
+    }
+
+    /// Reads weights by the names `rename` gives (its family's), where it gives one.
+    pub fn with_tensor_names(mut self, rename: Option<fn(&str) -> Option<String>>) -> Self {
+        self.tensor_names = rename;
+        self
+    }
+
+    /// The file's name of the weight the layers call `name`.
+    fn file_name<'a>(&self, name: &'a str) -> std::borrow::Cow<'a, str> {
+        match self.tensor_names.and_then(|rename| rename(name)) {
+            Some(renamed) => renamed.into(),
+            None => name.into(),
+        }
     }
 
     /// Computes in `dtype` (dense weights and vectors are converted to it at load).
@@ -72,11 +97,15 @@ impl GgufFile {
     }
 
     pub fn has_tensor(&self, name: &str) -> bool {
-        self.content.tensor_infos.contains_key(name)
+        self.content
+            .tensor_infos
+            .contains_key(self.file_name(name).as_ref())
     }
 
     /// Reads one tensor, checking its shape (in candle's order: rows first).
     pub fn tensor(&self, name: &str, dims: &[usize]) -> Result<QTensor> {
+        let name = self.file_name(name);
+        let name = name.as_ref();
         let info = self
             .content
             .tensor_infos
@@ -205,6 +234,7 @@ impl GgufFile {
                 beta_slow: self.arch_f32("rope.scaling.yarn_beta_slow")?.unwrap_or(1.0),
                 attention_factor: (0.1 * factor.ln() + 1.0)
                     * self.arch_f32("rope.scaling.attn_factor")?.unwrap_or(1.0),
+                truncate: true,
             })),
             Some(other) => Err(EngineError::model_load_at(
                 &self.path,

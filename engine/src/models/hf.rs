@@ -13,11 +13,15 @@ use candle_core::{DType, Device, Tensor};
 use super::config::ModelConfig;
 use super::generation_config::read_generation_config;
 use super::architecture::{hf_family, hf_model_config};
-use super::families::{hf_tensor_name, FamilySpec};
+use super::families::{hf_stacked_experts, hf_tensor_name, FamilySpec};
 use super::hf_config::HfConfig;
 use super::linear::Linear;
 use super::weight_format::WeightFormat;
-use super::weights::{dense_embedding_and_tied_head, file_embedding_and_tied_head, WeightSource};
+use super::stacked_experts;
+use super::weights::{
+    dense_embedding_and_tied_head, file_embedding_and_tied_head, per_expert_biases,
+    per_expert_linears, WeightSource,
+};
 use crate::error::{EngineError, Result};
 
 /// An open Hugging Face model directory.
@@ -163,6 +167,20 @@ impl HfDirectory {
     }
 }
 
+impl HfDirectory {
+    /// A stacked expert tensor in the layers' layout, on the device in the compute dtype.
+    fn load_stacked(&self, stacked: &super::families::StackedExperts, dims: &[usize]) -> Result<Tensor> {
+        let tensor = stacked_experts::load(&self.tensors, stacked, dims)
+            .map_err(|message| EngineError::model_load_at(&self.dir, message))?;
+        tensor
+            .to_device(&self.device)
+            .and_then(|t| t.to_dtype(self.dtype))
+            .map_err(|e| {
+                EngineError::model_load_at_from(&self.dir, format_args!("cannot convert `{}`", stacked.hf_name), e)
+            })
+    }
+}
+
 /// The model configuration of a directory's config.json and generation_config.json.
 pub fn read_model_config(dir: &Path, config: &HfConfig) -> Result<ModelConfig> {
     let generation = read_generation_config(&dir.join("generation_config.json"));
@@ -191,11 +209,44 @@ impl WeightSource for HfDirectory {
         self.load_f32(name, &[len])
     }
 
+    fn dense_linear(&self, name: &str, out_dim: usize, in_dim: usize) -> Result<Linear> {
+        Ok(Linear::Candle(QMatMul::Tensor(self.load_f32(name, &[out_dim, in_dim])?)))
+    }
+
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Arc<QTensor>> {
         let tensor = self.load_f32(name, &[rows, cols])?;
         let matrix = QTensor::quantize(&tensor, GgmlDType::F32)
             .map_err(|e| EngineError::model_load_at_from(&self.dir, format_args!("cannot convert `{name}`"), e))?;
         Ok(Arc::new(matrix))
+    }
+
+    /// Experts one tensor each, or stacked as the family's checkpoints keep them.
+    fn experts(
+        &self,
+        name: &str,
+        num_experts: usize,
+        out_dim: usize,
+        in_dim: usize,
+    ) -> Result<Vec<Linear>> {
+        let Some(stacked) = hf_stacked_experts(self.family, name) else {
+            return per_expert_linears(self, name, num_experts, (out_dim, in_dim));
+        };
+        let all = self.load_stacked(&stacked, &[num_experts, out_dim, in_dim])?;
+        (0..num_experts)
+            .map(|e| {
+                let expert = all.get(e)?;
+                self.weight_format
+                    .convert_dense(expert, self.dtype)
+                    .map_err(|e| EngineError::model_load_at_from(&self.dir, format_args!("cannot convert `{name}`"), e))
+            })
+            .collect()
+    }
+
+    fn expert_biases(&self, name: &str, num_experts: usize, len: usize) -> Result<Tensor> {
+        match hf_stacked_experts(self.family, name) {
+            Some(stacked) => self.load_stacked(&stacked, &[num_experts, len]),
+            None => per_expert_biases(self, name, num_experts, len),
+        }
     }
 
     fn contains(&self, name: &str) -> bool {

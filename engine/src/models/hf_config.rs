@@ -199,9 +199,6 @@ fn yarn_scaling(
     config: &HfConfig,
 ) -> std::result::Result<RopeScaling, String> {
     let optional = |key: &str| value.get(key).and_then(|v| v.as_f64()).map(|v| v as f32);
-    if value.get("truncate").and_then(|v| v.as_bool()) == Some(false) {
-        return Err("rope_scaling.truncate = false (an unrounded YaRN correction range) is not supported".into());
-    }
     let original = optional("original_max_position_embeddings")
         .map_or(config.max_position_embeddings, |o| o as usize);
     let factor = match optional("factor") {
@@ -219,6 +216,7 @@ fn yarn_scaling(
         beta_fast: optional("beta_fast").unwrap_or(32.0),
         beta_slow: optional("beta_slow").unwrap_or(1.0),
         attention_factor: optional("attention_factor").unwrap_or(default_attention),
+        truncate: value.get("truncate").and_then(|v| v.as_bool()).unwrap_or(true),
     })
 }
 

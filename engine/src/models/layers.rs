@@ -127,7 +127,23 @@ impl GatedMlp {
         match self.activation {
             Activation::Silu => fused.silu_mul(gate_up, self.intermediate),
             Activation::GeluTanh => gelu_tanh_mul(gate_up, self.intermediate),
+            Activation::ClampedSwiglu { alpha, limit } => {
+                clamped_swiglu(gate_up, self.intermediate, alpha, limit)
+            }
         }
+    }
+
+    /// The MLP with a bias on its gate/up outputs (`[2 · intermediate]`, the gate's first) and
+    /// on its down outputs, as gpt-oss's experts have.
+    pub fn forward_biased(
+        &self,
+        x: &Tensor,
+        (gate_up_bias, down_bias): (&Tensor, &Tensor),
+        fused: &FusedOps,
+    ) -> Result<Tensor> {
+        let gate_up = self.gate_up.forward(x)?.broadcast_add(gate_up_bias)?;
+        let hidden = self.activate(&gate_up, fused)?;
+        Ok(self.down.forward(&hidden)?.broadcast_add(down_bias)?)
     }
 
     /// `x` is layer `layer`'s normalised input; `lora` adds the step's adapters.
@@ -144,6 +160,15 @@ impl GatedMlp {
         let down = self.down.forward(&hidden)?;
         lora.apply(layer, FusedProjection::Down, &hidden, down)
     }
+}
+
+/// gpt-oss's `(up + 1) · gate · σ(alpha · gate)` of `gate_up` (`[num_tokens, 2 · width]`, the
+/// gate first), with the gate clamped to at most `limit` and up to `[-limit, limit]`.
+fn clamped_swiglu(gate_up: &Tensor, width: usize, alpha: f32, limit: f32) -> Result<Tensor> {
+    let gate = gate_up.narrow(1, 0, width)?.minimum(limit as f64)?;
+    let up = gate_up.narrow(1, width, width)?.clamp(-limit as f64, limit as f64)?;
+    let glu = (&gate * candle_nn::ops::sigmoid(&(&gate * alpha as f64)?)?)?;
+    Ok(((up + 1.0)? * glu)?)
 }
 
 /// `gelu_tanh(gate) · up` of `gate_up` (`[num_tokens, 2 · width]`, the gate first), candle's

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use candle_core::Device;
 
-use super::architecture::gguf_model_config;
+use super::architecture::{gguf_family, gguf_model_config};
 use super::causal_lm::CausalLm;
 use super::dtype::ModelDType;
 use super::dummy::DummyWeights;
@@ -140,6 +140,8 @@ fn load_gguf(path: &Path, options: &LoadOptions) -> Result<Box<dyn CausalLm>> {
     let device = &options.device;
     let dtype = options.dtype.resolve(device, None);
     let file = GgufFile::open(path, device, options.weight_format)?.with_dtype(dtype);
+    let (_, family) = gguf_family(&file)?;
+    let file = file.with_tensor_names(family.gguf_tensor_name);
     Ok(Box::new(Decoder::load(gguf_model_config(&file)?, &file, device)?))
 }
 

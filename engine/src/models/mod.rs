@@ -23,6 +23,8 @@ internal_modules! {
     mod layers;
     mod linear;
     mod moe;
+    mod mxfp4;
+    mod stacked_experts;
     mod decoder;
     mod qk_rows;
     mod rotary;

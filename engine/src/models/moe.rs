@@ -1,6 +1,6 @@
-//! The mixture-of-experts feed-forward block (Mixtral, Qwen2-MoE, Qwen3-MoE): a router picks
-//! each token's top-k experts, each expert is a gated MLP, and Qwen2-MoE adds a shared expert
-//! behind a sigmoid gate. A step's tokens are grouped by expert: each expert runs once, on all
+//! The mixture-of-experts feed-forward block (Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss): a router
+//! picks each token's top-k experts, each expert is a gated MLP, Qwen2-MoE adds a shared expert
+//! behind a sigmoid gate, and gpt-oss's router and experts carry biases. A step's tokens are grouped by expert: each expert runs once, on all
 //! of its rows in one matrix product (gathered, then scattered back with their weights), never
 //! once per token.
 
@@ -9,15 +9,19 @@ use candle_core::{DType, Tensor};
 use super::features::{Activation, MoeSpec};
 use super::fused::FusedOps;
 use super::layers::GatedMlp;
-use super::linear::Linear;
+use super::linear::{Linear, Projection};
 use super::weights::WeightSource;
 use crate::error::Result;
 
 #[derive(Debug, Clone)]
 pub struct MoeBlock {
-    /// `[num_experts, hidden]`: the router's logits.
-    router: Linear,
+    /// `[num_experts, hidden]` (and a bias, gpt-oss): the router's logits, in the compute dtype
+    /// whatever the weight format (as llama.cpp keeps `ffn_gate_inp` in F32 and vLLM leaves the
+    /// gate unquantized: a quantized router moves tokens to other experts).
+    router: Projection,
     experts: Vec<GatedMlp>,
+    /// gpt-oss: each expert's gate/up bias (`[2 · inter]`, the gate's first) and down bias.
+    biases: Option<Vec<(Tensor, Tensor)>>,
     /// Qwen2-MoE's shared expert and its `[1, hidden]` gate.
     shared: Option<(GatedMlp, Linear)>,
     spec: MoeSpec,
@@ -46,6 +50,14 @@ impl MoeBlock {
             .zip(downs)
             .map(|((gate, up), down)| GatedMlp::from_parts((gate, up, down), inter, activation))
             .collect::<Result<Vec<_>>>()?;
+        let biases = spec
+            .biased
+            .then(|| expert_biases(weights, prefix, hidden, spec))
+            .transpose()?;
+        let router_bias = spec
+            .biased
+            .then(|| weights.vector(&format!("{prefix}.ffn_gate_inp.bias"), num_experts))
+            .transpose()?;
         let shared = match spec.shared_expert_intermediate_size {
             Some(shared_inter) => {
                 let mlp = GatedMlp::load_named(
@@ -60,8 +72,12 @@ impl MoeBlock {
             None => None,
         };
         Ok(Self {
-            router: weights.linear(&format!("{prefix}.ffn_gate_inp.weight"), num_experts, hidden)?,
+            router: Projection::new(
+                weights.dense_linear(&format!("{prefix}.ffn_gate_inp.weight"), num_experts, hidden)?,
+                router_bias,
+            ),
             experts,
+            biases,
             shared,
             spec: spec.clone(),
         })
@@ -84,7 +100,14 @@ impl MoeBlock {
                 let index = Tensor::new(rows.as_slice(), x.device())?;
                 let weights = Tensor::from_vec(weights, (rows.len(), 1), x.device())?
                     .to_dtype(x.dtype())?;
-                let y = self.experts[expert].forward_base(&x.index_select(&index, 0)?, fused)?;
+                let inputs = x.index_select(&index, 0)?;
+                let y = match &self.biases {
+                    Some(biases) => {
+                        let (gate_up, down) = &biases[expert];
+                        self.experts[expert].forward_biased(&inputs, (gate_up, down), fused)?
+                    }
+                    None => self.experts[expert].forward_base(&inputs, fused)?,
+                };
                 outputs.push(y.broadcast_mul(&weights)?);
                 all_rows.extend(rows);
             }
@@ -115,4 +138,23 @@ impl MoeBlock {
         }
         routes
     }
+}
+
+
+/// Every expert's `(gate|up, down)` biases from the stacked `{prefix}.ffn_{gate,up,down}_exps.bias`.
+fn expert_biases(
+    weights: &dyn WeightSource,
+    prefix: &str,
+    hidden: usize,
+    spec: &MoeSpec,
+) -> Result<Vec<(Tensor, Tensor)>> {
+    let (num_experts, inter) = (spec.num_experts, spec.expert_intermediate_size);
+    let stacked = |part: &str, len: usize| {
+        weights.expert_biases(&format!("{prefix}.ffn_{part}_exps.bias"), num_experts, len)
+    };
+    let gate_up = Tensor::cat(&[stacked("gate", inter)?, stacked("up", inter)?], 1)?;
+    let down = stacked("down", hidden)?;
+    (0..num_experts)
+        .map(|e| Ok((gate_up.get(e)?, down.get(e)?)))
+        .collect()
 }

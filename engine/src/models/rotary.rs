@@ -61,13 +61,14 @@ pub fn inverse_frequencies(
             original_max_position_embeddings,
             beta_fast,
             beta_slow,
+            truncate,
             ..
         }) => {
             let ramp = yarn_ramp(
                 head_dim,
                 theta,
                 *original_max_position_embeddings,
-                (*beta_fast, *beta_slow),
+                (*beta_fast, *beta_slow, *truncate),
             );
             plain
                 .zip(ramp)
@@ -98,12 +99,13 @@ pub fn inverse_frequencies(
 
 /// YaRN's share of each frequency kept as is (extrapolated): 1 for the fast-turning pairs
 /// (more than `beta_fast` turns over the original context), 0 for the slow ones (fewer than
-/// `beta_slow`), linear between, over dimension indices as transformers computes them.
+/// `beta_slow`), linear between, over dimension indices as transformers computes them (the
+/// range's ends rounded outwards to whole dimensions when `truncate`).
 fn yarn_ramp(
     head_dim: usize,
     theta: f32,
     original_max_position_embeddings: usize,
-    (beta_fast, beta_slow): (f32, f32),
+    (beta_fast, beta_slow, truncate): (f32, f32, bool),
 ) -> Vec<f32> {
     let dim = head_dim as f32;
     let correction_dim = |turns: f32| {
@@ -111,8 +113,13 @@ fn yarn_ramp(
             / (turns * 2.0 * std::f32::consts::PI);
         dim * wavelength_ratio.ln() / (2.0 * theta.ln())
     };
-    let low = correction_dim(beta_fast).floor().max(0.0);
-    let mut high = correction_dim(beta_slow).ceil().min(dim - 1.0);
+    let (low, high) = (correction_dim(beta_fast), correction_dim(beta_slow));
+    let (low, high) = if truncate {
+        (low.floor(), high.ceil())
+    } else {
+        (low, high)
+    };
+    let (low, mut high) = (low.max(0.0), high.min(dim - 1.0));
     if low == high {
         high += 0.001;
     }
@@ -303,11 +310,26 @@ mod tests {
             beta_fast: 32.0,
             beta_slow: 1.0,
             attention_factor: 1.1386,
+            truncate: true,
         };
         let scaled = inverse_frequencies(64, 10_000.0, Some(&yarn), 16_384);
         assert_eq!(scaled[0], plain[0], "the fastest pair is extrapolated");
         assert!((scaled[31] - plain[31] / 4.0).abs() < 1e-12, "the slowest is interpolated");
         assert!(scaled.iter().zip(&plain).all(|(s, p)| *s <= *p && *s >= p / 4.0 - 1e-12));
+        // gpt-oss's `truncate: false`: the same ends, a ramp between that is not rounded to
+        // whole dimensions, so the pairs inside it differ.
+        let unrounded = RopeScaling::Yarn {
+            factor: 4.0,
+            original_max_position_embeddings: 4096,
+            beta_fast: 32.0,
+            beta_slow: 1.0,
+            attention_factor: 1.1386,
+            truncate: false,
+        };
+        let smooth = inverse_frequencies(64, 10_000.0, Some(&unrounded), 16_384);
+        assert_eq!((smooth[0], smooth[31]), (scaled[0], scaled[31]));
+        let differing = smooth.iter().zip(&scaled).filter(|(a, b)| a != b).count();
+        assert!(differing > 0 && differing < 31, "{differing} pairs differ");
         let longrope = RopeScaling::LongRope {
             short_factor: vec![1.0; 32],
             long_factor: vec![2.0; 32],

@@ -7,7 +7,7 @@ use candle_core::Tensor;
 use super::causal_lm::ModelInput;
 use super::config::ModelConfig;
 use super::layers::RmsNorm;
-use super::linear::{Linear, Projection};
+use super::linear::Projection;
 use super::fused::{FusedOps, QkHeads};
 use super::rotary::StepRotary;
 use super::weights::WeightSource;
@@ -19,7 +19,7 @@ use crate::lora::adapter::FusedProjection;
 pub struct SelfAttention {
     /// q, k and v fused, in that order.
     qkv: Projection,
-    o_proj: Linear,
+    o_proj: Projection,
     q_norm: Option<RmsNorm>,
     k_norm: Option<RmsNorm>,
     num_heads: usize,
@@ -55,7 +55,13 @@ impl SelfAttention {
         let norm = |name: &str| RmsNorm::load_for(weights, cfg, &format!("{prefix}.{name}.weight"), d);
         Ok(Self {
             qkv,
-            o_proj: weights.linear(&format!("{prefix}.attn_output.weight"), h, q_dim)?,
+            o_proj: Projection::new(
+                weights.linear(&format!("{prefix}.attn_output.weight"), h, q_dim)?,
+                cfg.features
+                    .attention_output_bias
+                    .then(|| weights.vector(&format!("{prefix}.attn_output.bias"), h))
+                    .transpose()?,
+            ),
             q_norm: if cfg.qk_norm {
                 Some(norm("attn_q_norm")?)
             } else {

@@ -15,6 +15,16 @@ use crate::error::{EngineError, Result};
 pub trait WeightSource {
     /// A `[out, in]` projection, kept quantized where the file is quantized.
     fn linear(&self, name: &str, out_dim: usize, in_dim: usize) -> Result<Linear>;
+    /// A `[out, in]` projection kept in the compute dtype whatever the weight format (a MoE
+    /// router: quantizing it would move tokens to other experts).
+    fn dense_linear(&self, name: &str, out_dim: usize, in_dim: usize) -> Result<Linear> {
+        let matrix = self.matrix(name, out_dim, in_dim)?;
+        let dense = matrix
+            .dequantize(&matrix.device())
+            .and_then(|t| t.to_dtype(self.dtype()))
+            .map_err(|e| EngineError::model_load_from(format_args!("cannot read `{name}`"), e))?;
+        Ok(Linear::Candle(QMatMul::Tensor(dense)))
+    }
     /// A 1-D f32 vector (norm weights).
     fn vector(&self, name: &str, len: usize) -> Result<Tensor>;
     /// A raw 2-D tensor (`[rows, cols]`), quantized or not: embeddings, tied output heads.
@@ -30,10 +40,12 @@ pub trait WeightSource {
         out_dim: usize,
         in_dim: usize,
     ) -> Result<Vec<Linear>> {
-        let stem = name.strip_suffix(".weight").unwrap_or(name);
-        (0..num_experts)
-            .map(|e| self.linear(&format!("{stem}.{e}.weight"), out_dim, in_dim))
-            .collect()
+        per_expert_linears(self, name, num_experts, (out_dim, in_dim))
+    }
+    /// The `[num_experts, len]` biases of a stacked expert projection
+    /// (`blk.N.ffn_{gate,up,down}_exps.bias`, gpt-oss), in the compute dtype.
+    fn expert_biases(&self, name: &str, num_experts: usize, len: usize) -> Result<Tensor> {
+        per_expert_biases(self, name, num_experts, len)
     }
     /// Whether the output head is the token embedding (no `output.weight` of its own).
     fn ties_embeddings(&self) -> bool {
@@ -53,6 +65,33 @@ pub trait WeightSource {
     ) -> Result<(QMatMul, Option<Linear>)> {
         file_embedding_and_tied_head(self, vocab_size, hidden_size)
     }
+}
+
+/// The experts of a stacked GGUF name read one by one (`blk.N.ffn_*_exps.{expert}.weight`).
+pub fn per_expert_linears<S: WeightSource + ?Sized>(
+    source: &S,
+    name: &str,
+    num_experts: usize,
+    (out_dim, in_dim): (usize, usize),
+) -> Result<Vec<Linear>> {
+    let stem = name.strip_suffix(".weight").unwrap_or(name);
+    (0..num_experts)
+        .map(|e| source.linear(&format!("{stem}.{e}.weight"), out_dim, in_dim))
+        .collect()
+}
+
+/// The experts' biases of a stacked GGUF name read one by one, stacked `[num_experts, len]`.
+pub fn per_expert_biases<S: WeightSource + ?Sized>(
+    source: &S,
+    name: &str,
+    num_experts: usize,
+    len: usize,
+) -> Result<Tensor> {
+    let stem = name.strip_suffix(".bias").unwrap_or(name);
+    let rows = (0..num_experts)
+        .map(|e| source.vector(&format!("{stem}.{e}.bias"), len))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Tensor::stack(&rows, 0)?)
 }
 
 /// A dense embedding table (in the compute dtype) and, when `tied`, an output head sharing it.
@@ -83,6 +122,22 @@ pub fn file_embedding_and_tied_head<S: WeightSource + ?Sized>(
     Ok((embedding, head))
 }
 
+impl GgufFile {
+    /// A tensor of shape `dims`, dequantized into the compute dtype.
+    fn dense(&self, name: &str, dims: &[usize]) -> Result<Tensor> {
+        let tensor = self.tensor(name, dims)?;
+        tensor
+            .dequantize(&tensor.device())
+            .and_then(|t| t.to_dtype(GgufFile::dtype(self)))
+            .map_err(|e| {
+                EngineError::model_load_from(
+                    format_args!("{}: cannot read `{name}`", self.path().display()),
+                    e,
+                )
+            })
+    }
+}
+
 impl WeightSource for GgufFile {
     fn linear(&self, name: &str, out_dim: usize, in_dim: usize) -> Result<Linear> {
         let tensor = Arc::new(self.tensor(name, &[out_dim, in_dim])?);
@@ -97,16 +152,7 @@ impl WeightSource for GgufFile {
     }
 
     fn vector(&self, name: &str, len: usize) -> Result<Tensor> {
-        let tensor = self.tensor(name, &[len])?;
-        tensor
-            .dequantize(&tensor.device())
-            .and_then(|t| t.to_dtype(GgufFile::dtype(self)))
-            .map_err(|e| {
-                EngineError::model_load_from(
-                    format_args!("{}: cannot read `{name}`", self.path().display()),
-                    e,
-                )
-            })
+        self.dense(name, &[len])
     }
 
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Arc<QTensor>> {
@@ -154,6 +200,10 @@ impl WeightSource for GgufFile {
                     .map_err(error)
             })
             .collect()
+    }
+
+    fn expert_biases(&self, name: &str, num_experts: usize, len: usize) -> Result<Tensor> {
+        self.dense(name, &[num_experts, len])
     }
 
     fn contains(&self, name: &str) -> bool {

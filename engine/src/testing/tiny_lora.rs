@@ -39,7 +39,7 @@ impl Default for TinyLoraSpec {
             rank: 4,
             alpha: 8.0,
             use_rslora: false,
-            targets: LoraTarget::ALL.to_vec(),
+            targets: LoraTarget::SEPARATE.to_vec(),
             layers: None,
             b_scale: 0.05,
             seed: 11,

@@ -18,6 +18,8 @@ pub static FAMILY: FamilySpec = FamilySpec {
     from_gguf,
     hf_tensor_name: gemma_tensor_name,
     gguf_rope_interleaved: false,
+    gguf_tensor_name: None,
+    hf_stacked_experts: None,
 };
 
 /// Gemma 2 and 3 name their four layer norms by position; llama.cpp calls the one before the

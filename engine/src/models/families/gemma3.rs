@@ -19,6 +19,8 @@ pub static FAMILY: FamilySpec = FamilySpec {
     from_gguf,
     hf_tensor_name: gemma_tensor_name,
     gguf_rope_interleaved: false,
+    gguf_tensor_name: None,
+    hf_stacked_experts: None,
 };
 
 /// Gemma 3's local RoPE base when a config gives none (transformers' and llama.cpp's default).

@@ -17,6 +17,8 @@ pub static FAMILY: FamilySpec = FamilySpec {
     from_gguf,
     hf_tensor_name: |_| None,
     gguf_rope_interleaved: true,
+    gguf_tensor_name: None,
+    hf_stacked_experts: None,
 };
 
 fn from_hf(config: &HfConfig, _context_length: usize) -> std::result::Result<FamilyTraits, String> {

@@ -18,6 +18,8 @@ pub static FAMILY: FamilySpec = FamilySpec {
     from_gguf,
     hf_tensor_name,
     gguf_rope_interleaved: true,
+    gguf_tensor_name: None,
+    hf_stacked_experts: None,
 };
 
 /// `block_sparse_moe.gate` (router), `block_sparse_moe.experts.{e}.w1/w3/w2` (gate, up, down).
@@ -49,6 +51,7 @@ fn from_hf(config: &HfConfig, context_length: usize) -> std::result::Result<Fami
                 expert_intermediate_size: config.intermediate_size,
                 norm_topk_prob: true,
                 shared_expert_intermediate_size: None,
+                biased: false,
             }),
             ..DecoderFeatures::default()
         },

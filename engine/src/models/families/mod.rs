@@ -7,6 +7,7 @@
 
 mod gemma2;
 mod gemma3;
+mod gpt_oss;
 mod granite;
 mod llama;
 mod mistral;
@@ -22,7 +23,7 @@ mod spec;
 #[cfg(feature = "testing")]
 pub use shared::llama_tensor_name;
 
-pub use spec::FamilySpec;
+pub use spec::{FamilySpec, OutputPart, StackedExperts};
 
 /// Every family, in docs/models.md's order.
 pub const FAMILIES: &[&FamilySpec] = &[
@@ -37,6 +38,7 @@ pub const FAMILIES: &[&FamilySpec] = &[
     &mixtral::FAMILY,
     &qwen_moe::QWEN2_MOE,
     &qwen_moe::QWEN3_MOE,
+    &gpt_oss::FAMILY,
 ];
 
 pub fn by_hf_architecture(name: &str) -> Option<&'static FamilySpec> {
@@ -61,6 +63,11 @@ pub fn hf_architectures() -> Vec<&'static str> {
 /// Every `general.architecture` we serve.
 pub fn gguf_architectures() -> Vec<&'static str> {
     FAMILIES.iter().flat_map(|f| f.gguf_architectures).copied().collect()
+}
+
+/// Where `family`'s Hugging Face checkpoints stack the experts' weight `gguf_name`, if they do.
+pub fn hf_stacked_experts(family: &FamilySpec, gguf_name: &str) -> Option<StackedExperts> {
+    family.hf_stacked_experts.and_then(|stacked| stacked(gguf_name))
 }
 
 /// The Hugging Face name of a weight of `family` given its GGUF name.

@@ -5,6 +5,7 @@
 use super::shared::{split_layer_name, swiglu, window_below};
 use super::spec::{FamilySpec, FamilyTraits};
 use crate::error::Result;
+use crate::models::features::DecoderFeatures;
 use crate::models::gguf::GgufFile;
 use crate::models::hf_config::HfConfig;
 
@@ -16,6 +17,8 @@ pub static FAMILY: FamilySpec = FamilySpec {
     from_gguf,
     hf_tensor_name,
     gguf_rope_interleaved: false,
+    gguf_tensor_name: None,
+    hf_stacked_experts: None,
 };
 
 /// The fused projections: GGUF `attn_qkv` and `ffn_up` (gate then up, as Phi-3 stores them).
@@ -39,7 +42,10 @@ fn from_hf(config: &HfConfig, context_length: usize) -> std::result::Result<Fami
     }
     Ok(FamilyTraits {
         sliding_window: window_below(config, context_length)?,
-        features: swiglu(config)?,
+        features: DecoderFeatures {
+            fused_projections: true,
+            ..swiglu(config)?
+        },
         ..FamilyTraits::default()
     })
 }
@@ -50,6 +56,10 @@ fn from_gguf(file: &GgufFile, _num_layers: usize) -> Result<FamilyTraits> {
         sliding_window: file
             .arch_usize("attention.sliding_window")?
             .filter(|&w| w > 0 && w < context),
+        features: DecoderFeatures {
+            fused_projections: true,
+            ..DecoderFeatures::default()
+        },
         ..FamilyTraits::default()
     })
 }

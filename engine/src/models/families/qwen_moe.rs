@@ -18,6 +18,8 @@ pub static QWEN2_MOE: FamilySpec = FamilySpec {
     from_gguf: qwen2_from_gguf,
     hf_tensor_name: qwen_moe_tensor_name,
     gguf_rope_interleaved: false,
+    gguf_tensor_name: None,
+    hf_stacked_experts: None,
 };
 
 pub static QWEN3_MOE: FamilySpec = FamilySpec {
@@ -28,6 +30,8 @@ pub static QWEN3_MOE: FamilySpec = FamilySpec {
     from_gguf: qwen3_from_gguf,
     hf_tensor_name: qwen_moe_tensor_name,
     gguf_rope_interleaved: false,
+    gguf_tensor_name: None,
+    hf_stacked_experts: None,
 };
 
 /// The experts of a Qwen-MoE config.json (`shared`: Qwen2-MoE's shared expert).
@@ -48,6 +52,7 @@ fn hf_moe(config: &HfConfig, shared: bool) -> std::result::Result<MoeSpec, Strin
         } else {
             None
         },
+        biased: false,
     })
 }
 
@@ -94,6 +99,7 @@ fn gguf_moe(file: &GgufFile, shared: bool, norm_topk_prob: bool) -> Result<MoeSp
         } else {
             None
         },
+        biased: false,
     })
 }
 

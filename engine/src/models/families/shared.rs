@@ -67,6 +67,7 @@ fn supported_names(supported: &[Activation]) -> String {
         .map(|a| match a {
             Activation::Silu => "silu",
             Activation::GeluTanh => "gelu_pytorch_tanh",
+            Activation::ClampedSwiglu { .. } => "swiglu_alpha/swiglu_limit",
         })
         .collect::<Vec<_>>()
         .join(", ")

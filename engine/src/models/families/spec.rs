@@ -34,5 +34,28 @@ pub struct FamilySpec {
     pub hf_tensor_name: fn(&str) -> Option<String>,
     /// llama.cpp's converter permutes q/k for adjacent-pair rotation in these GGUF files.
     pub gguf_rope_interleaved: bool,
+    /// The name in this family's GGUF files of a weight the layers ask for by Llama's GGUF name,
+    /// where llama.cpp names it otherwise (`None`: every name is Llama's).
+    pub gguf_tensor_name: Option<fn(&str) -> Option<String>>,
+    /// Where a Hugging Face checkpoint keeps the experts' weights stacked in one tensor per
+    /// projection (gpt-oss), given the stacked GGUF name the layers ask for
+    /// (`blk.N.ffn_{gate,up,down}_exps.{weight,bias}`); `None`: one tensor per expert.
+    pub hf_stacked_experts: Option<fn(&str) -> Option<StackedExperts>>,
+}
+
+/// One stacked expert tensor of a Hugging Face checkpoint: `[num_experts, in, out]` weights (or
+/// `[num_experts, out]` biases), of which the layers want the `part` along the outputs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StackedExperts {
+    pub hf_name: String,
+    pub part: OutputPart,
+}
+
+/// Which outputs of a stacked tensor a projection takes (gpt-oss interleaves gate and up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputPart {
+    All,
+    Even,
+    Odd,
 }
 
