@@ -250,4 +250,16 @@ fn architectures_not_served_are_refused_by_name() {
             && message.contains("GptOssForCausalLM"),
         "the refusal names the architecture and the supported ones: {message}"
     );
+    // A served architecture whose weights an unsupported method quantized.
+    config["architectures"] = serde_json::json!(["LlamaForCausalLM"]);
+    config["quantization_config"] = serde_json::json!({"quant_method": "awq", "bits": 4});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let Err(error) = load_model(dir.path(), &Device::Cpu, WeightFormat::F32) else {
+        panic!("an AWQ checkpoint loaded");
+    };
+    let message = error.to_string();
+    assert!(
+        message.contains("quant_method") && message.contains("`awq`"),
+        "{message}"
+    );
 }

@@ -35,6 +35,26 @@ pub fn hf_family<'a>(config: &'a HfConfig, path: &Path) -> Result<(&'a str, &'st
     Ok((arch, family))
 }
 
+/// A checkpoint quantized by a method whose weights we cannot read is refused by name; MXFP4
+/// experts (gpt-oss as released) are dequantized at load.
+fn check_quantization(config: &HfConfig, family: &FamilySpec) -> std::result::Result<(), String> {
+    let Some(quantization) = config.field("quantization_config") else {
+        return Ok(());
+    };
+    let method = quantization
+        .get("quant_method")
+        .and_then(|m| m.as_str())
+        .unwrap_or("unnamed");
+    if method == "mxfp4" && family.hf_stacked_experts.is_some() {
+        return Ok(());
+    }
+    Err(format!(
+        "`quantization_config.quant_method` is `{method}`: quantized checkpoints are not \
+         supported (supported: f32, f16 and bf16 weights, and gpt-oss's mxfp4 experts); serve \
+         the unquantized checkpoint with --weight-format int8|int4, or a GGUF file"
+    ))
+}
+
 /// The engine's view of a config.json, with generation_config.json's EOS ids and defaults.
 pub fn hf_model_config(
     config: &HfConfig,
@@ -42,6 +62,7 @@ pub fn hf_model_config(
     generation: &GenerationConfig,
 ) -> Result<ModelConfig> {
     let (arch, family) = hf_family(config, path)?;
+    check_quantization(config, family).map_err(|e| invalid(path, e))?;
     tracing::debug!(family = family.name, architecture = arch, "reading config.json");
     let num_heads = config.num_attention_heads;
     let head_dim = config
