@@ -88,6 +88,19 @@ fn hugging_face_f32_matches_transformers_alone_at_every_position() {
     }
 }
 
+/// gpt-oss as OpenAI released it: the experts in MXFP4 (`hf-mxfp4/`, by
+/// scripts/reference/make_mxfp4_fixture.py), against transformers' own loading of that directory
+/// (`Mxfp4Config(dequantize=True)`, float32). Dequantized at load, the experts are exact f32.
+#[test]
+fn gpt_oss_mxfp4_experts_match_transformers_dequantizing_them() {
+    let dir = fixture("gpt_oss");
+    let reference = Reference::read(&dir.join("transformers-mxfp4.safetensors"));
+    let model = load(&dir.join("hf-mxfp4"), WeightFormat::F32);
+    let error = alone("gpt_oss mxfp4", model.as_ref(), &reference, 0.0);
+    println!("gpt_oss: MXFP4 experts vs transformers, max relative |Δ| {error:.2e}");
+    assert!(error <= HF_TOLERANCE, "{error:.2e} > {HF_TOLERANCE:.0e}");
+}
+
 #[test]
 fn gguf_f32_matches_llama_cpp_at_every_position() {
     for family in SERVED {
