@@ -13,8 +13,12 @@
 #   LLAMA_BUILD_JOBS [nproc]: parallel compile jobs
 # Needs python3 with pip, cmake (>= 3.14) and a C/C++ compiler.
 #
-# The configuration: Release, -DGGML_NATIVE=ON (this machine's instruction set, as a user building
-# it here would), the server and the libraries it links only (tests, examples, the web UI off),
+# The configuration: Release, this machine's vector extensions named one by one instead of
+# -DGGML_NATIVE=ON: AVX2/FMA/F16C always, the AVX-512 family (F, VBMI, VNNI, BF16) and AVX-VNNI when
+# /proc/cpuinfo lists them, AMX always off. On the Xeons we bench on, GGML_NATIVE turns on
+# llama.cpp's AMX kernels, which die there with SIGILL; everything else the CPU has stays on, so
+# llama.cpp keeps its fastest working kernels. Targets: llama-server and llama-perplexity (the
+# latter for bench/perplexity_vs_llamacpp.sh) and the libraries they link (tests, examples, the web UI off),
 # OpenMP when the compiler has it (llama.cpp's default), shared libraries found by the binary's
 # rpath in build/bin. The package is fetched with `--no-binary llama-cpp-python` rather than
 # `--no-binary :all:`: the result is the same source archive, but `:all:` would also compile the
@@ -26,7 +30,7 @@ JOBS=${LLAMA_BUILD_JOBS:-$(nproc)}
 SRC="$CACHE/llama_cpp_python-$VERSION/vendor/llama.cpp"
 BUILD="$SRC/build"
 BIN="$BUILD/bin/llama-server"
-if [ -x "$BIN" ]; then
+if [ -x "$BIN" ] && [ -x "$BUILD/bin/llama-perplexity" ]; then
   echo "$BIN"
   exit 0
 fi
@@ -46,14 +50,20 @@ if [ ! -f "$SRC/CMakeLists.txt" ]; then
   echo "build_llama_server: unpacking $ARCHIVE" >&2
   tar -xzf "$ARCHIVE" -C "$CACHE"
 fi
-echo "build_llama_server: configuring $SRC" >&2
-cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+has_flag() { grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -qx "$1"; }
+on_if() { if has_flag "$2"; then echo "-D$1=ON"; else echo "-D$1=OFF"; fi; }
+ISA_FLAGS=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+  "$(on_if GGML_AVX512 avx512f)" "$(on_if GGML_AVX512_VBMI avx512vbmi)"
+  "$(on_if GGML_AVX512_VNNI avx512_vnni)" "$(on_if GGML_AVX512_BF16 avx512_bf16)"
+  "$(on_if GGML_AVX_VNNI avx_vnni)" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+echo "build_llama_server: configuring $SRC (${ISA_FLAGS[*]})" >&2
+cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${ISA_FLAGS[@]}" \
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF >"$CACHE/cmake-configure.log" 2>&1 ||
   { tail -n 30 "$CACHE/cmake-configure.log" >&2; exit 1; }
 echo "build_llama_server: building llama-server with $JOBS jobs (~25 minutes on 2 cores; log: $CACHE/cmake-build.log)" >&2
 BUILD_START=$SECONDS
-cmake --build "$BUILD" --config Release --target llama-server -j"$JOBS" >"$CACHE/cmake-build.log" 2>&1 ||
+cmake --build "$BUILD" --config Release --target llama-server llama-perplexity -j"$JOBS" >"$CACHE/cmake-build.log" 2>&1 ||
   { tail -n 30 "$CACHE/cmake-build.log" >&2; exit 1; }
 [ -x "$BIN" ] || { echo "build_llama_server: the build finished but $BIN is missing" >&2; exit 1; }
 echo "build_llama_server: built in $((SECONDS - BUILD_START)) s ($((SECONDS - START)) s with download and configuration): $("$BIN" --version 2>&1 | grep -m1 version)" >&2
