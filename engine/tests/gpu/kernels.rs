@@ -312,6 +312,7 @@ fn family_scales_and_softcaps_match() {
                         scale,
                         window,
                         softcap,
+                        sinks: None,
                     },
                     dtype,
                 };
