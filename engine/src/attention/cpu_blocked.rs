@@ -6,7 +6,7 @@
 //! (docs/PERFORMANCE.md).
 
 use super::cpu_tile::{CacheView, RowLoader, Scratch, TileView};
-use super::softmax::softmax_in_place;
+use super::softmax::{softmax_in_place, tanh};
 use super::kv_element::KvElement;
 use super::shape::AttnShape;
 
@@ -87,8 +87,9 @@ fn masked_softmax(view: &TileView<'_>, i: usize, scores: &mut [f32], sink: Optio
     scores[..lo].fill(0.0);
     scores[hi + 1..].fill(0.0);
     let window = &mut scores[lo..=hi];
-    if view.layer.softcap.is_some() {
-        window.iter_mut().for_each(|s| *s = view.layer.capped(*s));
+    if let Some(cap) = view.layer.softcap {
+        let inverse = 1.0 / cap;
+        window.iter_mut().for_each(|s| *s = cap * tanh(*s * inverse));
     }
     let lse = softmax_in_place(window);
     match sink {
