@@ -65,3 +65,17 @@ AutoTokenizer.from_pretrained(where, gguf_file=name).save_pretrained(out)
 AutoConfig.from_pretrained(where, gguf_file=name).save_pretrained(out)  # vLLM reads model_type
 PY
 }
+
+# Sets MODEL to an absolute path (MODEL as given, else the default model, fetched) and
+# PAGODA_SERVER to an executable (as given, else a release build made here); exits 2 when missing.
+resolve_model_and_server() {
+  MODEL=${MODEL:-$(scripts/fetch-default-model.sh)}
+  [ -s "$MODEL" ] || { echo "model file $MODEL not found" >&2; exit 2; }
+  MODEL=$(cd "$(dirname "$MODEL")" && pwd)/$(basename "$MODEL")
+  if [ -z "${PAGODA_SERVER:-}" ]; then
+    echo "building pagoda-server (release)" >&2
+    cargo build --release --locked -q -p pagoda-server --bins
+    PAGODA_SERVER=${CARGO_TARGET_DIR:-target}/release/pagoda-server
+  fi
+  [ -x "$PAGODA_SERVER" ] || { echo "$PAGODA_SERVER not found" >&2; exit 2; }
+}

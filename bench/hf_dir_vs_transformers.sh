@@ -41,15 +41,7 @@ THREADS=${THREADS:-$(nproc)}
 MAX_TOKENS=${MAX_TOKENS:-8}
 TOP=${TOP:-20}
 TOLERANCE=${TOLERANCE:-1e-3}
-MODEL=${MODEL:-$(scripts/fetch-default-model.sh)}
-[ -s "$MODEL" ] || { echo "model file $MODEL not found" >&2; exit 2; }
-MODEL=$(cd "$(dirname "$MODEL")" && pwd)/$(basename "$MODEL")
-if [ -z "${PAGODA_SERVER:-}" ]; then
-  echo "building pagoda-server (release)" >&2
-  cargo build --release --locked -q -p pagoda-server --bins
-  PAGODA_SERVER=${CARGO_TARGET_DIR:-target}/release/pagoda-server
-fi
-[ -x "$PAGODA_SERVER" ] || { echo "$PAGODA_SERVER not found" >&2; exit 2; }
+resolve_model_and_server
 OUT=${OUT:-bench/results/hf_dir_vs_transformers/$(date -u +%Y-%m-%d)}
 mkdir -p "$OUT/logs"
 OUT=$(cd "$OUT" && pwd)

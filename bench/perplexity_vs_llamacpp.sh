@@ -58,14 +58,7 @@ for fmt in $FORMATS; do
   case "$fmt" in auto|int4|int8|f32|native) ;; *) echo "FORMATS: auto, int4, int8, f32 or native, not $fmt" >&2; exit 2 ;; esac
 done
 
-MODEL=${MODEL:-$(scripts/fetch-default-model.sh)}
-[ -s "$MODEL" ] || { echo "model file $MODEL not found" >&2; exit 2; }
-MODEL=$(cd "$(dirname "$MODEL")" && pwd)/$(basename "$MODEL")
-if [ -z "${PAGODA_SERVER:-}" ]; then
-  echo "building pagoda-server (release)" >&2
-  cargo build --release --locked -q -p pagoda-server --bins
-  PAGODA_SERVER=${CARGO_TARGET_DIR:-target}/release/pagoda-server
-fi
+resolve_model_and_server
 LLAMA_SERVER=${LLAMA_SERVER:-$(bench/build_llama_server.sh)}
 LLAMA_PERPLEXITY=${LLAMA_PERPLEXITY:-$(dirname "$LLAMA_SERVER")/llama-perplexity}
 if [ -z "${TRANSFORMERS_PYTHON:-}" ]; then
