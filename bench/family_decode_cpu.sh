@@ -2,7 +2,8 @@
 # Dense families pay nothing for the seam: the engine's decode on random-weight Hugging Face
 # directories of one shape, one per dense family, as ratios to the same-shape Llama.
 #
-#   bench/family_decode_cpu.sh                     # 5 rounds, ~15 minutes on 2 cores
+#   bench/family_decode_cpu.sh                     # 5 rounds: ~20 minutes on the idle 2-core machine
+#                                                  # (27 with waits for other jobs), +1 minute to build the models
 #   ROUNDS=1 FAMILIES="llama gemma2" bench/family_decode_cpu.sh
 #
 # 1. With transformers and a fixed seed (PYTHON, below) it writes, once, into
@@ -27,7 +28,9 @@
 #    machine's noise falls on all of them.
 # 3. Prints the table (bench/family_decode_table.py): per family the median over rounds of c=1
 #    TPOT, c=8 TPOT and c=8 output tok/s, and the median over rounds of each round's ratio to that
-#    round's Llama (the target: every family within 10% of Llama).
+#    round's Llama (the target: every family within 10% of Llama). Runs during which other
+#    processes kept more than 0.2 CPUs busy are left out, and the table lists them
+#    (`python3 bench/family_decode_table.py OUT --max-other-cpus X` to redo it with another limit).
 #
 # Environment (defaults in brackets):
 #   ROUNDS [5]  REQUESTS [2]  CONCURRENCY [1,8]  WEIGHT_FORMAT [int8]  SEED [0]

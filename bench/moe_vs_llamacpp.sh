@@ -5,8 +5,9 @@
 # runs interleaved A/B/A/B; medians of REPEATS). The target: our output tok/s >= 1.0x
 # llama-server's (goal 1.3x), TPOT p50 no worse.
 #
-#   bench/moe_vs_llamacpp.sh                  # c8-128-128, REPEATS=2: ~25 minutes on 2 cores
-#   SMOKE=1 bench/moe_vs_llamacpp.sh          # 3 prompts, one run each: does it work?
+#   bench/moe_vs_llamacpp.sh                  # c8-128-128, REPEATS=2: ~14 minutes on the idle 2-core
+#                                             # machine (NUM_PROMPTS=32: 7.5), 28-35 with other jobs on it
+#   SMOKE=1 bench/moe_vs_llamacpp.sh          # 3 prompts, one run each: does it work? (3 minutes)
 #
 # Environment (defaults in brackets): everything bench/cpu_vs_llamacpp.sh and bench/make_moe_gguf.sh
 # read, and
