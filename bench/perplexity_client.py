@@ -94,20 +94,33 @@ def cmd_check_tokens(args):
     print(f"our /tokenize agrees with llama.cpp's: {len(ours)} identical ids", file=sys.stderr)
 
 
-def cmd_score(args):
+def llama_chunks(args):
+    """llama-perplexity's chunks of the tokens file: (index, tokens) of each n_ctx-token chunk, its
+    first token replaced by BOS when the model adds one; with all tokens, `first` (the first
+    scored row) and the number of chunks."""
     doc = json.load(open(args.tokens))
     tokens, n_ctx = doc["tokens"], args.ctx
-    if len(tokens) < 2 * n_ctx:
-        sys.exit(f"need at least {2 * n_ctx} tokens for a context of {n_ctx}; the text has {len(tokens)}")
     n_chunk_max = len(tokens) // n_ctx
     n_chunk = n_chunk_max if args.chunks is None or args.chunks < 0 else min(args.chunks, n_chunk_max)
-    first = n_ctx // 2
+
+    def chunks():
+        for i in range(n_chunk):
+            chunk = tokens[i * n_ctx:(i + 1) * n_ctx]
+            if doc["add_bos"]:
+                chunk = [doc["bos_id"]] + chunk[1:]
+            yield i, chunk
+
+    return tokens, n_ctx // 2, n_chunk, chunks()
+
+
+def cmd_score(args):
+    tokens, first, n_chunk, chunked = llama_chunks(args)
+    n_ctx = args.ctx
+    if len(tokens) < 2 * n_ctx:
+        sys.exit(f"need at least {2 * n_ctx} tokens for a context of {n_ctx}; the text has {len(tokens)}")
     nll_total, count, chunks = 0.0, 0, []
     started = time.monotonic()
-    for i in range(n_chunk):
-        chunk = tokens[i * n_ctx:(i + 1) * n_ctx]
-        if doc["add_bos"]:
-            chunk = [doc["bos_id"]] + chunk[1:]
+    for i, chunk in chunked:
         t0 = time.monotonic()
         body = {"prompt": chunk, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 0}
         if args.model:
@@ -172,17 +185,11 @@ def cmd_transformers(args):
     torch.set_grad_enabled(False)
     where, name = os.path.dirname(os.path.abspath(args.gguf)), os.path.basename(args.gguf)
     model = AutoModelForCausalLM.from_pretrained(where, gguf_file=name, dtype=torch.float32).eval()
-    doc = json.load(open(args.tokens))
-    tokens, n_ctx = doc["tokens"], args.ctx
-    n_chunk_max = len(tokens) // n_ctx
-    n_chunk = n_chunk_max if args.chunks is None or args.chunks < 0 else min(args.chunks, n_chunk_max)
-    first = n_ctx // 2
+    tokens, first, n_chunk, chunked = llama_chunks(args)
+    n_ctx = args.ctx
     nll_total, count, chunks = 0.0, 0, []
     started = time.monotonic()
-    for i in range(n_chunk):
-        chunk = tokens[i * n_ctx:(i + 1) * n_ctx]
-        if doc["add_bos"]:
-            chunk = [doc["bos_id"]] + chunk[1:]
+    for i, chunk in chunked:
         ids = torch.tensor([chunk])
         lp = torch.log_softmax(model(ids).logits[0].double(), dim=-1)
         rows = torch.arange(first, n_ctx - 1)
