@@ -22,6 +22,7 @@ pub mod cpu_threads;
 pub mod device;
 pub mod error;
 pub mod events;
+mod fast_math;
 pub mod handle;
 mod kv_cache_dtype;
 pub mod lora;

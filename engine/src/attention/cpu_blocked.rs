@@ -6,7 +6,8 @@
 //! (docs/PERFORMANCE.md).
 
 use super::cpu_tile::{CacheView, RowLoader, Scratch, TileView};
-use super::softmax::{softmax_in_place, tanh};
+use super::softmax::softmax_in_place;
+use crate::fast_math::softcap_in_place;
 use super::kv_element::KvElement;
 use super::shape::AttnShape;
 
@@ -88,8 +89,7 @@ fn masked_softmax(view: &TileView<'_>, i: usize, scores: &mut [f32], sink: Optio
     scores[hi + 1..].fill(0.0);
     let window = &mut scores[lo..=hi];
     if let Some(cap) = view.layer.softcap {
-        let inverse = 1.0 / cap;
-        window.iter_mut().for_each(|s| *s = cap * tanh(*s * inverse));
+        softcap_in_place(window, cap);
     }
     let lse = softmax_in_place(window);
     match sink {

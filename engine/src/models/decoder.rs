@@ -175,7 +175,7 @@ impl Decoder {
             logits = (logits / divisor as f64)?;
         }
         if let Some(cap) = self.config.features.final_logit_softcap {
-            logits = ((logits / cap as f64)?.tanh()? * cap as f64)?;
+            logits = self.fused.softcap(&logits, cap)?;
         }
         Ok(logits)
     }

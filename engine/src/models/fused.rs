@@ -1,11 +1,15 @@
 //! `FusedOps`: the decoder layers' element-wise steps (the SwiGLU activation, the residual add
 //! with the next RMS norm, the rotary embedding of queries and keys) as one kernel each on a GPU (`pagoda-cuda-kernels`' fused.cu),
 //! and as candle ops elsewhere. The GPU path saves launches and the shape/stride uploads candle
-//! makes for the strided views these steps read; both paths compute the same values.
+//! makes for the strided views these steps read; both paths compute the same values. Gemma's
+//! GeGLU and final logit softcap run on the CPU as [`crate::fast_math`]'s vectorized loops
+//! (candle's CPU `gelu` and `tanh` call the library's `tanh` once per value).
 
-use candle_core::{Device, Tensor};
+use candle_core::{DType, Device, Tensor};
+use rayon::prelude::*;
 
 use super::rotary::StepRotary;
+use crate::fast_math;
 use crate::error::Result;
 
 /// The fused kernels of the model's device (none on the CPU).
@@ -48,6 +52,35 @@ impl FusedOps {
         Ok((gate * up)?)
     }
 
+    /// `gelu_tanh(gate) · up` of `gate_up` (`[num_tokens, 2 · width]`, the gate first), PyTorch's
+    /// `gelu(approximate="tanh")`.
+    pub fn gelu_tanh_mul(&self, gate_up: &Tensor, width: usize) -> Result<Tensor> {
+        if !is_cpu_f32(gate_up) {
+            let gate = gate_up.narrow(1, 0, width)?.gelu()?;
+            let up = gate_up.narrow(1, width, width)?;
+            return Ok((gate * up)?);
+        }
+        let num_tokens = gate_up.dim(0)?;
+        let values = gate_up.flatten_all()?.to_vec1::<f32>()?;
+        let out: Vec<f32> = values
+            .par_chunks(2 * width * ROWS_PER_JOB)
+            .flat_map_iter(|rows| fast_math::gelu_tanh_mul_rows(rows, width))
+            .collect();
+        Ok(Tensor::from_vec(out, (num_tokens, width), gate_up.device())?)
+    }
+
+    /// `cap · tanh(logits / cap)`: Gemma's final logit softcap.
+    pub fn softcap(&self, logits: &Tensor, cap: f32) -> Result<Tensor> {
+        if !is_cpu_f32(logits) {
+            return Ok(((logits / cap as f64)?.tanh()? * cap as f64)?);
+        }
+        let mut values = logits.flatten_all()?.to_vec1::<f32>()?;
+        values
+            .par_chunks_mut(SOFTCAP_VALUES_PER_JOB)
+            .for_each(|chunk| fast_math::softcap_in_place(chunk, cap));
+        Ok(Tensor::from_vec(values, logits.shape(), logits.device())?)
+    }
+
     /// The residual add and the next RMS norm: `sum = x + residual`, `normed = rms_norm(sum) ·
     /// weight` (`[num_tokens, hidden]` both), as candle's add then rms_norm compute them.
     pub fn add_rms_norm(
@@ -83,6 +116,14 @@ impl FusedOps {
             rotary.apply(k, heads.num_kv_heads)?,
         ))
     }
+}
+
+/// Rows of a GeGLU one CPU job activates; values of a softcap one job caps (a vocabulary row).
+const ROWS_PER_JOB: usize = 8;
+const SOFTCAP_VALUES_PER_JOB: usize = 1 << 16;
+
+fn is_cpu_f32(tensor: &Tensor) -> bool {
+    tensor.device().is_cpu() && tensor.dtype() == DType::F32
 }
 
 #[cfg(feature = "cuda")]

@@ -183,15 +183,18 @@ impl Int4Matrix {
         assert!(kind.runs_here(), "{kind:?} does not run on this CPU");
         debug_assert_eq!(x.len(), m * self.cols);
         run_row_tasks(self.rows, self.cols, m, |first_row, num_rows, out| {
-            let block = self.block(first_row, num_rows);
-            match kind {
-                #[cfg(target_arch = "x86_64")]
-                KernelKind::Avx512 => {
-                    super::int8::rows_avx512(block, x, m, out)
-                }
-                _ => super::int8::rows_portable(block, x, m, out),
-            }
+            self.rows_into(kind, (first_row, num_rows), x, m, out)
         })
+    }
+
+    /// Rows `first_row..first_row + num_rows` of `x · selfᵀ`, as `[num_rows, m]` into `out`.
+    pub(super) fn rows_into(&self, kind: KernelKind, (first_row, num_rows): (usize, usize), x: &[f32], m: usize, out: &mut [f32]) {
+        let block = self.block(first_row, num_rows);
+        match kind {
+            #[cfg(target_arch = "x86_64")]
+            KernelKind::Avx512 => super::int8::rows_avx512(block, x, m, out),
+            _ => super::int8::rows_portable(block, x, m, out),
+        }
     }
 
     /// Whether this CPU runs the int4 rows on the AVX-512 tiles, where they decode faster than

@@ -12,6 +12,8 @@ use rayon::prelude::*;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod avx512_vector;
 mod block;
 mod portable;
 
@@ -111,8 +113,13 @@ impl Int8Matrix {
         assert!(kind.runs_here(), "{kind:?} does not run on this CPU");
         debug_assert_eq!(x.len(), m * self.cols);
         run_row_tasks(self.rows, self.cols, m, |first_row, num_rows, out| {
-            run_kernel(kind, self.block(first_row, num_rows), x, m, out)
+            self.rows_into(kind, (first_row, num_rows), x, m, out)
         })
+    }
+
+    /// Rows `first_row..first_row + num_rows` of `x · selfᵀ`, as `[num_rows, m]` into `out`.
+    pub(super) fn rows_into(&self, kind: KernelKind, (first_row, num_rows): (usize, usize), x: &[f32], m: usize, out: &mut [f32]) {
+        run_kernel(kind, self.block(first_row, num_rows), x, m, out)
     }
 }
 
@@ -138,11 +145,7 @@ pub(super) fn run_row_tasks(
     m: usize,
     kernel: impl Fn(usize, usize, &mut [f32]) + Sync,
 ) -> Vec<f32> {
-    // At least the weights of WEIGHTS_PER_TASK per task, and no more than two tasks per thread.
-    let min_rows = rows.div_ceil(2 * rayon::current_num_threads());
-    let rows_per_task = (WEIGHTS_PER_TASK / cols.max(1))
-        .max(min_rows)
-        .clamp(1, rows.max(1));
+    let rows_per_task = rows_per_task(rows, cols, 2 * rayon::current_num_threads());
     let mut transposed = vec![0.0f32; rows * m];
     transposed
         .par_chunks_mut(rows_per_task * m.max(1))
@@ -150,6 +153,18 @@ pub(super) fn run_row_tasks(
         .for_each(|(task, out)| {
             kernel(task * rows_per_task, out.len() / m.max(1), out);
         });
+    untranspose(transposed, rows, m)
+}
+
+/// Weight rows per parallel task over a `[rows, cols]` matrix: at least the weights of
+/// WEIGHTS_PER_TASK, and no more than `max_tasks` tasks.
+pub(super) fn rows_per_task(rows: usize, cols: usize, max_tasks: usize) -> usize {
+    let min_rows = rows.div_ceil(max_tasks.max(1));
+    (WEIGHTS_PER_TASK / cols.max(1)).max(min_rows).clamp(1, rows.max(1))
+}
+
+/// `[rows, m]` products as `[m, rows]`.
+pub(super) fn untranspose(transposed: Vec<f32>, rows: usize, m: usize) -> Vec<f32> {
     if m == 1 {
         return transposed;
     }
@@ -165,9 +180,7 @@ pub(super) fn run_row_tasks(
 fn run_kernel(kind: KernelKind, block: QuantBlock<'_>, x: &[f32], m: usize, out: &mut [f32]) {
     match kind {
         #[cfg(target_arch = "x86_64")]
-        // One activation row has nothing to share across a tile: the dot-product kernel is as
-        // fast there (a little faster on Zen 4, which splits 512-bit operations in two).
-        KernelKind::Avx512 if m == 1 => avx2::rows_avx2(block, x, m, out),
+        KernelKind::Avx512 if m == 1 => avx512_vector::rows_one_activation(block, x, out),
         KernelKind::Avx512 => avx512::rows_avx512(block, x, m, out),
         #[cfg(target_arch = "x86_64")]
         KernelKind::Avx2 => avx2::rows_avx2(block, x, m, out),

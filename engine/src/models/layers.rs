@@ -5,6 +5,7 @@ use candle_core::Tensor;
 use super::config::ModelConfig;
 use super::features::Activation;
 use super::fused::FusedOps;
+use super::grouped_matmul::QuantizedWeights;
 use super::linear::Linear;
 
 use super::weights::WeightSource;
@@ -117,16 +118,26 @@ impl GatedMlp {
         })
     }
 
+    /// The gate/up and down weights when both are CPU-quantized (experts run grouped then).
+    pub fn quantized_parts(&self) -> Option<(QuantizedWeights<'_>, QuantizedWeights<'_>)> {
+        Some((QuantizedWeights::of(&self.gate_up)?, QuantizedWeights::of(&self.down)?))
+    }
+
+    pub fn intermediate(&self) -> usize {
+        self.intermediate
+    }
+
     /// The MLP without adapters.
     pub fn forward_base(&self, x: &Tensor, fused: &FusedOps) -> Result<Tensor> {
         let hidden = self.activate(&self.gate_up.forward(x)?, fused)?;
         self.down.forward(&hidden)
     }
 
-    fn activate(&self, gate_up: &Tensor, fused: &FusedOps) -> Result<Tensor> {
+    /// The activation of gate/up outputs (`[num_tokens, 2 · intermediate]`, the gate first).
+    pub fn activate(&self, gate_up: &Tensor, fused: &FusedOps) -> Result<Tensor> {
         match self.activation {
             Activation::Silu => fused.silu_mul(gate_up, self.intermediate),
-            Activation::GeluTanh => gelu_tanh_mul(gate_up, self.intermediate),
+            Activation::GeluTanh => fused.gelu_tanh_mul(gate_up, self.intermediate),
             Activation::ClampedSwiglu { alpha, limit } => {
                 clamped_swiglu(gate_up, self.intermediate, alpha, limit)
             }
@@ -171,10 +182,3 @@ fn clamped_swiglu(gate_up: &Tensor, width: usize, alpha: f32, limit: f32) -> Res
     Ok(((up + 1.0)? * glu)?)
 }
 
-/// `gelu_tanh(gate) · up` of `gate_up` (`[num_tokens, 2 · width]`, the gate first), candle's
-/// tanh-approximated GELU (PyTorch's `gelu(approximate="tanh")`), on every device.
-fn gelu_tanh_mul(gate_up: &Tensor, width: usize) -> Result<Tensor> {
-    let gate = gate_up.narrow(1, 0, width)?.gelu()?;
-    let up = gate_up.narrow(1, width, width)?;
-    Ok((gate * up)?)
-}

@@ -16,6 +16,7 @@ internal_modules! {
     mod features;
     mod fused;
     mod gguf;
+    mod grouped_matmul;
     mod hf;
     mod hf_config;
     mod int4;
