@@ -67,22 +67,82 @@ pub fn gelu_tanh(x: f32) -> f32 {
     0.5 * x * (1.0 + tanh(SQRT_2_OVER_PI * (x + 0.044_715 * x * x * x)))
 }
 
-/// `gelu_tanh(gate) · up` for every row of `gate_up` (rows of `2 · width`, the gate first).
-pub fn gelu_tanh_mul_rows(gate_up: &[f32], width: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(gate_up.len() / 2);
-    for row in gate_up.chunks_exact(2 * width) {
-        let (gate, up) = row.split_at(width);
-        out.extend(gate.iter().zip(up).map(|(&g, &u)| gelu_tanh(g) * u));
+/// `gelu_tanh(gate) · up` for every row of `gate_up` (rows of `2 · width`, the gate first) into
+/// `out` (rows of `width`).
+pub fn gelu_tanh_mul_rows(gate_up: &[f32], width: usize, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2::gelu_tanh_mul_rows(gate_up, width, out) {
+        return;
     }
-    out
+    gelu_tanh_mul_rows_inline(gate_up, width, out)
 }
 
-/// `cap · tanh(v / cap)` for every value: Gemma's logit softcap.
+/// `cap · tanh(v / cap)` for every value: Gemma's logit softcaps.
 pub fn softcap_in_place(values: &mut [f32], cap: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2::softcap_in_place(values, cap) {
+        return;
+    }
+    softcap_in_place_inline(values, cap)
+}
+
+#[inline(always)]
+fn gelu_tanh_mul_rows_inline(gate_up: &[f32], width: usize, out: &mut [f32]) {
+    for (row, out) in gate_up
+        .chunks_exact(2 * width)
+        .zip(out.chunks_exact_mut(width))
+    {
+        let (gate, up) = row.split_at(width);
+        for ((out, &g), &u) in out.iter_mut().zip(gate).zip(up) {
+            *out = gelu_tanh(g) * u;
+        }
+    }
+}
+
+#[inline(always)]
+fn softcap_in_place_inline(values: &mut [f32], cap: f32) {
     let inverse = 1.0 / cap;
-    values
-        .iter_mut()
-        .for_each(|v| *v = cap * tanh(*v * inverse));
+    for v in values.iter_mut() {
+        *v = cap * tanh(*v * inverse);
+    }
+}
+
+/// The loops compiled for AVX2 and FMA: x86-64's baseline (SSE2) has no vector `floor`, so
+/// there `exp`'s rounding is a library call per value and the loops stay scalar.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod avx2 {
+    fn available() -> bool {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+
+    /// Runs the loop if the CPU has AVX2 and FMA; false if it did not run.
+    pub fn gelu_tanh_mul_rows(gate_up: &[f32], width: usize, out: &mut [f32]) -> bool {
+        // SAFETY: the CPU runs AVX2 and FMA (checked first).
+        available() && {
+            unsafe { gelu_tanh_mul_rows_avx2(gate_up, width, out) };
+            true
+        }
+    }
+
+    /// Runs the loop if the CPU has AVX2 and FMA; false if it did not run.
+    pub fn softcap_in_place(values: &mut [f32], cap: f32) -> bool {
+        // SAFETY: the CPU runs AVX2 and FMA (checked first).
+        available() && {
+            unsafe { softcap_in_place_avx2(values, cap) };
+            true
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn gelu_tanh_mul_rows_avx2(gate_up: &[f32], width: usize, out: &mut [f32]) {
+        super::gelu_tanh_mul_rows_inline(gate_up, width, out)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn softcap_in_place_avx2(values: &mut [f32], cap: f32) {
+        super::softcap_in_place_inline(values, cap)
+    }
 }
 
 #[cfg(test)]
@@ -155,7 +215,8 @@ mod tests {
             x += 0.001_9;
         }
         let gate_up = [1.0, -2.0, 3.0, 10.0, 0.5, 0.25];
-        let out = gelu_tanh_mul_rows(&gate_up, 1);
+        let mut out = [0.0; 3];
+        gelu_tanh_mul_rows(&gate_up, 1, &mut out);
         let expected: Vec<f64> = [(1.0, -2.0), (3.0, 10.0), (0.5, 0.25)]
             .iter()
             .map(|&(g, u)| exact(g) * u)

@@ -4,9 +4,34 @@
 use crate::fast_math::exp;
 
 /// Replaces `values` by their softmax and returns their log-sum-exp (`ln Σ e^v`). All of them
-/// must not be -∞.
-#[inline(always)]
+/// must not be -∞. Compiled for AVX2 and FMA where the CPU has them (x86-64's baseline has no
+/// vector `floor`, which `exp` rounds with).
 pub(super) fn softmax_in_place(values: &mut [f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(lse) = avx2::softmax_in_place(values) {
+        return lse;
+    }
+    softmax_in_place_inline(values)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod avx2 {
+    /// The softmax if the CPU has AVX2 and FMA.
+    pub fn softmax_in_place(values: &mut [f32]) -> Option<f32> {
+        let available = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+        // SAFETY: the CPU runs AVX2 and FMA (checked first).
+        available.then(|| unsafe { softmax_in_place_avx2(values) })
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn softmax_in_place_avx2(values: &mut [f32]) -> f32 {
+        super::softmax_in_place_inline(values)
+    }
+}
+
+#[inline(always)]
+fn softmax_in_place_inline(values: &mut [f32]) -> f32 {
     let max = max(values);
     for v in values.iter_mut() {
         *v = exp(*v - max);

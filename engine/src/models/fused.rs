@@ -62,10 +62,11 @@ impl FusedOps {
         }
         let num_tokens = gate_up.dim(0)?;
         let values = gate_up.flatten_all()?.to_vec1::<f32>()?;
-        let out: Vec<f32> = values
+        let mut out = vec![0.0f32; num_tokens * width];
+        values
             .par_chunks(2 * width * ROWS_PER_JOB)
-            .flat_map_iter(|rows| fast_math::gelu_tanh_mul_rows(rows, width))
-            .collect();
+            .zip(out.par_chunks_mut(width * ROWS_PER_JOB))
+            .for_each(|(rows, out)| fast_math::gelu_tanh_mul_rows(rows, width, out));
         Ok(Tensor::from_vec(out, (num_tokens, width), gate_up.device())?)
     }
 
