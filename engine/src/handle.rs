@@ -9,6 +9,7 @@ use tokio::sync::mpsc::{
     unbounded_channel, UnboundedReceiver, UnboundedSender, WeakUnboundedSender,
 };
 
+use crate::device::DeviceSpec;
 use crate::error::EngineError;
 use crate::events::TokenEvent;
 use crate::kv_cache_dtype::KvCacheDType;
@@ -90,6 +91,10 @@ pub struct EngineInfo {
     pub max_concurrency_at_max_model_len: f64,
     /// What the KV cache stores keys and values in (never `Auto`).
     pub kv_cache_dtype: KvCacheDType,
+    /// Whether full blocks are shared between requests by their prefix.
+    pub enable_prefix_caching: bool,
+    /// Where the model, its KV cache and its adapters live.
+    pub device: DeviceSpec,
     /// The most alternatives `top_logprobs` / `prompt_logprobs` may ask for (at most the
     /// vocabulary).
     pub max_logprobs: usize,

@@ -219,6 +219,8 @@ fn engine_info(
         kv_capacity_tokens,
         max_concurrency_at_max_model_len: kv_capacity_tokens as f64 / max_model_len as f64,
         kv_cache_dtype: KvCacheDType::of_dtype(kv_dtype),
+        enable_prefix_caching: config.enable_prefix_caching,
+        device: config.device,
         max_logprobs: config
             .max_logprobs
             .map_or(model.vocab_size, |max| max.min(model.vocab_size)),

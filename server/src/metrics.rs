@@ -1,7 +1,8 @@
 //! Prometheus metrics for `GET /metrics`, under vLLM's names, labels and default buckets: with
 //! `--metrics-namespace vllm` the engine series are exactly vLLM's (`vllm:…`), so existing
 //! dashboards, alerts and autoscalers work unchanged; by default they are `pagoda:…`, plus a
-//! few pagoda-only series. Every series is listed in `docs/metrics.md`.
+//! few pagoda-only series, and the `vllm:` series inference routers read (`router.rs`). Every
+//! series is listed in `docs/metrics.md`.
 //!
 //! Where each series is recorded (once):
 //! - per finished engine sequence, [`Metrics::record_finished`]: TTFT, end-to-end, queue,
@@ -30,6 +31,7 @@ mod lora;
 mod names;
 mod recorder;
 mod request;
+mod router;
 #[cfg(test)]
 mod scrape_tests;
 mod structured;

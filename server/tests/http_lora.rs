@@ -177,7 +177,33 @@ async fn adapters_are_selected_by_model_listed_and_measured_apart() {
             after_same.value("pagoda:lora_adapter_loaded", &[("adapter", name)]),
             1.0
         );
+        // The router contract's residency series, idle adapters included (vLLM PR #45411).
+        let residency = [
+            ("adapter_name", name),
+            ("level", "cpu"),
+            ("pinned", "false"),
+        ];
+        assert_eq!(
+            after_same.value("vllm:lora_adapter_loaded", &residency),
+            1.0
+        );
     }
+    let tier = [("model_name", base.as_str()), ("engine", "0")];
+    assert_eq!(
+        after_same.value("vllm:num_cpu_loaded_lora_adapters", &tier),
+        3.0
+    );
+    assert_eq!(
+        after_same.value("vllm:num_gpu_loaded_lora_adapters", &tier),
+        0.0
+    );
+    let routers_info = after_same
+        .series("vllm:lora_requests_info", &[("max_lora", "3")])
+        .count();
+    assert_eq!(
+        routers_info, 1,
+        "the routers' LoRA info under the default namespace too"
+    );
     let info = after_same
         .series("pagoda:lora_requests_info", &[("max_lora", "3")])
         .count();

@@ -1,6 +1,9 @@
 //! Engine-level series, read from `EngineHandle::stats()` at scrape time: the scheduler gauges,
 //! KV-cache usage, and the counters that mirror the engine's own totals. The engine counts; this
-//! collector only copies, so each of these is recorded in one place.
+//! collector only copies, so each of these is recorded in one place. Beside the namespace's own
+//! set, a second collector exports, under the default `pagoda` namespace, the `vllm:` series
+//! that inference routers read ([`EngineCollector::router_series`]), and both export vLLM's
+//! deprecated aliases that AIBrix and production-stack still read.
 
 use std::sync::Mutex;
 
@@ -116,37 +119,88 @@ const PAGODA_COUNTERS: [CounterSpec; 3] = [
     }),
 ];
 
+/// The series routers read under `vllm:` whatever `--metrics-namespace` says: the llm-d /
+/// Gateway API Inference Extension endpoint picker's queue, running and KV-usage gauges.
+const ROUTER_GAUGES: [GaugeSpec; 3] = [GAUGES[0], GAUGES[1], GAUGES[2]];
+
+/// vLLM's deprecated names of KV usage and prefix-cache counters (vLLM V0 and early V1), which
+/// AIBrix's and production-stack's routers read; always exported under `vllm:`.
+const ALIAS_GAUGES: [GaugeSpec; 1] = [(
+    GPU_CACHE_USAGE_PERC,
+    "KV-cache usage. 1 means 100 percent usage (deprecated alias of kv_cache_usage_perc).",
+    EngineStats::kv_cache_usage,
+)];
+const ALIAS_COUNTERS: [CounterSpec; 2] = [
+    (
+        GPU_PREFIX_CACHE_QUERIES,
+        "Prefix cache queries, in tokens (deprecated alias of prefix_cache_queries).",
+        |s| s.prefix_cache_queries_tokens_total,
+    ),
+    (
+        GPU_PREFIX_CACHE_HITS,
+        "Prefix cache hits, in tokens (deprecated alias of prefix_cache_hits).",
+        |s| s.prefix_cache_hits_tokens_total,
+    ),
+];
+
 #[derive(Debug)]
 pub(super) struct EngineCollector {
     engine: EngineHandle,
     gauges: Vec<(Gauge, ReadGauge)>,
     counters: Vec<(IntCounter, ReadTotal)>,
     /// vLLM's `iteration_tokens_total`: its name, help and labels; the engine's counts replace
-    /// its (empty) values at each scrape.
-    step_tokens: Histogram,
+    /// its (empty) values at each scrape. `None` in the router collector.
+    step_tokens: Option<Histogram>,
     /// Serialises scrapes so that two concurrent ones cannot both add the same increment.
     sync: Mutex<()>,
 }
 
 impl EngineCollector {
+    /// Every engine series of `series.namespace` (under `vllm`, with the deprecated aliases).
     pub fn new(engine: EngineHandle, series: SeriesBuilder<'_>) -> Result<Self, MetricsError> {
         let extras = series.namespace.exports_pagoda_extras();
-        let gauge_specs = GAUGES.iter().chain(PAGODA_GAUGES.iter().filter(|_| extras));
-        let counter_specs = COUNTERS
-            .iter()
-            .chain(PAGODA_COUNTERS.iter().filter(|_| extras));
-        let gauges = gauge_specs
-            .map(|&(base, help, read)| Ok((series.gauge(base, help)?, read)))
-            .collect::<Result<_, MetricsError>>()?;
-        let counters = counter_specs
-            .map(|&(base, help, read)| Ok((series.counter(base, help)?, read)))
-            .collect::<Result<_, MetricsError>>()?;
+        let gauges: Vec<GaugeSpec> = match extras {
+            true => GAUGES.iter().chain(&PAGODA_GAUGES).copied().collect(),
+            false => GAUGES.iter().chain(&ALIAS_GAUGES).copied().collect(),
+        };
+        let counters: Vec<CounterSpec> = match extras {
+            true => COUNTERS.iter().chain(&PAGODA_COUNTERS).copied().collect(),
+            false => COUNTERS.iter().chain(&ALIAS_COUNTERS).copied().collect(),
+        };
         let bounds: Vec<f64> = STEP_TOKENS_BOUNDS.iter().map(|&b| b as f64).collect();
         let step_tokens = series.histogram(
             ITERATION_TOKENS,
             "Histogram of number of tokens per engine_step.",
             &bounds,
         )?;
+        Self::with_series(engine, series, (&gauges, &counters), Some(step_tokens))
+    }
+
+    /// The `vllm:` series routers read, for a server whose own namespace is `pagoda`: the
+    /// router gauges and the deprecated aliases, with vLLM's labels (`model_name`, `engine`).
+    pub fn router_series(engine: EngineHandle, model_name: &str) -> Result<Self, MetricsError> {
+        let series = SeriesBuilder {
+            namespace: MetricsNamespace::Vllm,
+            model_name,
+        };
+        let gauges: Vec<GaugeSpec> = ROUTER_GAUGES.iter().chain(&ALIAS_GAUGES).copied().collect();
+        Self::with_series(engine, series, (&gauges, &ALIAS_COUNTERS), None)
+    }
+
+    fn with_series(
+        engine: EngineHandle,
+        series: SeriesBuilder<'_>,
+        (gauges, counters): (&[GaugeSpec], &[CounterSpec]),
+        step_tokens: Option<Histogram>,
+    ) -> Result<Self, MetricsError> {
+        let gauges = gauges
+            .iter()
+            .map(|&(base, help, read)| Ok((series.gauge(base, help)?, read)))
+            .collect::<Result<_, MetricsError>>()?;
+        let counters = counters
+            .iter()
+            .map(|&(base, help, read)| Ok((series.counter(base, help)?, read)))
+            .collect::<Result<_, MetricsError>>()?;
         Ok(Self {
             engine,
             gauges,
@@ -178,7 +232,7 @@ impl Collector for EngineCollector {
         let counters = self.counters.iter().flat_map(|(c, _)| c.desc());
         gauges
             .chain(counters)
-            .chain(self.step_tokens.desc())
+            .chain(self.step_tokens.iter().flat_map(|h| h.desc()))
             .collect()
     }
 
@@ -191,7 +245,8 @@ impl Collector for EngineCollector {
         self.update(&stats);
         let gauges = self.gauges.iter().flat_map(|(g, _)| g.collect());
         let counters = self.counters.iter().flat_map(|(c, _)| c.collect());
-        let mut step_tokens = self.step_tokens.collect();
+        let mut step_tokens: Vec<MetricFamily> =
+            self.step_tokens.iter().flat_map(|h| h.collect()).collect();
         for family in &mut step_tokens {
             fill_histogram(family, &stats.step_tokens);
         }

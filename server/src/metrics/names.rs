@@ -100,6 +100,19 @@ pub const PROMPT_TOKENS_CACHED: &str = "prompt_tokens_cached_total";
 /// Engine steps by their number of tokens (histogram; vLLM's name ends in `_total`).
 pub const ITERATION_TOKENS: &str = "iteration_tokens_total";
 
+// vLLM's deprecated aliases, which AIBrix and production-stack read (always under `vllm:`).
+pub const GPU_CACHE_USAGE_PERC: &str = "gpu_cache_usage_perc";
+pub const GPU_PREFIX_CACHE_QUERIES: &str = "gpu_prefix_cache_queries_total";
+pub const GPU_PREFIX_CACHE_HITS: &str = "gpu_prefix_cache_hits_total";
+
+/// vLLM's info gauge of the KV cache's configuration (value 1; the settings are labels), which
+/// the endpoint picker reads `block_size` and `num_gpu_blocks` from. Always under `vllm:`.
+pub const CACHE_CONFIG_INFO: &str = "cache_config_info";
+pub const LABEL_BLOCK_SIZE: &str = "block_size";
+pub const LABEL_NUM_GPU_BLOCKS: &str = "num_gpu_blocks";
+pub const LABEL_CACHE_DTYPE: &str = "cache_dtype";
+pub const LABEL_ENABLE_PREFIX_CACHING: &str = "enable_prefix_caching";
+
 // Pagoda-only engine series (exported under `pagoda` only).
 pub const NUM_KV_BLOCKS: &str = "num_kv_blocks";
 pub const NUM_KV_BLOCKS_USED: &str = "num_kv_blocks_used";
@@ -116,9 +129,18 @@ pub const LORA_REQUESTS_INFO: &str = "lora_requests_info";
 pub const LABEL_RUNNING_LORA_ADAPTERS: &str = "running_lora_adapters";
 pub const LABEL_WAITING_LORA_ADAPTERS: &str = "waiting_lora_adapters";
 pub const LABEL_MAX_LORA: &str = "max_lora";
-/// 1 per adapter held loaded (pagoda only).
+/// 1 per adapter held loaded: `pagoda:…{adapter}`, and always vLLM's
+/// `vllm:…{adapter_name,level,pinned}` (vLLM PR #45411, for llm-d's LoRA affinity).
 pub const LORA_ADAPTER_LOADED: &str = "lora_adapter_loaded";
 pub const LABEL_ADAPTER: &str = "adapter";
+pub const LABEL_ADAPTER_NAME: &str = "adapter_name";
+/// Where the adapter's weights are held: `gpu` or `cpu` (the serving device; pagoda has one tier).
+pub const LABEL_LEVEL: &str = "level";
+/// Whether the adapter is exempt from eviction: always `false` (pagoda evicts by LRU only).
+pub const LABEL_PINNED: &str = "pinned";
+/// Adapters held loaded on each tier (vLLM's names; always under `vllm:`).
+pub const NUM_GPU_LOADED_LORA_ADAPTERS: &str = "num_gpu_loaded_lora_adapters";
+pub const NUM_CPU_LOADED_LORA_ADAPTERS: &str = "num_cpu_loaded_lora_adapters";
 
 // HTTP series: never prefixed (prometheus-fastapi-instrumentator's names).
 pub const HTTP_REQUESTS: &str = "http_requests_total";

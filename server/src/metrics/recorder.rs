@@ -15,6 +15,7 @@ use super::exposition;
 use super::http::HttpMetrics;
 use super::lora::LoraCollector;
 use super::request::{FinishedSequence, RequestMetrics};
+use super::router;
 use super::structured::StructuredMetrics;
 use crate::lora::LoraRegistry;
 
@@ -54,7 +55,8 @@ impl Metrics {
             namespace: config.namespace,
             model_name: &config.model_name,
         };
-        registry.register(Box::new(EngineCollector::new(engine, series)?))?;
+        registry.register(Box::new(EngineCollector::new(engine.clone(), series)?))?;
+        router::register_router_series(&registry, &engine, config.namespace, &config.model_name)?;
         let engine_stalled = builder::register(
             &registry,
             IntGauge::new(
