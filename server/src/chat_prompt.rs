@@ -44,11 +44,15 @@ pub struct ChatPolicy {
 }
 
 impl ChatPolicy {
-    /// 400 naming `messages[i].role` for the first role outside the allowed set.
-    pub fn check_roles(&self, messages: &[ChatMessage]) -> Result<(), ApiError> {
+    /// 400 naming `messages[i].role` for the first role outside the allowed set, or
+    /// `messages[i].content` for a message without the content its role requires (OpenAI's
+    /// rule: every role but `assistant` needs one; an assistant message needs one unless it
+    /// carries `tool_calls` or `function_call`).
+    pub fn check_messages(&self, messages: &[ChatMessage]) -> Result<(), ApiError> {
         for (index, message) in messages.iter().enumerate() {
             let role = message.role.as_str();
             if OPENAI_ROLES.contains(&role) || self.extra_roles.iter().any(|r| r == role) {
+                check_content(index, message)?;
                 continue;
             }
             let mut allowed: Vec<&str> = OPENAI_ROLES.to_vec();
@@ -63,6 +67,26 @@ impl ChatPolicy {
         }
         Ok(())
     }
+}
+
+/// 400 naming `messages[index].content` when the message lacks the content its role requires.
+fn check_content(index: usize, message: &ChatMessage) -> Result<(), ApiError> {
+    let calls = message.tool_calls.is_some() || message.function_call.is_some();
+    if message.has_content || (message.role == "assistant" && calls) {
+        return Ok(());
+    }
+    let unless = if message.role == "assistant" {
+        " (an assistant message may leave it out only when it carries `tool_calls`)"
+    } else {
+        ""
+    };
+    Err(ApiError::invalid(
+        format!("messages[{index}].content"),
+        format!(
+            "messages[{index}].content: field required for a {:?} message{unless}",
+            message.role
+        ),
+    ))
 }
 
 /// A conversation to render: its messages, the tools offered (OpenAI tool objects), whether
@@ -162,7 +186,7 @@ pub fn chat_prompt_ids(
         continue_final_message,
         template_kwargs,
     } = conversation;
-    policy.check_roles(messages)?;
+    policy.check_messages(messages)?;
     if !policy.allow_special_tokens_in_content {
         check_structured_text(tokenizer, messages, tools)?;
     }

@@ -140,7 +140,7 @@ fn roles_outside_the_openai_set_are_refused_by_index() {
     let policy = ChatPolicy::default();
     for role in OPENAI_ROLES {
         policy
-            .check_roles(&[ChatMessage::new(*role, "x")])
+            .check_messages(&[ChatMessage::new(*role, "x")])
             .unwrap_or_else(|e| panic!("{role}: {}", e.message));
     }
     for bad in [
@@ -152,7 +152,7 @@ fn roles_outside_the_openai_set_are_refused_by_index() {
         "narrator",
     ] {
         let messages = [ChatMessage::new("user", "x"), ChatMessage::new(bad, "y")];
-        let error = policy.check_roles(&messages).expect_err(bad);
+        let error = policy.check_messages(&messages).expect_err(bad);
         assert_eq!(error.param.as_deref(), Some("messages[1].role"), "{bad:?}");
         assert_eq!(error.status, axum::http::StatusCode::BAD_REQUEST);
     }
@@ -161,8 +161,36 @@ fn roles_outside_the_openai_set_are_refused_by_index() {
         ..ChatPolicy::default()
     };
     assert!(with_narrator
-        .check_roles(&[ChatMessage::new("narrator", "x")])
+        .check_messages(&[ChatMessage::new("narrator", "x")])
         .is_ok());
+}
+
+/// OpenAI's rule: `{"role": "user"}` is a 400 naming `messages[0].content`; an assistant message
+/// may leave its content out (or `null`) only when it carries tool calls.
+#[test]
+fn messages_without_the_content_their_role_requires_are_refused_by_index() {
+    let policy = ChatPolicy::default();
+    let parse = |json: &str| serde_json::from_str::<ChatMessage>(json).expect("parses");
+    let hi = ChatMessage::new("user", "hi");
+    for role in ["user", "system", "developer", "tool", "assistant"] {
+        for bad in [
+            format!(r#"{{"role": "{role}"}}"#),
+            format!(r#"{{"role": "{role}", "content": null}}"#),
+        ] {
+            let error = policy
+                .check_messages(&[hi.clone(), parse(&bad)])
+                .expect_err(&bad);
+            assert_eq!(error.param.as_deref(), Some("messages[1].content"), "{bad}");
+            assert_eq!(error.status, axum::http::StatusCode::BAD_REQUEST);
+            assert!(error.message.contains(role), "{}", error.message);
+        }
+    }
+    let calls = r#"{"role": "assistant", "content": null, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}"#;
+    let empty_text = r#"{"role": "user", "content": ""}"#;
+    for good in [calls, empty_text] {
+        assert!(policy.check_messages(&[parse(good)]).is_ok(), "{good}");
+    }
 }
 
 #[test]

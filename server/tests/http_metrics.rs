@@ -13,6 +13,7 @@ use std::time::Duration;
 use common::api::{chat_body, client, get, post_json, scrape, wait_for_metrics, SseReader};
 use common::known_requests::{
     assert_known_deltas, engine_bases, send_known_completions, settled, MODEL, PAGODA_ONLY,
+    ROUTER_ONLY,
 };
 use common::prom::{promtool_complaints, Histogram, Scrape};
 use common::server::ServerProcess;
@@ -103,7 +104,8 @@ async fn vllm_namespace_exports_the_same_series_under_vllm_names_only() {
         "a pagoda: name in a vllm scrape"
     );
 
-    // The same base names as the pagoda namespace, less the pagoda-only series.
+    // The same base names as the pagoda namespace, less the pagoda-only series, plus the
+    // router contract's aliases and cache info.
     let pagoda_server = start("pagoda", &[]);
     let pagoda = scrape(&client, &pagoda_server).await;
     let mut expected = engine_bases(&pagoda, "pagoda");
@@ -113,7 +115,24 @@ async fn vllm_namespace_exports_the_same_series_under_vllm_names_only() {
             "pagoda-only series {only} missing from a pagoda scrape"
         );
     }
+    expected.extend(ROUTER_ONLY.iter().map(|s| s.to_string()));
     assert_eq!(engine_bases(&after, "vllm"), expected);
+    // Under the default namespace the routers' series are there too, with the same values.
+    let router: Vec<String> = engine_bases(&pagoda, "vllm").into_iter().collect();
+    let mut want: Vec<String> = [
+        "kv_cache_usage_perc",
+        "num_requests_running",
+        "num_requests_waiting",
+    ]
+    .iter()
+    .chain(&ROUTER_ONLY)
+    .map(|s| s.to_string())
+    .collect();
+    want.sort();
+    assert_eq!(
+        router, want,
+        "the router contract under --metrics-namespace pagoda"
+    );
 }
 
 /// One completion on a server with a 100 ms mock TTFT; returns the scrape once it is recorded.
@@ -375,9 +394,10 @@ async fn promtool_accepts_the_exposition() {
         })
         .await;
         let (code, complaints) = promtool_complaints(&exposition.text);
-        let prefix = format!("{namespace}:");
+        // Both prefixes: the router contract's `vllm:` series are there under `pagoda` too.
         let (colon, other): (Vec<String>, Vec<String>) = complaints.into_iter().partition(|l| {
-            l.starts_with(&prefix) && l.ends_with("metric names should not contain ':'")
+            (l.starts_with(&format!("{namespace}:")) || l.starts_with("vllm:"))
+                && l.ends_with("metric names should not contain ':'")
         });
         // vLLM's one histogram named like a counter: kept for its dashboards, and only it.
         let histogram_named_total = format!(
@@ -395,9 +415,14 @@ async fn promtool_accepts_the_exposition() {
             "{namespace}: promtool complains (exit {code:?}):\n{}",
             other.join("\n")
         );
+        let router_families = if namespace == "pagoda" {
+            engine_bases(&exposition, "vllm").len()
+        } else {
+            0
+        };
         assert_eq!(
             colon.len(),
-            engine_bases(&exposition, namespace).len(),
+            engine_bases(&exposition, namespace).len() + router_families,
             "one colon lint per engine family"
         );
         assert!(

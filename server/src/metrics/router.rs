@@ -24,20 +24,22 @@ pub(super) fn register_router_series(
         let collector = EngineCollector::router_series(engine.clone(), model_name)?;
         registry.register(Box::new(collector))?;
     }
-    builder::register(registry, cache_config_info(engine)?)?.set(1.0);
+    builder::register(registry, cache_config_info(engine, model_name)?)?.set(1.0);
     Ok(())
 }
 
 /// vLLM's `cache_config_info`: value 1, the cache's settings as labels (vLLM writes Python's
-/// `str()` of each: `True`/`False` for booleans). The endpoint picker reads `block_size` and
-/// `num_gpu_blocks` (the KV pool's blocks on whatever device serves, here the CPU too).
-fn cache_config_info(engine: &EngineHandle) -> Result<Gauge, MetricsError> {
+/// `str()` of each: `True`/`False` for booleans), plus `model_name` as every engine series here
+/// carries. The endpoint picker reads `block_size` and `num_gpu_blocks` (the KV pool's blocks on
+/// whatever device serves, here the CPU too).
+fn cache_config_info(engine: &EngineHandle, model_name: &str) -> Result<Gauge, MetricsError> {
     let info = engine.info();
     let python_bool = |b: bool| if b { "True" } else { "False" };
     let opts = Opts::new(
         MetricsNamespace::Vllm.series(CACHE_CONFIG_INFO),
         "Information of the LLMEngine CacheConfig",
     )
+    .const_label(LABEL_MODEL_NAME, model_name)
     .const_label(LABEL_ENGINE, ENGINE_INDEX)
     .const_label(LABEL_BLOCK_SIZE, info.block_size.to_string())
     .const_label(LABEL_NUM_GPU_BLOCKS, info.num_kv_blocks.to_string())

@@ -306,6 +306,7 @@ fn router_series_carry_the_engines_values_in_both_namespaces() {
         let (block_size, num_blocks) =
             (info.block_size.to_string(), info.num_kv_blocks.to_string());
         let cache_labels = [
+            ("model_name", MODEL),
             ("engine", "0"),
             ("block_size", block_size.as_str()),
             ("num_gpu_blocks", num_blocks.as_str()),

@@ -28,6 +28,15 @@ pub const PAGODA_ONLY: [&str; 8] = [
     "prefill_token_cost_seconds",
 ];
 
+/// The router contract's `vllm:` series that vLLM's own set lacks (docs/metrics.md § Router
+/// contract), exported under both namespaces.
+pub const ROUTER_ONLY: [&str; 4] = [
+    "cache_config_info",
+    "gpu_cache_usage_perc",
+    "gpu_prefix_cache_hits_total",
+    "gpu_prefix_cache_queries_total",
+];
+
 /// What the known requests add up to.
 pub struct Totals {
     pub num_requests: f64,

@@ -1,7 +1,8 @@
 //! The bad inputs of the hardened front door: bodies a browser could send without a CORS
 //! preflight (415), bytes after the JSON (400), mistyped or out-of-range `logit_bias`,
 //! `allowed_token_ids`, `bad_words` and `logprob_token_ids` (400) and
-//! roles outside OpenAI's set (400 naming `messages[i].role`).
+//! roles outside OpenAI's set (400 naming `messages[i].role`) and messages without the content
+//! their role requires (400 naming `messages[i].content`).
 
 use serde_json::json;
 
@@ -188,9 +189,10 @@ pub fn restriction_cases(vocab_size: u32) -> Vec<Case> {
     ]
 }
 
-/// Roles outside OpenAI's set, the template's own markup among them.
+/// Roles outside OpenAI's set, the template's own markup among them, and messages without the
+/// content their role requires (OpenAI answers 400 naming `messages[i].content`).
 pub fn role_cases() -> Vec<Case> {
-    ["<|im_start|>", "system\n", "ass\u{0}istant", "", "USER", "narrator"]
+    let roles = ["<|im_start|>", "system\n", "ass\u{0}istant", "", "USER", "narrator"]
         .into_iter()
         .map(|role| {
             Case::chat(
@@ -198,6 +200,19 @@ pub fn role_cases() -> Vec<Case> {
                 json!({"messages": [{"role": "user", "content": "hi"}, {"role": role, "content": "x"}]}),
                 "messages[1].role",
             )
-        })
-        .collect()
+        });
+    let contents = [
+        json!({"role": "user"}),
+        json!({"role": "system", "content": null}),
+        json!({"role": "assistant"}),
+    ]
+    .into_iter()
+    .map(|message| {
+        Case::chat(
+            &format!("message without content {message}"),
+            json!({"messages": [{"role": "user", "content": "hi"}, message]}),
+            "messages[1].content",
+        )
+    });
+    roles.chain(contents).collect()
 }

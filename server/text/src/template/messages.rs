@@ -6,11 +6,15 @@ use super::error::TemplateError;
 
 /// One chat message as the OpenAI API spells it. Fields it does not know are ignored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "WireMessage")]
 pub struct ChatMessage {
     pub role: String,
     /// `null` or absent (an assistant message that only carries `tool_calls`) reads as empty text.
-    #[serde(default, deserialize_with = "content_or_empty")]
     pub content: MessageContent,
+    /// Whether the message carried a `content` that is not `null` (the server refuses a user,
+    /// system, developer or tool message without one, as OpenAI does).
+    #[serde(skip)]
+    pub has_content: bool,
     /// The calls an assistant message made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<AssistantToolCall>>,
@@ -32,6 +36,7 @@ impl ChatMessage {
         Self {
             role: role.into(),
             content: MessageContent::Text(content.into()),
+            has_content: true,
             tool_calls: None,
             tool_call_id: None,
             name: None,
@@ -83,10 +88,34 @@ impl Default for MessageContent {
     }
 }
 
-fn content_or_empty<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<MessageContent, D::Error> {
-    Ok(Option::<MessageContent>::deserialize(deserializer)?.unwrap_or_default())
+/// A message as it arrives: `content` may be absent or `null`.
+#[derive(Deserialize)]
+struct WireMessage {
+    role: String,
+    #[serde(default)]
+    content: Option<MessageContent>,
+    #[serde(default)]
+    tool_calls: Option<Vec<AssistantToolCall>>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    function_call: Option<FunctionCall>,
+}
+
+impl From<WireMessage> for ChatMessage {
+    fn from(wire: WireMessage) -> Self {
+        Self {
+            role: wire.role,
+            has_content: wire.content.is_some(),
+            content: wire.content.unwrap_or_default(),
+            tool_calls: wire.tool_calls,
+            tool_call_id: wire.tool_call_id,
+            name: wire.name,
+            function_call: wire.function_call,
+        }
+    }
 }
 
 /// One part of a multi-part content, e.g. `{"type": "text", "text": "Hello"}`.
@@ -149,7 +178,11 @@ mod tests {
         assert_eq!(message.tool_call_id.as_deref(), Some("call_1"));
         assert_eq!(message.name.as_deref(), Some("f"));
         let message: ChatMessage = serde_json::from_str(r#"{"role": "assistant"}"#).unwrap();
-        assert_eq!(message, ChatMessage::new("assistant", ""));
+        let absent = ChatMessage {
+            has_content: false,
+            ..ChatMessage::new("assistant", "")
+        };
+        assert_eq!(message, absent, "absent content reads as empty text, marked absent");
         assert_eq!(
             serde_json::to_string(&ChatMessage::new("user", "hi")).unwrap(),
             r#"{"role":"user","content":"hi"}"#
