@@ -182,7 +182,10 @@ mod tests {
             has_content: false,
             ..ChatMessage::new("assistant", "")
         };
-        assert_eq!(message, absent, "absent content reads as empty text, marked absent");
+        assert_eq!(
+            message, absent,
+            "absent content reads as empty text, marked absent"
+        );
         assert_eq!(
             serde_json::to_string(&ChatMessage::new("user", "hi")).unwrap(),
             r#"{"role":"user","content":"hi"}"#
