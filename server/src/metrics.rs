@@ -33,6 +33,8 @@ mod recorder;
 mod request;
 mod router;
 #[cfg(test)]
+mod router_tests;
+#[cfg(test)]
 mod scrape_tests;
 mod structured;
 #[cfg(test)]

@@ -2,75 +2,12 @@
 //! namespace, the HTTP series, and the documentation of every series.
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use pagoda_engine::{EngineHandle, EngineRequest, SamplingParams, StopConditions, TokenEvent};
+use pagoda_engine::EngineHandle;
 
 use super::test_support::*;
 use super::*;
-
-fn metrics(namespace: MetricsNamespace, engine: &EngineHandle) -> Metrics {
-    Metrics::new(config(namespace), engine.clone()).unwrap()
-}
-
-/// Runs one greedy request to its end, recording what the server would record.
-fn generate(engine: &EngineHandle, metrics: &Metrics, prompt: Vec<u32>, max_tokens: usize) {
-    let stop = StopConditions::exact_length(max_tokens);
-    let request = EngineRequest::new(
-        engine.next_request_id(),
-        prompt,
-        SamplingParams::greedy(),
-        stop,
-    );
-    let mut stream = engine
-        .validate(request)
-        .and_then(|r| engine.submit(r))
-        .unwrap();
-    let mut last_token: Option<Instant> = None;
-    loop {
-        match stream.blocking_next().unwrap() {
-            TokenEvent::Token(token) => {
-                if let Some(previous) = last_token {
-                    metrics.record_inter_token_latency(token.at.duration_since(previous));
-                }
-                last_token = Some(token.at);
-            }
-            TokenEvent::Finished {
-                reason,
-                usage,
-                timings,
-            } => {
-                let finished = FinishedSequence {
-                    reason,
-                    usage,
-                    timings,
-                };
-                return metrics.record_finished(&finished);
-            }
-            TokenEvent::Error(error) => panic!("engine error: {error}"),
-            TokenEvent::PromptLogprobs(_) => panic!("prompt log-probabilities were not asked for"),
-        }
-    }
-}
-
-fn wait_until_idle(engine: &EngineHandle) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while engine.stats().num_running + engine.stats().num_waiting > 0 {
-        assert!(Instant::now() < deadline, "engine never went idle");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Two 40-token prompts sharing their first 32 tokens (two full 16-token blocks), one after the
-/// other: the second finds the shared blocks in the prefix cache. Returns once the engine idles.
-fn generate_shared_prefix_pair(engine: &EngineHandle, metrics: &Metrics) {
-    let shared: Vec<u32> = (1..=32).collect();
-    for tail in [100u32, 200] {
-        let prompt = shared.iter().copied().chain(tail..tail + 8).collect();
-        generate(engine, metrics, prompt, 4);
-    }
-    wait_until_idle(engine);
-}
 
 #[test]
 fn engine_series_mirror_engine_stats() {
@@ -279,95 +216,6 @@ fn each_namespace_exports_exactly_its_names() {
     for (name, kind) in vllm.types.iter().chain(&pagoda.types) {
         assert_eq!(kind, expected_kind(name), "# TYPE {name}");
     }
-}
-
-/// What llm-d's endpoint picker, AIBrix and production-stack read, under both namespaces and
-/// with the engine's values: the same as the namespace's own series, and the cache's real
-/// block size and block count.
-#[test]
-fn router_series_carry_the_engines_values_in_both_namespaces() {
-    let engine = TinyEngine::start();
-    for namespace in NAMESPACES {
-        let metrics = metrics(namespace, &engine);
-        generate_shared_prefix_pair(&engine, &metrics);
-        let stats = engine.stats();
-        let info = engine.info();
-        let scrape = Scrape::parse(&metrics.render());
-        let vllm = |base: &str| scrape.value(&format!("vllm:{base}"), &labels(&[]));
-        assert_eq!(vllm("num_requests_waiting"), 0.0);
-        assert_eq!(vllm("num_requests_running"), 0.0);
-        assert_eq!(vllm("kv_cache_usage_perc"), stats.kv_cache_usage());
-        assert_eq!(vllm("gpu_cache_usage_perc"), stats.kv_cache_usage());
-        let queries = stats.prefix_cache_queries_tokens_total as f64;
-        let hits = stats.prefix_cache_hits_tokens_total as f64;
-        assert!(hits >= 32.0 && queries >= 80.0, "{hits} of {queries}");
-        assert_eq!(vllm("gpu_prefix_cache_queries_total"), queries);
-        assert_eq!(vllm("gpu_prefix_cache_hits_total"), hits);
-        let (block_size, num_blocks) =
-            (info.block_size.to_string(), info.num_kv_blocks.to_string());
-        let cache_labels = [
-            ("model_name", MODEL),
-            ("engine", "0"),
-            ("block_size", block_size.as_str()),
-            ("num_gpu_blocks", num_blocks.as_str()),
-            ("cache_dtype", info.kv_cache_dtype.as_str()),
-            ("enable_prefix_caching", "True"),
-        ];
-        assert_eq!(
-            scrape.value("vllm:cache_config_info", &cache_labels),
-            1.0,
-            "{namespace:?}"
-        );
-        if namespace == MetricsNamespace::Pagoda {
-            let own = |base: &str| scrape.value(&format!("pagoda:{base}"), &labels(&[]));
-            assert_eq!(own("kv_cache_usage_perc"), vllm("kv_cache_usage_perc"));
-            assert_eq!(
-                own("prefix_cache_hits_total"),
-                vllm("gpu_prefix_cache_hits_total")
-            );
-        }
-    }
-}
-
-/// While requests wait and run, the router gauges say so (the endpoint picker's queue scorer).
-#[test]
-fn router_gauges_count_waiting_and_running_requests() {
-    let engine = TinyEngine::start();
-    let metrics = metrics(MetricsNamespace::Pagoda, &engine);
-    let streams: Vec<_> = (0..3u32)
-        .map(|i| {
-            let request = EngineRequest::new(
-                engine.next_request_id(),
-                vec![1 + i, 2, 3],
-                SamplingParams::greedy(),
-                StopConditions::exact_length(1000),
-            );
-            engine
-                .validate(request)
-                .and_then(|r| engine.submit(r))
-                .unwrap()
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let scrape = Scrape::parse(&metrics.render());
-        let running = scrape.value("vllm:num_requests_running", &labels(&[]));
-        let waiting = scrape.value("vllm:num_requests_waiting", &labels(&[]));
-        assert_eq!(
-            running,
-            scrape.value("pagoda:num_requests_running", &labels(&[]))
-        );
-        if running + waiting == 3.0 && running >= 1.0 {
-            assert!(scrape.value("vllm:kv_cache_usage_perc", &labels(&[])) > 0.0);
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never saw the 3 requests: {running} running, {waiting} waiting"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    drop(streams);
 }
 
 #[test]

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 
 use pagoda_engine::testing::TinyLlamaSpec;
 use pagoda_engine::{
-    start_engine, EngineConfig, EngineHandle, FinishReason, RequestTimings, Usage,
+    start_engine, EngineConfig, EngineHandle, EngineRequest, FinishReason, RequestTimings,
+    SamplingParams, StopConditions, TokenEvent, Usage,
 };
 
-use super::{FinishedSequence, HistogramBuckets, MetricsConfig, MetricsNamespace};
+use super::{FinishedSequence, HistogramBuckets, Metrics, MetricsConfig, MetricsNamespace};
 
 /// A tiny random-weight model served by a real engine thread, stopped on drop.
 pub(super) struct TinyEngine {
@@ -293,4 +294,74 @@ pub(super) fn assert_histogram(
         let got = scrape.value(&format!("{name}_bucket"), &labels(&[("le", le)]));
         assert_eq!(got, want, "{name}_bucket{{le={le}}}");
     }
+}
+
+// Driving the tiny engine as the server would, for whole-scrape tests.
+
+pub(super) fn metrics(namespace: MetricsNamespace, engine: &EngineHandle) -> Metrics {
+    Metrics::new(config(namespace), engine.clone()).unwrap()
+}
+
+/// Runs one greedy request to its end, recording what the server would record.
+pub(super) fn generate(
+    engine: &EngineHandle,
+    metrics: &Metrics,
+    prompt: Vec<u32>,
+    max_tokens: usize,
+) {
+    let stop = StopConditions::exact_length(max_tokens);
+    let request = EngineRequest::new(
+        engine.next_request_id(),
+        prompt,
+        SamplingParams::greedy(),
+        stop,
+    );
+    let mut stream = engine
+        .validate(request)
+        .and_then(|r| engine.submit(r))
+        .unwrap();
+    let mut last_token: Option<Instant> = None;
+    loop {
+        match stream.blocking_next().unwrap() {
+            TokenEvent::Token(token) => {
+                if let Some(previous) = last_token {
+                    metrics.record_inter_token_latency(token.at.duration_since(previous));
+                }
+                last_token = Some(token.at);
+            }
+            TokenEvent::Finished {
+                reason,
+                usage,
+                timings,
+            } => {
+                let finished = FinishedSequence {
+                    reason,
+                    usage,
+                    timings,
+                };
+                return metrics.record_finished(&finished);
+            }
+            TokenEvent::Error(error) => panic!("engine error: {error}"),
+            TokenEvent::PromptLogprobs(_) => panic!("prompt log-probabilities were not asked for"),
+        }
+    }
+}
+
+pub(super) fn wait_until_idle(engine: &EngineHandle) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while engine.stats().num_running + engine.stats().num_waiting > 0 {
+        assert!(Instant::now() < deadline, "engine never went idle");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Two 40-token prompts sharing their first 32 tokens (two full 16-token blocks), one after the
+/// other: the second finds the shared blocks in the prefix cache. Returns once the engine idles.
+pub(super) fn generate_shared_prefix_pair(engine: &EngineHandle, metrics: &Metrics) {
+    let shared: Vec<u32> = (1..=32).collect();
+    for tail in [100u32, 200] {
+        let prompt = shared.iter().copied().chain(tail..tail + 8).collect();
+        generate(engine, metrics, prompt, 4);
+    }
+    wait_until_idle(engine);
 }
