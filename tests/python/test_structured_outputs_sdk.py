@@ -466,6 +466,46 @@ class ToolCalls(unittest.TestCase):
             check_call(self, streamed[0].function.name, streamed[0].function.arguments)
             self.assertEqual(final.choices[0].finish_reason, "tool_calls")
 
+    def test_required_calls_cut_by_max_tokens_keep_the_calls_completed_before_the_cut(self):
+        """`required` stopped by `max_tokens`: finish_reason `length`, no raw JSON as content,
+        and the calls completed before the cut, the same streamed and whole."""
+        kwargs = dict(
+            model=MODEL, messages=[{"role": "user", "content": "Weather in Paris and in Rome?"}],
+            tools=TOOLS, tool_choice="required", parallel_tool_calls=True, temperature=0,
+        )
+        full = CLIENT.chat.completions.create(max_tokens=400, **kwargs)
+        self.assertEqual(full.choices[0].finish_reason, "tool_calls", full)
+        full_calls = [(c.function.name, json.loads(c.function.arguments))
+                      for c in full.choices[0].message.tool_calls]
+        num_tokens = full.usage.completion_tokens
+        for max_tokens in sorted({2, num_tokens // 2, num_tokens - 1}):
+            whole = CLIENT.chat.completions.create(max_tokens=max_tokens, **kwargs).choices[0]
+            whole_calls = [(c.function.name, json.loads(c.function.arguments))
+                           for c in whole.message.tool_calls or []]
+            # The SDK's stream helper refuses a `length` finish; assemble the chunks here.
+            content, names, arguments, finish = "", {}, {}, None
+            for chunk in CLIENT.chat.completions.create(
+                    max_tokens=max_tokens, stream=True, **kwargs):
+                for choice in chunk.choices:
+                    content += choice.delta.content or ""
+                    for call in choice.delta.tool_calls or []:
+                        names[call.index] = names.get(call.index, "") + (
+                            call.function.name or "")
+                        arguments[call.index] = arguments.get(call.index, "") + (
+                            call.function.arguments or "")
+                    finish = choice.finish_reason or finish
+            streamed_calls = [(names[i], json.loads(arguments[i])) for i in sorted(names)]
+            self.assertEqual(whole.finish_reason, "length", (max_tokens, whole))
+            self.assertEqual(finish, "length", max_tokens)
+            self.assertFalse(whole.message.content, (max_tokens, whole.message))
+            self.assertEqual(content, "", max_tokens)
+            self.assertEqual(whole_calls, full_calls[: len(whole_calls)], max_tokens)
+            self.assertEqual(streamed_calls, whole_calls, max_tokens)
+        cut = CLIENT.chat.completions.create(max_tokens=num_tokens - 1, **kwargs).choices[0]
+        if len(full_calls) > 1:
+            self.assertGreaterEqual(len(cut.message.tool_calls or []), 1,
+                                    "a call completed before the cut is returned")
+
     def test_auto_calls_stream_as_they_parse_whole_even_when_malformed(self):
         """`tool_choice: auto`: the model writes `<tool_call>` blocks itself (forced here with a
         regex). Streamed and whole responses agree on calls, content and finish reason, and a

@@ -3,6 +3,7 @@
 
 use super::call_object::parse_call_at;
 use super::format::{ParsedOutput, ParsedToolCall, ToolCallFormat};
+use super::json_scan::{JsonValueScanner, ScanStep};
 
 pub(super) const HERMES_OPEN: &str = "<tool_call>";
 pub(super) const HERMES_CLOSE: &str = "</tool_call>";
@@ -129,15 +130,29 @@ fn parse_llama3(text: &str) -> Result<ParsedOutput, Malformed> {
     }
 }
 
-/// The whole output is one array of calls (after whitespace), or else plain content.
+/// The whole output is one array of calls (after whitespace), or else plain content. An array
+/// the output's end cut short (`tool_choice: "required"` stopped by `max_tokens`: its grammar
+/// allows nothing else) yields the calls completed before the cut and no content.
 fn parse_json_array(text: &str) -> Result<ParsedOutput, Malformed> {
     let start = skip_space(text, 0);
     if !text[start..].starts_with('[') {
         return Ok(ParsedOutput::new(text.to_string(), Vec::new()));
     }
     let mut calls = Vec::new();
-    let end = call_array(text, start, &mut calls)?;
+    let end = match call_array(text, start, &mut calls) {
+        Ok(end) => end,
+        Err(Malformed) if is_cut_short(&text[start..]) => {
+            return Ok(ParsedOutput::new(String::new(), calls))
+        }
+        Err(malformed) => return Err(malformed),
+    };
     let mut content = String::new();
     push_segment(&mut content, &text[end..], true);
     Ok(ParsedOutput::new(content, calls))
+}
+
+/// Whether `value` is the start of a JSON value that never closes: every character keeps it open.
+fn is_cut_short(value: &str) -> bool {
+    let mut scanner = JsonValueScanner::new();
+    value.chars().all(|c| scanner.step(c) == ScanStep::Inside)
 }

@@ -40,6 +40,7 @@ pub(super) const SAMPLES: &[(ToolCallFormat, &str)] = &[
     (JsonArray, " [\n  {\"name\": \"f\", \"arguments\": {\"n\": -1.5e3}}\n]\n"),
     (JsonArray, "plain text"),
     (JsonArray, "[\"not a call\"]"),
+    (JsonArray, "[{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"name\": \"g\", \"argu"),
 ];
 
 #[test]
@@ -198,4 +199,24 @@ fn json_array_calls_content_and_malformed() {
     for text in [SAMPLES[18].1, SAMPLES[19].1, "[{\"name\": \"f\"}]"] {
         assert_eq!(JsonArray.parse(text), output(Some(text), vec![]), "{text}");
     }
+}
+
+/// `tool_choice: "required"` cut by `max_tokens`: the calls completed before the cut, no content
+/// (the unfinished call is dropped, not returned as text).
+#[test]
+fn json_array_cut_short_keeps_the_calls_completed_before_the_cut() {
+    assert_eq!(
+        JsonArray.parse(SAMPLES[20].1),
+        output(None, vec![call("f", r#"{"a": 1}"#)])
+    );
+    for cut in [
+        "[",
+        "[{\"name\": \"f\", \"argum",
+        "[{\"name\": \"f\", \"arguments\": {\"s\": \"]}",
+    ] {
+        assert_eq!(JsonArray.parse(cut), output(None, vec![]), "{cut}");
+    }
+    // A closed array that is not calls stays content: only an unfinished one is a cut.
+    let closed = "[{\"name\": \"f\"}, 3]";
+    assert_eq!(JsonArray.parse(closed), output(Some(closed), vec![]));
 }
