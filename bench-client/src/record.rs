@@ -4,7 +4,17 @@
 //! Times are seconds relative to the run's start (`t = 0` when the first request was due), taken
 //! from one monotonic clock per process.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use serde::{Deserialize, Serialize};
+
+/// Seconds since the Unix epoch, now: the wall clock that run starts, scrapes and result files
+/// are stamped with (the one helper for it in the client).
+pub fn unix_now_s() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
 
 /// Where the token counts of a record come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

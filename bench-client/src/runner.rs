@@ -51,12 +51,13 @@ pub use probes::ProbeSummary;
 
 use crate::client::{Client, RunClock, TokenCounter};
 use crate::progress::{LiveCounters, Progress};
+use crate::record::unix_now_s;
 use crate::workload::RequestSpec;
 use config::{validate, START_DELAY};
 use dispatch::{Dispatch, StopFlag, Ticket};
 use health::RunEvidence;
 use interrupt::InterruptWatch;
-use steps::{collect, unix_now_s, warm_up, Finished, StopOnDrop};
+use steps::{collect, warm_up, Finished, StopOnDrop};
 
 /// Sends `specs[i]` at `arrival_times_s[i]` (seconds after `t = 0`, non-decreasing) and returns
 /// every request's record.

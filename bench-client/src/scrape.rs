@@ -19,7 +19,9 @@
 pub mod histogram;
 pub mod prometheus;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use crate::record::unix_now_s;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
@@ -359,12 +361,6 @@ impl Names {
             num_preemptions: self.gauge(exposition, &["num_preemptions_total"]),
         }
     }
-}
-
-fn unix_now_s() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 #[cfg(test)]

@@ -1,17 +1,7 @@
 //! The facts a result file records about its run that the statistics cannot know: the date, the
 //! command line, the machine.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use crate::stats::MachineInfo;
-
-/// Seconds since the Unix epoch, now.
-pub fn unix_now_s() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
 
 /// `%Y%m%d-%H%M%S` in UTC, as vLLM dates its results.
 pub fn format_date(unix_s: f64) -> String {

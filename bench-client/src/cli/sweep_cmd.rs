@@ -21,7 +21,6 @@ use serde_json::Value;
 
 use crate::cli::exit_status::{check_failures, FailureCounts};
 use crate::cli::report_cmd::write_report;
-use crate::cli::run_meta::unix_now_s;
 use crate::cli::serve::{load_tokenizer, prepare};
 use crate::cli::serve_args::ServeArgs;
 use crate::cli::serve_cmd::{
@@ -35,6 +34,7 @@ use crate::cli::sweep_output::{
     knee_json, knee_text, save_point, summary_source, summary_table, write_summary,
 };
 use crate::html::{parse_input, ReportOptions};
+use crate::record::unix_now_s;
 use crate::sweep::{find_knee, summarize, KneeCriteria, SweepAxis, SweepPoint};
 
 /// `sweep`: loads the tokenizer once, then measures each load against the server.

@@ -1,7 +1,7 @@
 //! Steps every run takes: warm-up requests before `t = 0`, the records collected as the
 //! requests end, the dispatcher stopped when the run is over, and the wall clock of `t = 0`.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
@@ -73,10 +73,4 @@ impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.stop();
     }
-}
-
-pub(super) fn unix_now_s() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
