@@ -21,6 +21,12 @@ impl SeriesBuilder<'_> {
             .const_label(LABEL_ENGINE, ENGINE_INDEX)
     }
 
+    /// Options with no constant label: vLLM's info and per-adapter gauges carry only their
+    /// own labels (no `engine`, no `model_name`).
+    pub fn bare_opts(&self, base: &str, help: &str) -> Opts {
+        Opts::new(self.namespace.series(base), help)
+    }
+
     /// Options with the `engine` constant label only: `model_name` is a variable label of the
     /// series built from them (request series, whose model may be an adapter).
     fn opts_by_model(&self, base: &str, help: &str) -> Opts {

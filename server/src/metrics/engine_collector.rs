@@ -119,10 +119,6 @@ const PAGODA_COUNTERS: [CounterSpec; 3] = [
     }),
 ];
 
-/// The series routers read under `vllm:` whatever `--metrics-namespace` says: the llm-d /
-/// Gateway API Inference Extension endpoint picker's queue, running and KV-usage gauges.
-const ROUTER_GAUGES: [GaugeSpec; 3] = [GAUGES[0], GAUGES[1], GAUGES[2]];
-
 /// vLLM's deprecated names of KV usage and prefix-cache counters (vLLM V0 and early V1), which
 /// AIBrix's and production-stack's routers read; always exported under `vllm:`.
 const ALIAS_GAUGES: [GaugeSpec; 1] = [(
@@ -183,7 +179,8 @@ impl EngineCollector {
             namespace: MetricsNamespace::Vllm,
             model_name,
         };
-        let gauges: Vec<GaugeSpec> = ROUTER_GAUGES.iter().chain(&ALIAS_GAUGES).copied().collect();
+        // The endpoint picker's queue, running and KV-usage gauges: all of GAUGES.
+        let gauges: Vec<GaugeSpec> = GAUGES.iter().chain(&ALIAS_GAUGES).copied().collect();
         Self::with_series(engine, series, (&gauges, &ALIAS_COUNTERS), None)
     }
 

@@ -60,14 +60,14 @@ impl LoraCollector {
             namespace: MetricsNamespace::Vllm,
             model_name: series.model_name,
         };
-        let mut info_opts =
-            vec![series.opts(LORA_REQUESTS_INFO, "Running stats on lora requests.")];
+        // vLLM's gauge carries only its three labels; ours keeps `engine` and `model_name`.
+        let info = "Running stats on lora requests.";
+        let mut info_opts = vec![match pagoda {
+            true => series.opts(LORA_REQUESTS_INFO, info),
+            false => vllm.bare_opts(LORA_REQUESTS_INFO, info),
+        }];
         if pagoda {
-            info_opts.push(vllm.opts(LORA_REQUESTS_INFO, "Running stats on lora requests."));
-        }
-        for opts in info_opts.iter_mut().filter(|o| o.name.starts_with("vllm:")) {
-            // vLLM's gauge carries only its three labels (no `engine`, no `model_name`).
-            opts.const_labels.clear();
+            info_opts.push(vllm.bare_opts(LORA_REQUESTS_INFO, info));
         }
         let loaded_opts = pagoda.then(|| {
             series.opts(
@@ -125,11 +125,10 @@ impl LoraCollector {
 
 impl Residency {
     fn new(vllm: &SeriesBuilder<'_>, on_gpu: bool) -> Self {
-        let mut loaded_opts = vllm.opts(
+        let loaded_opts = vllm.bare_opts(
             LORA_ADAPTER_LOADED,
             "1 for each LoRA adapter held loaded, by where it is held (level) and whether it is pinned.",
         );
-        loaded_opts.const_labels.clear();
         let gpu = vllm.opts(
             NUM_GPU_LOADED_LORA_ADAPTERS,
             "LoRA adapters held loaded in GPU memory.",

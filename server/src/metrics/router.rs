@@ -5,9 +5,9 @@
 //! read from the same engine snapshot, so nothing is counted twice.
 
 use pagoda_engine::EngineHandle;
-use prometheus::{Gauge, Opts, Registry};
+use prometheus::{Gauge, Registry};
 
-use super::builder;
+use super::builder::{self, SeriesBuilder};
 use super::engine_collector::EngineCollector;
 use super::error::MetricsError;
 use super::names::*;
@@ -35,18 +35,21 @@ pub(super) fn register_router_series(
 fn cache_config_info(engine: &EngineHandle, model_name: &str) -> Result<Gauge, MetricsError> {
     let info = engine.info();
     let python_bool = |b: bool| if b { "True" } else { "False" };
-    let opts = Opts::new(
-        MetricsNamespace::Vllm.series(CACHE_CONFIG_INFO),
-        "Information of the LLMEngine CacheConfig",
-    )
-    .const_label(LABEL_MODEL_NAME, model_name)
-    .const_label(LABEL_ENGINE, ENGINE_INDEX)
-    .const_label(LABEL_BLOCK_SIZE, info.block_size.to_string())
-    .const_label(LABEL_NUM_GPU_BLOCKS, info.num_kv_blocks.to_string())
-    .const_label(LABEL_CACHE_DTYPE, info.kv_cache_dtype.as_str())
-    .const_label(
-        LABEL_ENABLE_PREFIX_CACHING,
-        python_bool(info.enable_prefix_caching),
-    );
+    let vllm = SeriesBuilder {
+        namespace: MetricsNamespace::Vllm,
+        model_name,
+    };
+    let opts = vllm
+        .opts(
+            CACHE_CONFIG_INFO,
+            "Information of the LLMEngine CacheConfig",
+        )
+        .const_label(LABEL_BLOCK_SIZE, info.block_size.to_string())
+        .const_label(LABEL_NUM_GPU_BLOCKS, info.num_kv_blocks.to_string())
+        .const_label(LABEL_CACHE_DTYPE, info.kv_cache_dtype.as_str())
+        .const_label(
+            LABEL_ENABLE_PREFIX_CACHING,
+            python_bool(info.enable_prefix_caching),
+        );
     Ok(Gauge::with_opts(opts)?)
 }
