@@ -15,6 +15,7 @@ use crate::config::{EngineConfig, ItlTarget};
 use crate::error::{EngineError, Result};
 use crate::events::{FinishReason, TokenEvent};
 use crate::handle::{EngineCommand, EngineInfo, EngineStats};
+use crate::kv::events::{KvEventBatch, KvEventDelivery, KvEventSender};
 use crate::kv::KvCacheManager;
 use crate::request::RequestId;
 use crate::runner::{StepExecutor, StepOutput};
@@ -42,6 +43,8 @@ pub(crate) struct EngineCore {
     totals: EngineStats,
     seeds: ChaCha8Rng,
     stop_requested: bool,
+    /// Where the prefix cache's changes go, once someone subscribed.
+    kv_events: Option<KvEventSender>,
 }
 
 impl EngineCore {
@@ -92,6 +95,7 @@ impl EngineCore {
             totals,
             seeds: ChaCha8Rng::seed_from_u64(config.seed),
             stop_requested: false,
+            kv_events: None,
         };
         (core, request_limits, stats, commands_tx)
     }
@@ -141,8 +145,13 @@ impl EngineCore {
             EngineCommand::ResetPrefixCache(reply) => {
                 let num_dropped = self.scheduler.reset_prefix_cache();
                 tracing::info!(num_dropped, "prefix cache reset");
+                self.publish_kv_events();
                 self.publish_stats();
                 let _ = reply.send(num_dropped);
+            }
+            EngineCommand::SubscribeKvEvents(sender) => {
+                self.scheduler.kv_mut().enable_events();
+                self.kv_events = Some(sender);
             }
             EngineCommand::Shutdown => return false,
         }
@@ -250,6 +259,7 @@ impl EngineCore {
             }
         }
         debug_assert_eq!(self.scheduler.check_invariants(), Ok(()));
+        self.publish_kv_events();
         self.publish_stats();
         if let Some(deadline) = self.executor.idle_until() {
             self.wait_for_command(deadline);
@@ -361,6 +371,32 @@ impl EngineCore {
         }
         self.streams.clear();
         self.publish_stats();
+    }
+
+    /// Hands this step's prefix-cache changes to the subscriber's queue, never waiting for it.
+    fn publish_kv_events(&mut self) {
+        let Some(sender) = &self.kv_events else {
+            return;
+        };
+        let events = self.scheduler.kv_mut().take_events();
+        if events.is_empty() {
+            return;
+        }
+        let batch = KvEventBatch {
+            at: std::time::SystemTime::now(),
+            events,
+        };
+        self.totals.num_kv_event_batches_total += 1;
+        match sender.offer(batch) {
+            KvEventDelivery::Queued => {}
+            KvEventDelivery::Dropped => self.totals.num_kv_event_batches_dropped_total += 1,
+            KvEventDelivery::Closed => {
+                // Still counted as lost: the subscriber's events stop here.
+                self.totals.num_kv_event_batches_dropped_total += 1;
+                self.kv_events = None;
+                self.scheduler.kv_mut().disable_events();
+            }
+        }
     }
 
     fn publish_stats(&mut self) {

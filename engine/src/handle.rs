@@ -6,12 +6,13 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 
 use tokio::sync::mpsc::{
-    unbounded_channel, UnboundedReceiver, UnboundedSender, WeakUnboundedSender,
+    unbounded_channel, Receiver, UnboundedReceiver, UnboundedSender, WeakUnboundedSender,
 };
 
 use crate::device::DeviceSpec;
 use crate::error::EngineError;
 use crate::events::TokenEvent;
+use crate::kv::events::{kv_event_queue, KvEventBatch, KvEventSender};
 use crate::kv_cache_dtype::KvCacheDType;
 use crate::lora::adapter::LoraAdapter;
 use crate::lora::load::{load_lora_adapter, LoraLoadOptions};
@@ -32,6 +33,8 @@ pub(crate) enum EngineCommand {
     AbortOwned(RequestId, UnboundedSender<TokenEvent>),
     /// Drop every cached prefix; the reply is the number of blocks that left the cache.
     ResetPrefixCache(tokio::sync::oneshot::Sender<usize>),
+    /// Record the prefix cache's changes from now on and queue them here, one batch per step.
+    SubscribeKvEvents(KvEventSender),
     Shutdown,
 }
 
@@ -51,6 +54,10 @@ pub struct EngineStats {
     pub prefix_cache_hits_tokens_total: u64,
     /// Cached blocks dropped to make room.
     pub num_prefix_cache_evictions_total: u64,
+    /// KV-cache event batches queued for the publisher (`EngineHandle::kv_events`).
+    pub num_kv_event_batches_total: u64,
+    /// Of the batches made, those lost because the publisher's queue was full.
+    pub num_kv_event_batches_dropped_total: u64,
     pub num_prompt_tokens_total: u64,
     pub num_generation_tokens_total: u64,
     /// Tokens run through the model (prefill chunks, decodes, recomputation after preemption).
@@ -222,6 +229,21 @@ impl EngineHandle {
             .send(EngineCommand::ResetPrefixCache(reply))
             .map_err(|_| EngineError::ShutDown)?;
         answer.await.map_err(|_| EngineError::ShutDown)
+    }
+
+    /// From now on, the prefix cache's changes (stored, evicted, cleared blocks), one batch per
+    /// step, on a queue of at most `max_queued_batches`. The engine never waits for it: when it
+    /// is full a batch is dropped and counted (`num_kv_event_batches_dropped_total`). Subscribe
+    /// once, before serving: a second subscriber replaces the first.
+    pub fn kv_events(
+        &self,
+        max_queued_batches: usize,
+    ) -> Result<Receiver<KvEventBatch>, EngineError> {
+        let (sender, receiver) = kv_event_queue(max_queued_batches);
+        self.commands
+            .send(EngineCommand::SubscribeKvEvents(sender))
+            .map_err(|_| EngineError::ShutDown)?;
+        Ok(receiver)
     }
 
     /// `reset_prefix_cache` for callers outside an async runtime.

@@ -59,6 +59,8 @@ pub use events::{
     FinishReason, GeneratedToken, PromptTokenLogprob, RequestTimings, TokenEvent, Usage,
 };
 pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};
+pub use kv::events::{KvCacheEvent, KvEventBatch, StoredBlocks, StoredLora};
+pub use kv::hash::BlockHash;
 pub use lora::{LoraAdapter, LoraId};
 pub use mock::{start_mock_engine, MockConfig, MockOutputLen, MockStall};
 pub use request::{

@@ -80,6 +80,10 @@ impl Scheduler {
         &self.kv
     }
 
+    pub fn kv_mut(&mut self) -> &mut KvCacheManager {
+        &mut self.kv
+    }
+
     pub fn limits(&self) -> SchedulerLimits {
         self.limits
     }

@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use super::events::KvEventLog;
 use super::free_list::FreeList;
 use super::hash::BlockHash;
 
@@ -31,6 +32,8 @@ pub struct BlockPool {
     cached_as: Vec<Option<(BlockHash, Vec<u32>)>>,
     cached: HashMap<BlockHash, BlockId>,
     num_evictions: u64,
+    /// Evictions and resets, for KV-cache events (stores are logged by the manager).
+    pub(crate) log: KvEventLog,
 }
 
 impl BlockPool {
@@ -41,6 +44,7 @@ impl BlockPool {
             cached_as: vec![None; num_blocks],
             cached: HashMap::new(),
             num_evictions: 0,
+            log: KvEventLog::default(),
         }
     }
 
@@ -94,6 +98,7 @@ impl BlockPool {
         if let Some((hash, _)) = self.cached_as[block.index()].take() {
             if self.cached.get(&hash) == Some(&block) {
                 self.cached.remove(&hash);
+                self.log.removed(hash);
             }
             self.num_evictions += 1;
         }
@@ -134,14 +139,15 @@ impl BlockPool {
         (tokens.as_slice() == token_ids).then_some(block)
     }
 
-    /// Records that `block` (full, computed) holds `token_ids` under `hash`. A hash already
-    /// present (a duplicate or a collision) leaves the block uncached.
-    pub fn register(&mut self, block: BlockId, hash: BlockHash, token_ids: &[u32]) {
+    /// Records that `block` (full, computed) holds `token_ids` under `hash`; returns whether it
+    /// did. A hash already present (a duplicate or a collision) leaves the block uncached.
+    pub fn register(&mut self, block: BlockId, hash: BlockHash, token_ids: &[u32]) -> bool {
         if self.cached_as[block.index()].is_some() || self.cached.contains_key(&hash) {
-            return;
+            return false;
         }
         self.cached.insert(hash, block);
         self.cached_as[block.index()] = Some((hash, token_ids.to_vec()));
+        true
     }
 
     /// Forgets every cached prefix; returns how many blocks were dropped from the cache.
@@ -149,6 +155,7 @@ impl BlockPool {
         let num_dropped = self.cached.len();
         self.cached.clear();
         self.cached_as.iter_mut().for_each(|entry| *entry = None);
+        self.log.cleared();
         num_dropped
     }
 
@@ -241,8 +248,11 @@ mod tests {
     fn a_hash_collision_is_never_a_hit() {
         let mut pool = BlockPool::new(2);
         let blocks = pool.allocate(2).expect("blocks");
-        pool.register(blocks[0], BlockHash(7), &[1, 2]);
-        pool.register(blocks[1], BlockHash(7), &[3, 4]);
+        assert!(pool.register(blocks[0], BlockHash(7), &[1, 2]));
+        assert!(
+            !pool.register(blocks[1], BlockHash(7), &[3, 4]),
+            "a colliding hash leaves the block uncached"
+        );
         assert_eq!(pool.lookup(BlockHash(7), &[1, 2]), Some(blocks[0]));
         assert_eq!(pool.lookup(BlockHash(7), &[3, 4]), None);
         assert_eq!(pool.num_cached_blocks(), 1);

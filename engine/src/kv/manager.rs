@@ -4,6 +4,7 @@
 
 use super::block_count::num_blocks_for;
 use super::block_pool::{BlockId, BlockPool};
+use super::events::{KvCacheEvent, StoredBlocks, StoredLora};
 use super::hash::{extend_block_hashes, hash_block, BlockHasher};
 use crate::sequence::Sequence;
 
@@ -125,7 +126,8 @@ impl KvCacheManager {
         Some(())
     }
 
-    /// Registers the sequence's newly completed blocks in the prefix cache.
+    /// Registers the sequence's newly completed blocks in the prefix cache (and logs them, one
+    /// event per run of blocks actually registered).
     pub fn cache_full_blocks(&mut self, seq: &mut Sequence) {
         if !self.enable_prefix_caching {
             return;
@@ -142,12 +144,54 @@ impl KvCacheManager {
             &seq.cache_scope,
             self.hasher,
         );
+        let mut run: Option<StoredBlocks> = None;
         for index in seq.num_registered_blocks..num_full {
             let tokens = &seq.token_ids[index * self.block_size..(index + 1) * self.block_size];
-            self.pool
-                .register(seq.block_table[index], seq.block_hashes[index], tokens);
+            let hash = seq.block_hashes[index];
+            if self.pool.register(seq.block_table[index], hash, tokens) {
+                if self.pool.log.is_enabled() {
+                    let stored = run.get_or_insert_with(|| self.stored_run(seq, index));
+                    stored.block_hashes.push(hash);
+                    stored.token_ids.extend_from_slice(tokens);
+                }
+            } else if let Some(stored) = run.take() {
+                self.pool.log.stored(stored);
+            }
+        }
+        if let Some(stored) = run {
+            self.pool.log.stored(stored);
         }
         seq.num_registered_blocks = num_full;
+    }
+
+    /// An empty store event for the sequence's blocks from `first_index` on.
+    fn stored_run(&self, seq: &Sequence, first_index: usize) -> StoredBlocks {
+        StoredBlocks {
+            block_hashes: Vec::new(),
+            parent_block_hash: first_index.checked_sub(1).map(|i| seq.block_hashes[i]),
+            token_ids: Vec::new(),
+            block_size: self.block_size,
+            lora: seq.lora.as_deref().map(|adapter| StoredLora {
+                id: adapter.id(),
+                name: adapter.name().to_string(),
+            }),
+            cache_salt: seq.cache_scope.salt.clone(),
+        }
+    }
+
+    /// Starts recording KV-cache events (`take_events` drains them).
+    pub fn enable_events(&mut self) {
+        self.pool.log.enable();
+    }
+
+    /// Stops recording KV-cache events.
+    pub fn disable_events(&mut self) {
+        self.pool.log.disable();
+    }
+
+    /// What the prefix cache stored, evicted or cleared since the last call, in order.
+    pub fn take_events(&mut self) -> Vec<KvCacheEvent> {
+        self.pool.log.take()
     }
 
     /// Releases every block of a sequence and empties its table (cached blocks stay cached).

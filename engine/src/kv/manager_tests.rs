@@ -7,7 +7,7 @@ use crate::sequence::Sequence;
 
 const BLOCK_SIZE: usize = 4;
 
-fn sequence(id: u64, prompt: Vec<u32>, salt: Option<&str>) -> Sequence {
+pub(super) fn sequence(id: u64, prompt: Vec<u32>, salt: Option<&str>) -> Sequence {
     let mut request = EngineRequest::new(
         RequestId(id),
         prompt,
@@ -19,7 +19,7 @@ fn sequence(id: u64, prompt: Vec<u32>, salt: Option<&str>) -> Sequence {
 }
 
 /// Admits a sequence the way the scheduler does, then marks its whole prompt computed.
-fn admit_and_compute(manager: &mut KvCacheManager, seq: &mut Sequence) -> usize {
+pub(super) fn admit_and_compute(manager: &mut KvCacheManager, seq: &mut Sequence) -> usize {
     let computed = manager.get_computed_blocks(seq);
     let num_new = seq.num_tokens() - computed.num_tokens;
     manager

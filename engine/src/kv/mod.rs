@@ -5,9 +5,12 @@ pub mod block_pool;
 #[cfg(any(feature = "cuda", test))]
 pub mod budget;
 pub mod cache_size;
+pub mod events;
 pub mod free_list;
 pub mod hash;
 pub mod manager;
+#[cfg(test)]
+mod event_tests;
 #[cfg(test)]
 mod manager_tests;
 
