@@ -22,7 +22,7 @@ fn every_kustomization_names_existing_files() {
         "configMapGenerator",
     ]
     .into();
-    for dir in [".", "base", "gpu", "bench"] {
+    for dir in [".", "base", "gpu", "bench", "inference-pool"] {
         let file = format!("{dir}/kustomization.yaml");
         let kustomization = load_one(&file);
         assert_eq!(

@@ -19,13 +19,23 @@ const NOT_MANIFESTS: &[&str] = &[
     "bench/kustomization.yaml",
     "monitoring/kustomization.yaml",
     "gpu/deployment-patch.yaml",
+    "inference-pool/kustomization.yaml",
+    "inference-pool/kv-events-patch.yaml",
+    "inference-pool/epp-plugins.yaml",
     "prometheus-adapter/values.yaml",
 ];
 
 /// Kinds of custom resources, which kubernetes-validate has no schema for (it warns and passes
 /// them): `servicemonitor_has_the_operators_fields` checks the ServiceMonitor,
-/// `deploy_kubernetes_monitoring.rs` the PrometheusRule.
-const CUSTOM_KINDS: &[&str] = &["ServiceMonitor", "PrometheusRule"];
+/// `deploy_kubernetes_monitoring.rs` the PrometheusRule, `inference_pool` the InferencePool, the
+/// Gateway and the HTTPRoute.
+const CUSTOM_KINDS: &[&str] = &[
+    "ServiceMonitor",
+    "PrometheusRule",
+    "InferencePool",
+    "Gateway",
+    "HTTPRoute",
+];
 
 /// Every `.yaml` file under `deploy/kubernetes/`, relative to it, sorted.
 fn yaml_files() -> Vec<String> {
@@ -129,7 +139,7 @@ fn kubernetes_validate_rejects_an_unknown_field() {
 }
 
 /// Renders a variant into a file and validates every object kustomize produced.
-fn render_and_validate(dir: &str) -> Vec<Value> {
+pub fn render_and_validate(dir: &str) -> Vec<Value> {
     let objects = render(dir);
     let out = tempfile::tempdir().expect("temp dir");
     let path = out.path().join(format!("{}.yaml", dir.replace('/', "-")));
