@@ -18,6 +18,7 @@ use crate::args::ServerArgs;
 use crate::chat_prompt::ChatPolicy;
 use crate::chat_template_arg::{chat_template_source, check_chat_template, with_chat_template};
 use crate::http_limits::{fit_connections_to_fd_limit, HttpLimits};
+use crate::kv_events::wire::Medium;
 use crate::listener::{serve_http, ServeOptions};
 use crate::metrics::{HistogramBuckets, Metrics, MetricsConfig};
 use crate::mock_engine::start_mock;
@@ -287,6 +288,7 @@ pub async fn serve(args: &ServerArgs, state: AppState) -> anyhow::Result<()> {
     let local: SocketAddr = listener.local_addr()?;
     let mut limits = state.http_limits;
     limits.max_connections = fit_connections_to_fd_limit(limits.max_connections);
+    start_kv_events(args, &state).await?;
     let state: SharedState = Arc::new(state);
     if args.engine_stall_timeout > 0.0 {
         let timeout = Duration::from_secs_f64(args.engine_stall_timeout);
@@ -322,6 +324,23 @@ pub async fn serve(args: &ServerArgs, state: AppState) -> anyhow::Result<()> {
     let engine = state.engine.clone();
     tokio::task::spawn_blocking(move || engine.shutdown()).await?;
     tracing::info!("pagoda-server stopped");
+    Ok(())
+}
+
+/// Publishes KV-cache events when `--kv-events-config` asks for them, before any request.
+async fn start_kv_events(args: &ServerArgs, state: &AppState) -> anyhow::Result<()> {
+    let Some(config) = args.kv_events_config.as_ref().filter(|c| c.publishes()) else {
+        return Ok(());
+    };
+    let info = state.engine.info();
+    if !info.enable_prefix_caching {
+        tracing::warn!("KV-cache events are on but prefix caching is off: no block will be stored");
+    }
+    let medium = match info.device {
+        DeviceSpec::Cuda(_) => Medium::Gpu,
+        DeviceSpec::Cpu => Medium::Cpu,
+    };
+    crate::kv_events::publisher::start(config, &state.engine, medium).await?;
     Ok(())
 }
 

@@ -11,6 +11,7 @@ use pagoda_engine::args::values::parse_bytes;
 use pagoda_engine::EngineArgs;
 
 use crate::cli_values::parse_seconds_list;
+use crate::kv_events::KvEventsConfig;
 use crate::lora::LoraModuleSpec;
 use crate::metrics::MetricsNamespace;
 
@@ -140,6 +141,13 @@ pub struct ServerArgs {
         default_value = "pagoda"
     )]
     pub metrics_namespace: MetricsNamespace,
+
+    /// KV-cache events for prefix-aware routers (llm-d's precise prefix scorer, Dynamo's KV
+    /// router), vLLM's JSON: e.g. `{"enable_kv_cache_events": true, "endpoint": "tcp://*:5557",
+    /// "replay_endpoint": "tcp://*:5558", "topic": "kv@pod-a@model"}`; see docs/server.md.
+    /// [default: off]
+    #[arg(long, env = "PAGODA_KV_EVENTS_CONFIG", value_name = "JSON", value_parser = parse_kv_events_config)]
+    pub kv_events_config: Option<KvEventsConfig>,
 
     /// Time-to-first-token histogram buckets, comma-separated seconds. [default: vLLM's]
     #[arg(long, env = "PAGODA_TTFT_BUCKETS", value_name = "SECONDS,...", value_parser = parse_seconds_list)]
@@ -323,3 +331,7 @@ fn vllm_flag_is_on(value: &str) -> bool {
 #[cfg(test)]
 #[path = "args_tests.rs"]
 mod tests;
+
+fn parse_kv_events_config(text: &str) -> Result<KvEventsConfig, String> {
+    KvEventsConfig::parse(text).map_err(|e| format!("{e:#}"))
+}

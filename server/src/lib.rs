@@ -14,6 +14,7 @@ pub mod engine_health;
 pub mod generate;
 pub mod generation_defaults;
 pub mod http_limits;
+pub mod kv_events;
 pub mod listener;
 pub mod logging;
 pub mod lora;

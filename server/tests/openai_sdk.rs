@@ -16,81 +16,23 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
+use common::python::{python, repo_root};
 use common::server::ServerProcess;
 
 const SERVED_NAME: &str = "smollm2";
 const API_KEY: &str = "sdk-test-key";
 
-fn python() -> String {
-    std::env::var("PAGODA_PYTHON").unwrap_or_else(|_| String::from("python3"))
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Fails (never skips) when the SDK is missing: CI installs it, so a missing SDK is a broken
-/// set-up, not a reason to pass.
-fn require_sdk(python: &str) {
-    let output = Command::new(python)
-        .args(["-c", "import openai; print(openai.__version__)"])
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run `{python}` ({e}): install python3 or set PAGODA_PYTHON")
-        });
-    assert!(
-        output.status.success(),
-        "the openai Python SDK is missing for `{python}`: run `{python} -m pip install openai` \
-         (or point PAGODA_PYTHON at an interpreter that has it)\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    eprintln!(
-        "openai SDK {} ({python})",
-        String::from_utf8_lossy(&output.stdout).trim()
-    );
-}
-
-/// Runs one unittest file of `tests/python` with `env` set; fails unless it reports OK.
+/// Runs one unittest file of `tests/python` with the SDK tests' key and name, plus `env`.
 fn run_python_tests(script: &str, env: &[(&str, String)]) {
-    let python = python();
-    require_sdk(&python);
-    let path = repo_root().join("tests/python").join(script);
-    let mut command = Command::new(&python);
-    command
-        .arg(&path)
-        .arg("-v")
-        .current_dir(repo_root())
-        .env("PAGODA_API_KEY", API_KEY)
-        .env("PAGODA_MODEL_NAME", SERVED_NAME)
-        // Nothing between the SDK and the loopback server.
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env("no_proxy", "127.0.0.1,localhost")
-        .env("PYTHONUNBUFFERED", "1");
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run `{python} {}`: {e}", path.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    println!("{stdout}");
-    // unittest reports on stderr.
-    eprintln!("{stderr}");
-    assert!(
-        output.status.success(),
-        "tests/python/{script} failed ({}):\n{stderr}",
-        output.status
-    );
-    assert!(
-        stderr.contains("\nOK"),
-        "unittest did not report OK:\n{stderr}"
-    );
+    common::python::require_modules(&common::python::python(), &["openai"]);
+    let mut all = vec![
+        ("PAGODA_API_KEY", API_KEY.to_string()),
+        ("PAGODA_MODEL_NAME", SERVED_NAME.to_string()),
+    ];
+    all.extend(env.iter().cloned());
+    common::python::run_unittest(script, &all);
 }
 
 /// `pagoda-server` on the default model with the SDK tests' name and key, plus `extra` flags.

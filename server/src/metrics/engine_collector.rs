@@ -103,7 +103,7 @@ const PAGODA_GAUGES: [GaugeSpec; 5] = [
     ),
 ];
 
-const PAGODA_COUNTERS: [CounterSpec; 3] = [
+const PAGODA_COUNTERS: [CounterSpec; 5] = [
     (
         PREFIX_CACHE_EVICTIONS,
         "Cached prefix blocks dropped to make room.",
@@ -117,6 +117,16 @@ const PAGODA_COUNTERS: [CounterSpec; 3] = [
     (ENGINE_STEPS, "Engine steps (model forward passes).", |s| {
         s.num_steps_total
     }),
+    (
+        KV_EVENT_BATCHES,
+        "KV-cache event batches made for the publisher (--kv-events-config), one per step with changes.",
+        |s| s.num_kv_event_batches_total,
+    ),
+    (
+        KV_EVENT_BATCHES_DROPPED,
+        "Of those, batches lost because the publisher's queue (max_queue_size) was full.",
+        |s| s.num_kv_event_batches_dropped_total,
+    ),
 ];
 
 /// vLLM's deprecated names of KV usage and prefix-cache counters (vLLM V0 and early V1), which

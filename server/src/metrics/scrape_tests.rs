@@ -43,6 +43,11 @@ fn engine_series_mirror_engine_stats() {
         ),
         ("computed_tokens_total", stats.num_computed_tokens_total),
         ("engine_steps_total", stats.num_steps_total),
+        ("kv_event_batches_total", stats.num_kv_event_batches_total),
+        (
+            "kv_event_batches_dropped_total",
+            stats.num_kv_event_batches_dropped_total,
+        ),
         ("num_kv_blocks", stats.num_kv_blocks_total as u64),
         ("num_kv_blocks_used", stats.num_kv_blocks_used as u64),
         ("num_cached_kv_blocks", stats.num_cached_kv_blocks as u64),
@@ -127,10 +132,12 @@ const HTTP_SERIES: [&str; 7] = [
     "pagoda_grammar_mask_seconds",
 ];
 
-const PAGODA_EXTRAS: [&str; 8] = [
+const PAGODA_EXTRAS: [&str; 10] = [
     "pagoda:computed_tokens_total",
     "pagoda:engine_steps_total",
     "pagoda:itl_target_seconds",
+    "pagoda:kv_event_batches_dropped_total",
+    "pagoda:kv_event_batches_total",
     "pagoda:num_cached_kv_blocks",
     "pagoda:num_kv_blocks",
     "pagoda:num_kv_blocks_used",

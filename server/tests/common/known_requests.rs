@@ -17,7 +17,7 @@ const SETTLE: Duration = Duration::from_secs(5);
 /// (prompt, max_tokens) of the known requests.
 pub const KNOWN: [(&str, u64); 3] = [("alpha", 4), ("beta gamma", 7), ("the third prompt", 9)];
 /// Series only `--metrics-namespace pagoda` exports (docs/metrics.md, "Pagoda-only series").
-pub const PAGODA_ONLY: [&str; 8] = [
+pub const PAGODA_ONLY: [&str; 10] = [
     "num_kv_blocks",
     "num_kv_blocks_used",
     "num_cached_kv_blocks",
@@ -26,6 +26,8 @@ pub const PAGODA_ONLY: [&str; 8] = [
     "engine_steps_total",
     "itl_target_seconds",
     "prefill_token_cost_seconds",
+    "kv_event_batches_total",
+    "kv_event_batches_dropped_total",
 ];
 
 /// The router contract's `vllm:` series that vLLM's own set lacks (docs/metrics.md § Router

@@ -8,6 +8,7 @@ pub mod bad_inputs;
 pub mod default_model_api;
 pub mod known_requests;
 pub mod prom;
+pub mod python;
 pub mod reference;
 pub mod server;
 
