@@ -16,6 +16,9 @@ use crate::openai::stop_reason::StopReason;
 use crate::openai::tool_output::{
     finish_reason, message_parts, ChatDelta, ToolCallStream, ToolOutput,
 };
+use crate::openai::wire::logprobs::ChatLogprobs;
+use crate::openai::wire::usage::{CompletionTokensDetails, Usage};
+use crate::openai::wire::Nullable;
 
 /// Chat completions; with a reasoning parser, each choice's thinking is split into
 /// `reasoning_content`, and with tools, the rest is read into `tool_calls`.
@@ -168,24 +171,19 @@ impl ChatFormat {
 }
 
 fn chat_logprobs(logprobs: &[TokenLogprob]) -> Value {
-    let entry = |token: &str, logprob: f32| json!({"token": token, "logprob": logprob, "bytes": token.as_bytes()});
-    let content: Vec<Value> = logprobs
-        .iter()
-        .map(|lp| {
-            let mut item = entry(&lp.token, lp.logprob.unwrap_or(f32::NEG_INFINITY));
-            item["top_logprobs"] = lp.top.iter().map(|(t, l)| entry(t, *l)).collect();
-            item
-        })
-        .collect();
-    json!({ "content": content })
+    serde_json::to_value(ChatLogprobs::of(logprobs)).expect("logprobs serialize")
+}
+
+fn usage_value(usage: Usage) -> Value {
+    serde_json::to_value(usage).expect("usage serializes")
 }
 
 impl ResponseFormat for ChatFormat {
-    fn chunk(&self, choices: Vec<Value>, usage: Option<Value>) -> Value {
+    fn chunk(&self, choices: Vec<Value>, usage: Nullable<Usage>) -> Value {
         let mut map = envelope(&self.meta, "chat.completion.chunk", choices);
-        if let Some(mut usage) = usage {
-            self.add_usage_details(&mut usage);
-            map.insert("usage".into(), usage);
+        if let Some(usage) = usage {
+            let usage = usage.map(|u| usage_value(self.with_details(u)));
+            map.insert("usage".into(), usage.unwrap_or(Value::Null));
         }
         Value::Object(map)
     }
@@ -200,17 +198,15 @@ impl ResponseFormat for ChatFormat {
         }
     }
 
-    fn add_usage_details(&self, usage: &mut Value) {
-        if self.reasoning.is_none() || !usage.is_object() {
-            return;
-        }
+    fn completion_tokens_details(&self) -> Option<CompletionTokensDetails> {
+        self.reasoning?;
         let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
-        let num_reasoning_tokens: usize = streams
+        let reasoning_tokens = streams
             .values()
             .filter_map(|reader| reader.reasoning.as_ref())
             .map(ReasoningStream::num_reasoning_tokens)
             .sum();
-        usage["completion_tokens_details"] = json!({"reasoning_tokens": num_reasoning_tokens});
+        Some(CompletionTokensDetails { reasoning_tokens })
     }
 
     fn opening_choice(&self, index: usize) -> Option<Value> {
@@ -279,8 +275,8 @@ impl ResponseFormat for ChatFormat {
             "logprobs": null, "finish_reason": reason}))
     }
 
-    fn response(&self, mut choices: Vec<FinishedChoice>, mut usage: Value) -> Value {
-        self.add_usage_details(&mut usage);
+    fn response(&self, mut choices: Vec<FinishedChoice>, usage: Usage) -> Value {
+        let usage = usage_value(self.with_details(usage));
         let prompt_logprobs = choices.first_mut().and_then(|c| c.prompt_logprobs.take());
         let prompt_token_ids = choices.first_mut().and_then(|c| c.prompt_token_ids.take());
         let choices = choices

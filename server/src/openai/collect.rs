@@ -80,7 +80,7 @@ pub async fn collect_json<F: ResponseFormat>(
     }
     metrics.record_max_num_generation_tokens(totals.max_choice_completion_tokens());
     choices.sort_by_key(|c| c.index);
-    Ok(format.response(choices, totals.to_json()))
+    Ok(format.response(choices, totals.usage()))
 }
 
 fn choice_at(choices: &mut Vec<FinishedChoice>, index: usize) -> &mut FinishedChoice {

@@ -1,53 +1,46 @@
-//! The JSON shapes of text completions (`/v1/completions`), full and streamed, as OpenAI writes
-//! them.
+//! Text completions (`/v1/completions`), full and streamed: the choices of the typed
+//! `Completion` (wire/completion.rs) as OpenAI writes them.
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use crate::openai::format::{envelope, DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
+use crate::openai::format::{DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
 use crate::openai::logprob::TokenLogprob;
-use crate::openai::stop_reason::StopReason;
+use crate::openai::wire::completion::{Completion, CompletionChoice};
+use crate::openai::wire::logprobs::CompletionLogprobs;
+use crate::openai::wire::usage::Usage;
+use crate::openai::wire::Nullable;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompletionFormat(pub ResponseMeta);
 
-/// `/v1/completions` log-probabilities; offsets count characters from the start of the choice's
-/// text, the same whether streamed or not; `top_logprobs` holds the chosen token besides the
-/// most likely ones.
-fn completion_logprobs(logprobs: &[TokenLogprob]) -> Value {
-    let mut tokens = Vec::new();
-    let mut token_logprobs = Vec::new();
-    let mut top = Vec::new();
-    let mut offsets = Vec::new();
-    for lp in logprobs {
-        tokens.push(Value::from(lp.token.clone()));
-        // An echoed prompt's first token has neither (`null`, as OpenAI writes it).
-        token_logprobs.push(lp.logprob.map_or(Value::Null, Value::from));
-        // The chosen token and the most likely ones (up to N + 1 entries, OpenAI's rule for
-        // completions, as vLLM writes it).
-        let chosen = lp.logprob.map(|l| (lp.token.clone(), Value::from(l)));
-        let mut alternatives: Map<String, Value> = chosen.into_iter().collect();
-        for (token, logprob) in &lp.top {
-            alternatives
-                .entry(token.clone())
-                .or_insert_with(|| Value::from(*logprob));
-        }
-        top.push(match lp.logprob {
-            Some(_) => Value::Object(alternatives),
-            None => Value::Null,
-        });
-        offsets.push(Value::from(lp.text_offset));
+impl CompletionFormat {
+    fn completion<C: serde::Serialize>(&self, choices: Vec<C>, usage: Nullable<Usage>) -> Value {
+        let meta = &self.0;
+        let completion = Completion {
+            id: meta.id.clone(),
+            object: "text_completion",
+            created: meta.created_unix_s,
+            model: meta.model.clone(),
+            choices,
+            usage,
+        };
+        serde_json::to_value(completion).expect("a completion serializes")
     }
-    json!({"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top,
-        "text_offset": offsets})
+
+    fn logprobs(&self, logprobs: &[TokenLogprob]) -> Option<CompletionLogprobs> {
+        self.0
+            .want_logprobs
+            .then(|| CompletionLogprobs::of(logprobs))
+    }
+
+    fn token_ids(&self, token_ids: &[u32]) -> Option<Vec<u32>> {
+        self.0.return_token_ids.then(|| token_ids.to_vec())
+    }
 }
 
 impl ResponseFormat for CompletionFormat {
-    fn chunk(&self, choices: Vec<Value>, usage: Option<Value>) -> Value {
-        let mut map = envelope(&self.0, "text_completion", choices);
-        if let Some(usage) = usage {
-            map.insert("usage".into(), usage);
-        }
-        Value::Object(map)
+    fn chunk(&self, choices: Vec<Value>, usage: Nullable<Usage>) -> Value {
+        self.completion(choices, usage)
     }
 
     fn opening_choice(&self, _index: usize) -> Option<Value> {
@@ -55,49 +48,37 @@ impl ResponseFormat for CompletionFormat {
     }
 
     fn delta_choice(&self, parts: DeltaParts<'_>) -> Option<Value> {
-        let logprobs = if self.0.want_logprobs {
-            completion_logprobs(parts.logprobs)
-        } else {
-            Value::Null
+        let choice = CompletionChoice {
+            logprobs: self.logprobs(parts.logprobs),
+            prompt_token_ids: parts.prompt_token_ids.map(<[u32]>::to_vec),
+            token_ids: self.token_ids(parts.token_ids),
+            ..CompletionChoice::new(parts.index, parts.text.to_string())
         };
-        let mut choice = json!({"index": parts.index, "text": parts.text, "logprobs": logprobs,
-            "finish_reason": null});
-        if let Some(ids) = parts.prompt_token_ids {
-            choice["prompt_token_ids"] = Value::from(ids.to_vec());
-        }
-        self.0.put_token_ids(&mut choice, parts.token_ids);
-        Some(choice)
+        Some(serde_json::to_value(choice).expect("a choice serializes"))
     }
 
     fn final_choice(&self, index: usize, finish_reason: &str) -> Value {
-        json!({"index": index, "text": "", "logprobs": null, "finish_reason": finish_reason})
+        let choice = CompletionChoice {
+            finish_reason: Some(finish_reason.to_string()),
+            ..CompletionChoice::new(index, String::new())
+        };
+        serde_json::to_value(choice).expect("a choice serializes")
     }
 
-    fn response(&self, choices: Vec<FinishedChoice>, usage: Value) -> Value {
+    fn response(&self, choices: Vec<FinishedChoice>, usage: Usage) -> Value {
         let choices = choices
             .into_iter()
-            .map(|c| {
-                let logprobs = if self.0.want_logprobs {
-                    completion_logprobs(&c.logprobs)
-                } else {
-                    Value::Null
-                };
-                let mut choice = json!({"index": c.index, "text": c.text, "logprobs": logprobs,
-                    "finish_reason": c.finish_reason,
-                    "stop_reason": StopReason::to_json(c.stop_reason.as_ref())});
-                if let Some(prompt_logprobs) = c.prompt_logprobs {
-                    choice["prompt_logprobs"] = prompt_logprobs;
-                }
-                if let Some(ids) = c.prompt_token_ids {
-                    // vLLM's place in completions: the choice's (each prompt has its own).
-                    choice["prompt_token_ids"] = Value::from(ids.to_vec());
-                }
-                self.0.put_token_ids(&mut choice, &c.token_ids);
-                choice
+            .map(|c| CompletionChoice {
+                logprobs: self.logprobs(&c.logprobs),
+                finish_reason: Some(c.finish_reason),
+                stop_reason: Some(c.stop_reason),
+                prompt_logprobs: c.prompt_logprobs,
+                // vLLM's place in completions: the choice's (each prompt has its own).
+                prompt_token_ids: c.prompt_token_ids.map(|ids| ids.to_vec()),
+                token_ids: self.token_ids(&c.token_ids),
+                ..CompletionChoice::new(c.index, c.text)
             })
             .collect();
-        let mut map = envelope(&self.0, "text_completion", choices);
-        map.insert("usage".into(), usage);
-        Value::Object(map)
+        self.completion(choices, Some(Some(usage)))
     }
 }

@@ -5,13 +5,17 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::openai::wire::usage::{CompletionTokensDetails, Usage};
+use crate::openai::wire::Nullable;
+
 use crate::openai::logprob::TokenLogprob;
 use crate::openai::stop_reason::StopReason;
 
 /// How one endpoint writes its objects.
 pub trait ResponseFormat: Send + Sync + 'static {
-    /// A streamed chunk with the given choices (`choices` may be empty for the usage chunk).
-    fn chunk(&self, choices: Vec<Value>, usage: Option<Value>) -> Value;
+    /// A streamed chunk with the given choices (`choices` may be empty for the usage chunk);
+    /// `usage` absent, `null`, or a count.
+    fn chunk(&self, choices: Vec<Value>, usage: Nullable<Usage>) -> Value;
     /// The opening delta of a choice (chat: the role), if the endpoint has one.
     fn opening_choice(&self, index: usize) -> Option<Value>;
     /// The streamed choice a delta becomes (`None`: nothing to send yet).
@@ -25,13 +29,22 @@ pub trait ResponseFormat: Send + Sync + 'static {
         true
     }
     /// The whole non-streamed response.
-    fn response(&self, choices: Vec<FinishedChoice>, usage: Value) -> Value;
+    fn response(&self, choices: Vec<FinishedChoice>, usage: Usage) -> Value;
     /// Reads a delta that will not be streamed (a whole response's), for what the format
     /// counts of it (chat: reasoning tokens).
     fn observe(&self, _delta: DeltaParts<'_>) {}
-    /// Adds what the format counted to a usage object (chat with a reasoning parser:
-    /// `completion_tokens_details.reasoning_tokens`).
-    fn add_usage_details(&self, _usage: &mut Value) {}
+    /// What the format counted of the completion (chat with a reasoning parser:
+    /// `reasoning_tokens`).
+    fn completion_tokens_details(&self) -> Option<CompletionTokensDetails> {
+        None
+    }
+    /// `usage` with the format's completion details.
+    fn with_details(&self, usage: Usage) -> Usage {
+        Usage {
+            completion_tokens_details: self.completion_tokens_details(),
+            ..usage
+        }
+    }
 }
 
 /// What one streamed delta of a choice writes.

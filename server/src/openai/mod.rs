@@ -36,6 +36,7 @@ pub mod tool_output;
 pub mod tools;
 pub mod unsupported_fields;
 pub mod usage;
+pub mod wire;
 
 use crate::state::AppState;
 use error::ApiError;

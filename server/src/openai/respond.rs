@@ -18,6 +18,8 @@ use crate::openai::format::ResponseFormat;
 use crate::openai::params::GenerationParams;
 use crate::openai::stop_reason::StopReason;
 use crate::openai::usage::UsageTotals;
+use crate::openai::wire::usage::Usage;
+use crate::openai::wire::Nullable;
 use crate::state::AppState;
 use crate::timeline::{RequestTrace, WriteKind};
 
@@ -127,11 +129,11 @@ impl ChunkUsage {
         }
     }
 
-    fn field(self, totals: &Mutex<UsageTotals>, choice_index: usize) -> Option<Value> {
+    fn field(self, totals: &Mutex<UsageTotals>, choice_index: usize) -> Nullable<Usage> {
         match self {
             ChunkUsage::Absent => None,
-            ChunkUsage::Null => Some(Value::Null),
-            ChunkUsage::Running => totals.lock().ok().map(|t| t.running_json(choice_index)),
+            ChunkUsage::Null => Some(None),
+            ChunkUsage::Running => totals.lock().ok().map(|t| Some(t.running(choice_index))),
         }
     }
 }
@@ -196,7 +198,7 @@ pub fn stream_sse<F: ResponseFormat>(
         if let Ok(totals) = totals.lock() {
             metrics.record_max_num_generation_tokens(totals.max_choice_completion_tokens());
             if include_usage {
-                let chunk = format.chunk(Vec::new(), Some(totals.to_json()));
+                let chunk = format.chunk(Vec::new(), Some(Some(totals.usage())));
                 tail.push((data(&chunk), WriteKind::Usage));
             }
         }

@@ -1,7 +1,8 @@
 //! The `usage` object: prompt tokens counted once per prompt, completion tokens of every choice.
 
 use pagoda_engine::Usage;
-use serde_json::{json, Value};
+
+use crate::openai::wire::usage::{PromptTokensDetails, Usage as WireUsage};
 
 /// Sums the usage of a response's choices. Choice `i` belongs to prompt `i / n`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,33 +65,31 @@ impl UsageTotals {
     }
 
     /// vLLM's `continuous_usage_stats`: one choice's usage so far (its prompt, its tokens).
-    pub fn running_json(&self, choice_index: usize) -> Value {
+    pub fn running(&self, choice_index: usize) -> WireUsage {
         let prompt_tokens = self
             .prompt_lens
             .get(choice_index / self.n)
             .copied()
             .unwrap_or(0);
         let completion_tokens = self.streamed.get(choice_index).copied().unwrap_or(0);
-        json!({
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        })
+        WireUsage::new(prompt_tokens, completion_tokens)
     }
 
-    pub fn to_json(&self) -> Value {
-        let prompt_tokens = self.prompt_tokens();
-        json!({
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": prompt_tokens + self.completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": self.cached.iter().sum::<usize>()},
-        })
+    /// The whole response's usage.
+    pub fn usage(&self) -> WireUsage {
+        WireUsage {
+            prompt_tokens_details: Some(PromptTokensDetails {
+                cached_tokens: self.cached.iter().sum(),
+            }),
+            ..WireUsage::new(self.prompt_tokens(), self.completion_tokens)
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -105,7 +104,7 @@ mod tests {
         totals.add(1, &usage(5, 8));
         totals.add(2, &usage(1, 0));
         totals.add(3, &usage(2, 0));
-        let json = totals.to_json();
+        let json = serde_json::to_value(totals.usage()).expect("usage");
         assert_eq!(json["prompt_tokens"], 14);
         assert_eq!(json["completion_tokens"], 11);
         assert_eq!(json["total_tokens"], 25);
@@ -119,16 +118,16 @@ mod tests {
         totals.note_streamed(3, 1);
         totals.note_streamed(3, 1);
         assert_eq!(
-            totals.running_json(3),
+            serde_json::to_value(totals.running(3)).expect("usage"),
             json!({"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6})
         );
-        assert_eq!(totals.running_json(0)["completion_tokens"], 0);
+        assert_eq!(totals.running(0).completion_tokens, 0);
         let finished = Usage {
             prompt_tokens: 4,
             completion_tokens: 3,
             num_cached_tokens: 0,
         };
         totals.add(3, &finished);
-        assert_eq!(totals.running_json(3)["completion_tokens"], 3);
+        assert_eq!(totals.running(3).completion_tokens, 3);
     }
 }

@@ -91,8 +91,8 @@ impl Streaming {
         self.done = true;
         self.events = stream::empty().boxed();
         // The engine's count of a dropped request never comes: the tokens streamed so far.
-        let mut usage = self.totals.running_json(0);
-        self.format.add_usage_details(&mut usage);
+        let usage = self.format.with_details(self.totals.running(0));
+        let usage = serde_json::to_value(usage).expect("usage serializes");
         let (events, response) = self.translator.cancel(&usage);
         self.pending.extend(events);
         self.end(response, true);
@@ -100,9 +100,8 @@ impl Streaming {
 
     /// The chat usage so far, with the format's details (reasoning tokens).
     fn usage(&self) -> Value {
-        let mut usage = self.totals.to_json();
-        self.format.add_usage_details(&mut usage);
-        usage
+        let usage = self.format.with_details(self.totals.usage());
+        serde_json::to_value(usage).expect("usage serializes")
     }
 
     /// The response's id.
