@@ -5,16 +5,19 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use pagoda_text::reasoning::{ReasoningFormat, ReasoningStream};
 
-use crate::openai::format::{envelope, DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
+use crate::openai::format::{DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
 use crate::openai::legacy_functions::to_legacy_choice;
 use crate::openai::logprob::TokenLogprob;
-use crate::openai::stop_reason::StopReason;
 use crate::openai::tool_output::{
     finish_reason, message_parts, ChatDelta, ToolCallStream, ToolOutput,
+};
+use crate::openai::wire::chat::{
+    ChatChoice, ChatChunkChoice, ChatChunkDelta, ChatCompletion, ChatMessage,
 };
 use crate::openai::wire::logprobs::ChatLogprobs;
 use crate::openai::wire::usage::{CompletionTokensDetails, Usage};
@@ -170,22 +173,37 @@ impl ChatFormat {
     }
 }
 
-fn chat_logprobs(logprobs: &[TokenLogprob]) -> Value {
-    serde_json::to_value(ChatLogprobs::of(logprobs)).expect("logprobs serialize")
-}
+impl ChatFormat {
+    fn completion<C: Serialize>(&self, object: &'static str, choices: Vec<C>) -> ChatCompletion<C> {
+        ChatCompletion {
+            id: self.meta.id.clone(),
+            object,
+            created: self.meta.created_unix_s,
+            model: self.meta.model.clone(),
+            choices,
+            usage: None,
+            prompt_logprobs: None,
+            prompt_token_ids: None,
+        }
+    }
 
-fn usage_value(usage: Usage) -> Value {
-    serde_json::to_value(usage).expect("usage serializes")
+    fn logprobs(&self, logprobs: &[TokenLogprob]) -> Option<ChatLogprobs> {
+        self.meta.want_logprobs.then(|| ChatLogprobs::of(logprobs))
+    }
+
+    /// A streamed choice, in the shape the request asked for.
+    fn chunk_choice(&self, choice: ChatChunkChoice) -> Value {
+        self.shaped(serde_json::to_value(choice).expect("a chunk choice serializes"))
+    }
 }
 
 impl ResponseFormat for ChatFormat {
     fn chunk(&self, choices: Vec<Value>, usage: Nullable<Usage>) -> Value {
-        let mut map = envelope(&self.meta, "chat.completion.chunk", choices);
-        if let Some(usage) = usage {
-            let usage = usage.map(|u| usage_value(self.with_details(u)));
-            map.insert("usage".into(), usage.unwrap_or(Value::Null));
-        }
-        Value::Object(map)
+        let chunk = ChatCompletion {
+            usage: usage.map(|u| u.map(|u| self.with_details(u))),
+            ..self.completion("chat.completion.chunk", choices)
+        };
+        serde_json::to_value(chunk).expect("a chunk serializes")
     }
 
     fn observe(&self, delta: DeltaParts<'_>) {
@@ -210,11 +228,12 @@ impl ResponseFormat for ChatFormat {
     }
 
     fn opening_choice(&self, index: usize) -> Option<Value> {
-        let content = self.echo.as_deref().unwrap_or("");
-        Some(
-            json!({"index": index, "delta": {"role": self.role, "content": content},
-            "logprobs": null, "finish_reason": null}),
-        )
+        let delta = ChatChunkDelta {
+            role: Some(self.role.clone()),
+            content: Some(self.echo.clone().unwrap_or_default()),
+            ..ChatChunkDelta::default()
+        };
+        Some(serde_json::to_value(ChatChunkChoice::new(index, delta)).expect("serializes"))
     }
 
     fn delta_choice(&self, parts: DeltaParts<'_>) -> Option<Value> {
@@ -224,13 +243,9 @@ impl ResponseFormat for ChatFormat {
             num_tokens,
             ..
         } = parts;
-        let logprobs = if self.meta.want_logprobs {
-            chat_logprobs(parts.logprobs)
-        } else {
-            Value::Null
-        };
+        let logprobs = self.logprobs(parts.logprobs);
         let delta = match self.tools.is_none() && self.reasoning.is_none() {
-            true => json!({"content": text}),
+            true => content_delta(text.to_string()),
             false => {
                 let read = self.read_shown(index, |reader| reader.read(text, num_tokens));
                 let empty = read.reasoning.is_empty() && read.chat.is_empty();
@@ -238,18 +253,19 @@ impl ResponseFormat for ChatFormat {
                 let carries_tokens = self.meta.return_token_ids && !parts.token_ids.is_empty();
                 match (empty, self.tools.is_some()) {
                     // With tools, text the parser holds gives no delta otherwise.
-                    (true, true) if logprobs.is_null() && !carries_tokens => return None,
-                    (true, true) => json!({}),
+                    (true, true) if logprobs.is_none() && !carries_tokens => return None,
+                    (true, true) => ChatChunkDelta::default(),
                     // Without, every token gives one (empty while a tag may be starting).
-                    (true, false) => json!({"content": ""}),
-                    _ => delta_json(read),
+                    (true, false) => content_delta(String::new()),
+                    _ => read_delta(read),
                 }
             }
         };
-        let mut choice =
-            json!({"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": null});
-        self.meta.put_token_ids(&mut choice, parts.token_ids);
-        Some(self.shaped(choice))
+        Some(self.chunk_choice(ChatChunkChoice {
+            logprobs,
+            token_ids: self.meta.token_ids(parts.token_ids),
+            ..ChatChunkChoice::new(index, delta)
+        }))
     }
 
     fn joins_last_delta(&self) -> bool {
@@ -258,8 +274,12 @@ impl ResponseFormat for ChatFormat {
     }
 
     fn final_choice(&self, index: usize, reason: &str) -> Value {
+        let finished = |delta, reason: &str| ChatChunkChoice {
+            finish_reason: Some(reason.to_string()),
+            ..ChatChunkChoice::new(index, delta)
+        };
         if self.tools.is_none() && self.reasoning.is_none() {
-            return json!({"index": index, "delta": {}, "logprobs": null, "finish_reason": reason});
+            return self.chunk_choice(finished(ChatChunkDelta::default(), reason));
         }
         let mut num_calls = 0;
         let delta = self.read_shown(index, |reader| {
@@ -271,90 +291,83 @@ impl ResponseFormat for ChatFormat {
             Some(output) => finish_reason(output, num_calls, reason),
             None => reason,
         };
-        self.shaped(json!({"index": index, "delta": delta_json(delta),
-            "logprobs": null, "finish_reason": reason}))
+        self.chunk_choice(finished(read_delta(delta), reason))
     }
 
     fn response(&self, mut choices: Vec<FinishedChoice>, usage: Usage) -> Value {
-        let usage = usage_value(self.with_details(usage));
         let prompt_logprobs = choices.first_mut().and_then(|c| c.prompt_logprobs.take());
         let prompt_token_ids = choices.first_mut().and_then(|c| c.prompt_token_ids.take());
-        let choices = choices
+        let choices: Vec<Value> = choices
             .into_iter()
             .map(|c| {
-                let logprobs = if self.meta.want_logprobs {
-                    chat_logprobs(&c.logprobs)
-                } else {
-                    Value::Null
+                let (message, finish_reason) = self.message(&c);
+                let choice = ChatChoice {
+                    index: c.index,
+                    message,
+                    logprobs: self.logprobs(&c.logprobs),
+                    finish_reason,
+                    stop_reason: c.stop_reason,
+                    token_ids: self.meta.token_ids(&c.token_ids),
                 };
-                let (message, reason) = self.message(&c);
-                let mut choice = json!({"index": c.index, "message": message,
-                    "logprobs": logprobs, "finish_reason": reason,
-                    "stop_reason": StopReason::to_json(c.stop_reason.as_ref())});
-                self.meta.put_token_ids(&mut choice, &c.token_ids);
-                self.shaped(choice)
+                self.shaped(serde_json::to_value(choice).expect("a choice serializes"))
             })
             .collect();
-        let mut map = envelope(&self.meta, "chat.completion", choices);
-        map.insert("usage".into(), usage);
-        if let Some(logprobs) = prompt_logprobs {
-            // vLLM's place: the response's, as every choice has the same prompt.
-            map.insert("prompt_logprobs".into(), logprobs);
-        }
-        if let Some(ids) = prompt_token_ids {
-            // vLLM's place in chat: the response's (every choice has the same prompt).
-            map.insert("prompt_token_ids".into(), Value::from(ids.to_vec()));
-        }
-        Value::Object(map)
+        let completion = ChatCompletion {
+            usage: Some(Some(self.with_details(usage))),
+            prompt_logprobs,
+            prompt_token_ids: prompt_token_ids.map(|ids| ids.to_vec()),
+            ..self.completion("chat.completion", choices)
+        };
+        serde_json::to_value(completion).expect("a completion serializes")
     }
 }
 
 impl ChatFormat {
     /// A finished choice's message and finish reason.
-    fn message(&self, choice: &FinishedChoice) -> (Value, String) {
+    fn message(&self, choice: &FinishedChoice) -> (ChatMessage, String) {
         let (reasoning, text) = match self.reasoning {
             Some(format) => format.split(&choice.text),
             None => (None, choice.text.clone()),
         };
-        let mut message = match &self.tools {
-            None => json!({"role": self.role, "content": text}),
-            Some(output) => {
-                let (content, calls) = message_parts(output, &text);
-                let mut message = json!({"role": self.role, "content": content});
-                if !calls.is_empty() {
-                    message["tool_calls"] = Value::Array(calls);
-                }
-                message
-            }
+        let (content, calls) = match &self.tools {
+            None => (Some(text), Vec::new()),
+            Some(output) => message_parts(output, &text),
         };
-        if self.reasoning.is_some() {
-            let shown = reasoning.filter(|_| !self.hide_reasoning);
-            message["reasoning_content"] = shown.map_or(Value::Null, Value::from);
-        }
-        if let Some(echo) = &self.echo {
-            let content = message["content"].as_str().unwrap_or("");
-            message["content"] = Value::from(format!("{echo}{content}"));
-        }
-        let num_calls = message["tool_calls"].as_array().map_or(0, Vec::len);
+        let content = match &self.echo {
+            Some(echo) => Some(format!("{echo}{}", content.unwrap_or_default())),
+            None => content,
+        };
         let reason = match &self.tools {
-            Some(output) => finish_reason(output, num_calls, &choice.finish_reason).to_string(),
+            Some(output) => finish_reason(output, calls.len(), &choice.finish_reason).to_string(),
             None => choice.finish_reason.clone(),
+        };
+        let message = ChatMessage {
+            role: self.role.clone(),
+            content,
+            tool_calls: (!calls.is_empty()).then_some(calls),
+            reasoning_content: self
+                .reasoning
+                .is_some()
+                .then(|| reasoning.filter(|_| !self.hide_reasoning)),
         };
         (message, reason)
     }
 }
 
+fn content_delta(content: String) -> ChatChunkDelta {
+    ChatChunkDelta {
+        content: Some(content),
+        ..ChatChunkDelta::default()
+    }
+}
+
 /// A streamed delta: `reasoning_content`, `content` and `tool_calls` when they have something.
-fn delta_json(delta: ReadDelta) -> Value {
-    let mut json = Map::new();
-    if !delta.reasoning.is_empty() {
-        json.insert("reasoning_content".into(), Value::from(delta.reasoning));
+fn read_delta(delta: ReadDelta) -> ChatChunkDelta {
+    let some = |text: String| (!text.is_empty()).then_some(text);
+    ChatChunkDelta {
+        role: None,
+        reasoning_content: some(delta.reasoning),
+        content: some(delta.chat.content),
+        tool_calls: (!delta.chat.tool_calls.is_empty()).then_some(delta.chat.tool_calls),
     }
-    if !delta.chat.content.is_empty() {
-        json.insert("content".into(), Value::from(delta.chat.content));
-    }
-    if !delta.chat.tool_calls.is_empty() {
-        json.insert("tool_calls".into(), Value::Array(delta.chat.tool_calls));
-    }
-    Value::Object(json)
 }

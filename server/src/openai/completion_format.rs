@@ -32,10 +32,6 @@ impl CompletionFormat {
             .want_logprobs
             .then(|| CompletionLogprobs::of(logprobs))
     }
-
-    fn token_ids(&self, token_ids: &[u32]) -> Option<Vec<u32>> {
-        self.0.return_token_ids.then(|| token_ids.to_vec())
-    }
 }
 
 impl ResponseFormat for CompletionFormat {
@@ -51,7 +47,7 @@ impl ResponseFormat for CompletionFormat {
         let choice = CompletionChoice {
             logprobs: self.logprobs(parts.logprobs),
             prompt_token_ids: parts.prompt_token_ids.map(<[u32]>::to_vec),
-            token_ids: self.token_ids(parts.token_ids),
+            token_ids: self.0.token_ids(parts.token_ids),
             ..CompletionChoice::new(parts.index, parts.text.to_string())
         };
         Some(serde_json::to_value(choice).expect("a choice serializes"))
@@ -75,7 +71,7 @@ impl ResponseFormat for CompletionFormat {
                 prompt_logprobs: c.prompt_logprobs,
                 // vLLM's place in completions: the choice's (each prompt has its own).
                 prompt_token_ids: c.prompt_token_ids.map(|ids| ids.to_vec()),
-                token_ids: self.token_ids(&c.token_ids),
+                token_ids: self.0.token_ids(&c.token_ids),
                 ..CompletionChoice::new(c.index, c.text)
             })
             .collect();

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::openai::wire::usage::{CompletionTokensDetails, Usage};
 use crate::openai::wire::Nullable;
@@ -90,24 +90,8 @@ pub struct ResponseMeta {
 }
 
 impl ResponseMeta {
-    /// A choice's `token_ids` field, when asked for.
-    pub(crate) fn put_token_ids(&self, choice: &mut Value, token_ids: &[u32]) {
-        if self.return_token_ids {
-            choice["token_ids"] = Value::from(token_ids.to_vec());
-        }
+    /// A choice's `token_ids` field: the ids when `return_token_ids` asked, else absent.
+    pub(crate) fn token_ids(&self, token_ids: &[u32]) -> Option<Vec<u32>> {
+        self.return_token_ids.then(|| token_ids.to_vec())
     }
-}
-
-pub(crate) fn envelope(
-    meta: &ResponseMeta,
-    object: &str,
-    choices: Vec<Value>,
-) -> Map<String, Value> {
-    let mut map = Map::new();
-    map.insert("id".into(), Value::from(meta.id.clone()));
-    map.insert("object".into(), Value::from(object));
-    map.insert("created".into(), Value::from(meta.created_unix_s));
-    map.insert("model".into(), Value::from(meta.model.clone()));
-    map.insert("choices".into(), Value::Array(choices));
-    map
 }

@@ -2,6 +2,7 @@
 //! vLLM's) servers write, fields absent or `null` as theirs are. Handlers and formats build these
 //! and never assemble JSON by hand.
 
+pub mod chat;
 pub mod completion;
 pub mod logprobs;
 pub mod usage;
