@@ -13,7 +13,6 @@
 mod batch;
 mod error;
 pub mod latency;
-mod percentile;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod throughput;
@@ -21,5 +20,4 @@ pub mod throughput;
 pub use batch::{random_prompt, run_batch};
 pub use error::OfflineError;
 pub use latency::{run_latency, LatencyArgs, LatencyReport, LATENCY_PERCENTILES};
-pub use percentile::percentile;
 pub use throughput::{random_requests, run_throughput, ThroughputReport};

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::batch::{random_prompt, run_batch};
 use super::error::OfflineError;
-use super::percentile::percentile;
+use crate::stats::percentile;
 
 /// The percentiles vLLM reports.
 pub const LATENCY_PERCENTILES: [u32; 6] = [10, 25, 50, 75, 90, 99];
@@ -65,8 +65,9 @@ pub struct LatencyReport {
     pub avg_latency_s: f64,
     /// One per measured iteration, in order.
     pub latencies_s: Vec<f64>,
-    /// `(percentile, seconds)` for each of [`LATENCY_PERCENTILES`].
-    pub percentiles_s: Vec<(u32, f64)>,
+    /// `(percentile, seconds)` for each of [`LATENCY_PERCENTILES`]: [`percentile`], so `None`
+    /// (JSON `null`) when there are no latencies.
+    pub percentiles_s: Vec<(u32, Option<f64>)>,
 }
 
 impl LatencyReport {
@@ -103,7 +104,10 @@ impl LatencyReport {
     pub fn to_text(&self) -> String {
         let mut out = format!("Avg latency: {} seconds\n", self.avg_latency_s);
         for (p, s) in &self.percentiles_s {
-            out.push_str(&format!("{p}% percentile latency: {s} seconds\n"));
+            match s {
+                Some(s) => out.push_str(&format!("{p}% percentile latency: {s} seconds\n")),
+                None => out.push_str(&format!("{p}% percentile latency: none\n")),
+            }
         }
         out
     }
@@ -156,6 +160,8 @@ mod tests {
         assert!(report
             .to_text()
             .starts_with("Avg latency: 0.25 seconds\n10% percentile latency:"));
+        let empty = LatencyReport::from_latencies(Vec::new()).to_json();
+        assert_eq!(empty["percentiles"]["50"], Value::Null);
     }
 
     #[tokio::test]
@@ -172,8 +178,8 @@ mod tests {
         let report = run_latency(&engine.handle, &args).await.unwrap();
         assert_eq!(report.latencies_s.len(), 3);
         assert!(report.latencies_s.iter().all(|&s| s > 0.0 && s < 30.0));
-        let p10 = report.percentiles_s[0].1;
-        let p99 = report.percentiles_s[5].1;
+        let p10 = report.percentiles_s[0].1.unwrap();
+        let p99 = report.percentiles_s[5].1.unwrap();
         assert!(p10 <= report.avg_latency_s && report.avg_latency_s <= p99);
         // 1 warm-up + 3 measured batches of 4 requests, 8 tokens each (stats trail the events).
         let deadline = Instant::now() + std::time::Duration::from_secs(5);

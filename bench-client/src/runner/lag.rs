@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Percentiles of a set of delays, in seconds (nearest rank; all 0 when empty).
+/// Percentiles of a set of delays, in seconds (nearest rank, unlike the numpy-linear
+/// [`crate::stats::percentile`] of the statistics: each is a delay some request really had; all 0
+/// when empty).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LagSummary {
     pub count: usize,

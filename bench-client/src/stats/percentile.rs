@@ -1,6 +1,12 @@
 //! Percentiles, median, mean and standard deviation, computed exactly as numpy computes them for
 //! `vllm bench serve` (`np.percentile` with its default method, `np.median`, `np.mean`,
 //! `np.std`), so that the same samples give the same numbers in both tools.
+//!
+//! [`percentile`] is the crate's one percentile: the serve statistics, the alignment report, the
+//! probes and the offline `latency` report all call it, and an empty input is `None` everywhere
+//! (the summary's `null`; vLLM's keys write 0 for it, see `vllm_json`). The client's own lateness
+//! ([`crate::runner::LagSummary`]) is the exception: nearest rank, so that each of its
+//! percentiles is a lag a request really had.
 
 use serde::{Deserialize, Serialize};
 
@@ -133,6 +139,44 @@ mod tests {
         assert_eq!(percentile(&sorted, 33.3), Some(0.01832));
         assert_eq!(percentile(&sorted, 75.0), Some(0.385));
         assert_eq!(percentile(&sorted, 99.0), Some(3.1125000000000007));
+    }
+
+    fn assert_percentiles(sorted: &[f64], expected: &[(f64, f64)]) {
+        for &(p, value) in expected {
+            assert_eq!(percentile(sorted, p), Some(value), "p{p}");
+        }
+    }
+
+    /// The one percentile of bench-client (serve statistics, alignment, probes, the offline
+    /// `latency` report) against numpy 2.4.6, to the bit: the plain `a + (b − a)·g` lerp that
+    /// `latency` used to have gives 7.6, not numpy's 7.6000000000000005, for the first p90.
+    #[test]
+    fn matches_numpy_to_the_bit() {
+        // np.percentile([1, 2, 3, 4, 10], [0, 10, 50, 75, 90, 99, 100], method="linear")
+        let values = [1.0, 2.0, 3.0, 4.0, 10.0];
+        let expected = [
+            (0.0, 1.0),
+            (10.0, 1.4),
+            (50.0, 3.0),
+            (75.0, 4.0),
+            (90.0, 7.6000000000000005),
+            (99.0, 9.76),
+            (100.0, 10.0),
+        ];
+        assert_percentiles(&values, &expected);
+        // np.percentile([0.25, 0.0125, 7.5, 0.3, 1.75, 0.05, 0.9, 2.2],
+        //               [1, 12.5, 50, 66.6, 95, 99.9], method="linear")
+        let mut sorted = vec![0.25, 0.0125, 7.5, 0.3, 1.75, 0.05, 0.9, 2.2];
+        sorted.sort_by(f64::total_cmp);
+        let expected = [
+            (1.0, 0.015125000000000001),
+            (12.5, 0.045312500000000006),
+            (50.0, 0.6),
+            (66.6, 1.4626999999999992),
+            (95.0, 5.644999999999997),
+            (99.9, 7.462900000000002),
+        ];
+        assert_percentiles(&sorted, &expected);
     }
 
     #[test]
