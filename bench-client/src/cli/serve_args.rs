@@ -364,13 +364,7 @@ impl ServeArgs {
         if self.no_ignore_eos || self.structured_output.is_set() {
             return false;
         }
-        matches!(
-            self.dataset_name,
-            DatasetName::Random
-                | DatasetName::PrefixRepetition
-                | DatasetName::Conversation
-                | DatasetName::Trace
-        )
+        self.dataset_name.dataset().fixed_lengths
     }
     /// `--request-cancellation-rate` and `--request-cancellation-delay`.
     pub fn cancellation(&self) -> anyhow::Result<Option<Cancellation>> {

@@ -12,7 +12,7 @@ use crate::cli::report_cmd::write_run_report;
 use crate::cli::result_file::save_result;
 use crate::cli::run_meta::{format_date, machine_info};
 use crate::cli::serve::{load_tokenizer, prepare, run_once_with_server_view, Prepared};
-use crate::cli::serve_args::{DatasetName, ServeArgs};
+use crate::cli::serve_args::ServeArgs;
 use crate::cli::serve_plots::{write_dataset_stats, write_timeline_page};
 use crate::cli::trace_replay;
 use crate::compare::aggregate_runs;
@@ -38,14 +38,6 @@ fn metadata(
     tokenizer_id: &str,
     start_unix_s: f64,
 ) -> anyhow::Result<RunMetadata> {
-    let dataset_name = match args.dataset_name {
-        DatasetName::Random => "random",
-        DatasetName::PrefixRepetition => "prefix_repetition",
-        DatasetName::Sharegpt => "sharegpt",
-        DatasetName::Custom => "custom",
-        DatasetName::Conversation => "conversation",
-        DatasetName::Trace => "trace",
-    };
     Ok(RunMetadata {
         date: format_date(start_unix_s),
         backend: backend(args)?,
@@ -54,7 +46,7 @@ fn metadata(
         endpoint: prepared.run_config.request.endpoint.path().to_string(),
         model_id: prepared.model.clone(),
         tokenizer_id: Some(tokenizer_id.to_string()),
-        dataset_name: Some(dataset_name.to_string()),
+        dataset_name: Some(args.dataset_name.dataset().saved_as.to_string()),
         num_prompts: prepared.specs.len(),
         request_rate: prepared.options.target_request_rate,
         burstiness: args.burstiness,
