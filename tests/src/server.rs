@@ -37,6 +37,14 @@ impl ServerProcess {
         }
     }
 
+    /// Builds the binaries, then starts `pagoda-server --mock` with this TTFT and TPOT
+    /// (milliseconds), request logs off.
+    pub fn start_mock(ttft_ms: &str, tpot_ms: &str) -> Self {
+        crate::binaries::ensure_built();
+        let timings = ["--mock-ttft-ms", ttft_ms, "--mock-tpot-ms", tpot_ms];
+        Self::start(&[&["--mock"], &timings[..], &["--disable-log-requests"]].concat())
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url)
     }
