@@ -193,6 +193,7 @@ fn assemble_state(
     state.reasoning = reasoning_format(args)?;
     state.lora = crate::lora_setup::lora_registry(args, &state)?;
     state.runtime_lora_updating = state.lora.is_some() && args.runtime_lora_updating();
+    state.openapi_behind_api_key = args.openapi_behind_api_key;
     if let Some(path) = &args.request_timeline {
         let writer = crate::timeline::TimelineWriter::create(path).map_err(|e| {
             anyhow::anyhow!("cannot create --request-timeline {}: {e}", path.display())

@@ -133,6 +133,11 @@ pub struct ServerArgs {
     )]
     pub shutdown_timeout: f64,
 
+    /// `/openapi.json` needs the API key as the API routes do (by default it is open, like
+    /// `/health`).
+    #[arg(long, env = "PAGODA_OPENAPI_BEHIND_API_KEY")]
+    pub openapi_behind_api_key: bool,
+
     /// Metric name prefix: `pagoda` (pagoda:…) or `vllm` (exactly vLLM's names).
     #[arg(
         long,

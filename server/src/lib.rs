@@ -26,6 +26,7 @@ pub mod mock_args;
 pub mod mock_engine;
 pub mod mock_text;
 pub mod openai;
+pub mod openapi;
 pub mod prompt_side_setup;
 pub mod routes;
 pub mod state;

@@ -8,27 +8,29 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 use crate::lora::{LoraModuleSpec, LoraRegistry, LoraRegistryError};
-use crate::openai::error::ApiError;
+use crate::openai::error::{ApiError, ErrorBody};
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
+use crate::openai::wire::models::ModelCard;
 use crate::state::SharedState;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct LoadAdapterRequest {
+pub struct LoadAdapterRequest {
     lora_name: String,
+    #[schema(value_type = String)]
     lora_path: PathBuf,
     /// vLLM's: replace an adapter of that name instead of refusing the name.
     #[serde(default)]
     load_inplace: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct UnloadAdapterRequest {
+pub struct UnloadAdapterRequest {
     lora_name: String,
     /// vLLM's numeric id, accepted and ignored (adapters are named).
     #[serde(default)]
@@ -64,6 +66,18 @@ impl From<LoraRegistryError> for ApiError {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/load_lora_adapter",
+    tag = "vLLM",
+    summary = "Load a LoRA adapter (--allow-runtime-lora-updating)",
+    request_body = LoadAdapterRequest,
+    responses(
+        (status = 200, description = "A confirmation line", body = String),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn load_lora_adapter(
     State(state): State<SharedState>,
     JsonBody(body): JsonBody,
@@ -92,6 +106,18 @@ pub async fn load_lora_adapter(
     Ok((StatusCode::OK, message).into_response())
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/unload_lora_adapter",
+    tag = "vLLM",
+    summary = "Unload a LoRA adapter (--allow-runtime-lora-updating)",
+    request_body = UnloadAdapterRequest,
+    responses(
+        (status = 200, description = "A confirmation line", body = String),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn unload_lora_adapter(
     State(state): State<SharedState>,
     JsonBody(body): JsonBody,
@@ -111,17 +137,21 @@ pub async fn unload_lora_adapter(
 
 /// The `/v1/models` entries of the adapters: `parent` is the model each adapts, `root` its
 /// directory.
-pub fn adapter_model_entries(state: &SharedState, max_model_len: usize) -> Vec<Value> {
+pub fn adapter_model_entries(state: &SharedState, max_model_len: usize) -> Vec<ModelCard> {
     let Some(registry) = &state.lora else {
         return Vec::new();
     };
     registry
         .list()
         .into_iter()
-        .map(|adapter| {
-            json!({"id": adapter.name, "object": "model", "created": state.started_unix_s,
-                "owned_by": "pagoda", "root": adapter.path.display().to_string(),
-                "parent": adapter.parent, "max_model_len": max_model_len})
+        .map(|adapter| ModelCard {
+            id: adapter.name,
+            object: "model",
+            created: state.started_unix_s,
+            owned_by: "pagoda",
+            root: adapter.path.display().to_string(),
+            parent: Some(adapter.parent),
+            max_model_len,
         })
         .collect()
 }

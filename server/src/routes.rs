@@ -5,20 +5,46 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use std::sync::Arc;
+
 use axum::{middleware, Json, Router};
-use serde_json::json;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::lora_routes;
 use crate::middleware::{http_metrics, request_id, require_api_key};
 use crate::openai::error::ApiError;
+use crate::openai::error::ErrorBody;
 use crate::openai::path_param::PathParam;
+use crate::openai::wire::models::{
+    ModelCard, ModelList, ResetPrefixCacheResponse, VersionResponse,
+};
 use crate::openai::{chat, completions, responses, sagemaker, tokenize};
 use crate::state::SharedState;
 
 /// The routes that need no API key, for probes and scrapers (also the only ones a connection
 /// past `--max-connections` may use); `/ping` is SageMaker's health check.
 pub const OPEN_PATHS: [&str; 4] = ["/health", "/metrics", "/version", "/ping"];
+
+/// The OpenAPI document's route.
+pub const OPENAPI_PATH: &str = "/openapi.json";
+
+/// `GET /openapi.json`: the document for this server's settings, written once.
+fn openapi_route(state: &SharedState) -> axum::routing::MethodRouter<SharedState> {
+    let document = crate::openapi::document(state.api_key.is_some(), state.runtime_lora_updating);
+    let body: Arc<str> = document
+        .to_json()
+        .expect("the OpenAPI document serializes")
+        .into();
+    get(move || {
+        let body = body.clone();
+        async move {
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+        }
+    })
+}
 
 /// The whole API. `state.http_limits` bounds every body (413 past it).
 pub fn router(state: SharedState) -> Router {
@@ -62,6 +88,11 @@ pub fn router(state: SharedState) -> Router {
     } else {
         protected
     };
+    let openapi = openapi_route(&state);
+    let protected = match state.openapi_behind_api_key {
+        true => protected.route(OPENAPI_PATH, openapi.clone()),
+        false => protected,
+    };
     let protected = protected.route_layer(middleware::from_fn_with_state(
         state.clone(),
         require_api_key,
@@ -71,6 +102,10 @@ pub fn router(state: SharedState) -> Router {
         .route(OPEN_PATHS[1], get(metrics))
         .route(OPEN_PATHS[2], get(version))
         .route(OPEN_PATHS[3], get(health).post(health));
+    let open = match state.openapi_behind_api_key {
+        true => open,
+        false => open.route(OPENAPI_PATH, openapi),
+    };
     protected
         .merge(open)
         .fallback(not_found)
@@ -82,33 +117,63 @@ pub fn router(state: SharedState) -> Router {
         .with_state(state)
 }
 
-async fn models(State(state): State<SharedState>) -> Json<serde_json::Value> {
-    Json(json!({"object": "list", "data": model_entries(&state)}))
+#[utoipa::path(
+    get,
+    path = "/v1/models",
+    tag = "OpenAI",
+    summary = "The served model names, then the LoRA adapters",
+    responses(
+        (status = 200, description = "The models", body = ModelList),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
+async fn models(State(state): State<SharedState>) -> Json<ModelList> {
+    Json(ModelList {
+        object: "list",
+        data: model_entries(&state),
+    })
 }
 
 /// `GET /v1/models/{model}` (the SDKs' `models.retrieve`): one entry of the list, or 404
 /// `model_not_found`. Names may hold `/` (`org/model`).
+#[utoipa::path(
+    get,
+    path = "/v1/models/{model}",
+    tag = "OpenAI",
+    summary = "One model of the list",
+    params(("model" = String, Path, description = "A served name or adapter name (may hold `/`)")),
+    responses(
+        (status = 200, description = "The model", body = ModelCard),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 async fn model(
     State(state): State<SharedState>,
     PathParam(name): PathParam,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<ModelCard>, ApiError> {
     model_entries(&state)
         .into_iter()
-        .find(|entry| entry["id"] == name.as_str())
+        .find(|entry| entry.id == name)
         .map(Json)
         .ok_or_else(|| crate::state::model_not_found(&name))
 }
 
 /// The served names, then the loaded LoRA adapters, as OpenAI model objects.
-fn model_entries(state: &SharedState) -> Vec<serde_json::Value> {
+fn model_entries(state: &SharedState) -> Vec<ModelCard> {
     let info = state.engine.info();
     let mut data: Vec<_> = state
         .served_model_names
         .iter()
-        .map(|name| {
-            json!({"id": name, "object": "model", "created": state.started_unix_s,
-                "owned_by": "pagoda", "root": state.model_root, "parent": null,
-                "max_model_len": info.max_model_len})
+        .map(|name| ModelCard {
+            id: name.clone(),
+            object: "model",
+            created: state.started_unix_s,
+            owned_by: "pagoda",
+            root: state.model_root.clone(),
+            parent: None,
+            max_model_len: info.max_model_len,
         })
         .collect();
     data.extend(lora_routes::adapter_model_entries(
@@ -120,6 +185,17 @@ fn model_entries(state: &SharedState) -> Vec<serde_json::Value> {
 
 /// 200 while the server takes requests; 503 once it is draining for shutdown, or while the
 /// engine is stalled (`--engine-stall-timeout`), with the reason.
+#[utoipa::path(
+    get,
+    path = "/health",
+    tag = "Server",
+    summary = "200 while serving; 503 while draining or stalled",
+    responses(
+        (status = 200, description = "Serving"),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 async fn health(State(state): State<SharedState>) -> Response {
     if state.is_draining() {
         return ApiError::shutting_down().into_response();
@@ -134,6 +210,17 @@ async fn health(State(state): State<SharedState>) -> Response {
     StatusCode::OK.into_response()
 }
 
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "Server",
+    summary = "Prometheus text format",
+    responses(
+        (status = 200, description = "Prometheus exposition", body = String, content_type = "text/plain; version=0.0.4"),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 async fn metrics(State(state): State<SharedState>) -> Response {
     (
         [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
@@ -142,16 +229,40 @@ async fn metrics(State(state): State<SharedState>) -> Response {
         .into_response()
 }
 
-async fn version() -> Json<serde_json::Value> {
-    Json(json!({"version": env!("CARGO_PKG_VERSION")}))
+#[utoipa::path(
+    get,
+    path = "/version",
+    tag = "Server",
+    summary = "The server version",
+    responses(
+        (status = 200, description = "`{version}`", body = VersionResponse),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
+async fn version() -> Json<VersionResponse> {
+    Json(VersionResponse {
+        version: env!("CARGO_PKG_VERSION"),
+    })
 }
 
+#[utoipa::path(
+    post,
+    path = "/reset_prefix_cache",
+    tag = "vLLM",
+    summary = "Drop every cached prefix",
+    responses(
+        (status = 200, description = "How many blocks left the cache", body = ResetPrefixCacheResponse),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 async fn reset_prefix_cache(
     State(state): State<SharedState>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<ResetPrefixCacheResponse>, ApiError> {
     let num_blocks_dropped = state.engine.reset_prefix_cache().await?;
     tracing::info!(num_blocks_dropped, "prefix cache reset by an admin request");
-    Ok(Json(json!({"num_blocks_dropped": num_blocks_dropped})))
+    Ok(Json(ResetPrefixCacheResponse { num_blocks_dropped }))
 }
 
 async fn not_found(request: Request) -> ApiError {

@@ -74,6 +74,8 @@ pub struct AppState {
     pub lora: Option<Arc<LoraRegistry>>,
     /// Whether `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` are offered.
     pub runtime_lora_updating: bool,
+    /// `/openapi.json` needs the API key too (`--openapi-behind-api-key`).
+    pub openapi_behind_api_key: bool,
     pub started_unix_s: u64,
     /// `--request-timeline`: where each request's timeline line goes (`None`: not kept).
     pub timeline: Option<TimelineWriter>,
@@ -124,6 +126,7 @@ impl AppState {
             reasoning: None,
             lora: None,
             runtime_lora_updating: false,
+            openapi_behind_api_key: false,
             started_unix_s: unix_now_s(),
             timeline: None,
             responses: Arc::new(ResponseStore::default()),

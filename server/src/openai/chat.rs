@@ -14,7 +14,7 @@ use crate::openai::bad_words::bad_words_token_ids;
 use crate::openai::chat_format::ChatFormat;
 use crate::openai::choice::ChoiceRun;
 use crate::openai::constrain::{compile_requested, TOOL_CALL_KIND};
-use crate::openai::error::ApiError;
+use crate::openai::error::{ApiError, ErrorBody};
 use crate::openai::format::ResponseMeta;
 use crate::openai::json_body::JsonBody;
 use crate::openai::legacy_functions::read_legacy_functions;
@@ -26,10 +26,23 @@ use crate::openai::thinking_budget::thinking_budget;
 use crate::openai::tool_output::ToolOutput;
 use crate::openai::tools::{parse_tools, ToolsRequest};
 use crate::openai::usage::UsageTotals;
+use crate::openai::wire::chat::ChatCompletion;
 use crate::openai::{record_accepted, respond, tokenize_blocking};
 use crate::state::{unix_now_s, AppState, SharedState};
 use crate::timeline::ReceivedAt;
 
+#[utoipa::path(
+    post,
+    path = "/v1/chat/completions",
+    tag = "OpenAI",
+    summary = "Chat completion, whole or streamed (stream: true)",
+    request_body = ChatCompletionRequest,
+    responses(
+        (status = 200, description = "`chat.completion`, or with `stream: true` server-sent events whose data are `chat.completion.chunk` objects (ChatCompletionChunk), then `[DONE]`", content((ChatCompletion = "application/json"), (String = "text/event-stream"))),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn chat_completions(
     State(state): State<SharedState>,
     Extension(request_id): Extension<RequestIdValue>,

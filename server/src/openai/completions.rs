@@ -11,7 +11,7 @@ use crate::middleware::RequestIdValue;
 use crate::openai::bad_words::bad_words_token_ids;
 use crate::openai::completion_format::CompletionFormat;
 use crate::openai::constrain::compile_requested;
-use crate::openai::error::ApiError;
+use crate::openai::error::{ApiError, ErrorBody};
 use crate::openai::format::ResponseMeta;
 use crate::openai::json_body::JsonBody;
 use crate::openai::output_spec::requested_spec;
@@ -19,6 +19,7 @@ use crate::openai::params::{Echo, GenerationParams};
 use crate::openai::prompt_side::EchoPrompt;
 use crate::openai::requests::{parse_body, CompletionRequest, PromptInput};
 use crate::openai::usage::UsageTotals;
+use crate::openai::wire::completion::Completion;
 use crate::openai::{record_accepted, respond, tokenize_blocking};
 use crate::state::{unix_now_s, SharedState};
 use crate::timeline::ReceivedAt;
@@ -26,6 +27,18 @@ use crate::timeline::ReceivedAt;
 /// The most prompts one request may batch.
 pub const MAX_PROMPTS: usize = 64;
 
+#[utoipa::path(
+    post,
+    path = "/v1/completions",
+    tag = "OpenAI",
+    summary = "Text completion, whole or streamed (stream: true)",
+    request_body = CompletionRequest,
+    responses(
+        (status = 200, description = "`text_completion`, or with `stream: true` server-sent events whose data are `text_completion` chunks, then `[DONE]`", content((Completion = "application/json"), (String = "text/event-stream"))),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn completions(
     State(state): State<SharedState>,
     Extension(request_id): Extension<RequestIdValue>,

@@ -3,6 +3,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use pagoda_engine::{ConstraintError, EngineError};
 use pagoda_text::prompt_side::PromptSideError;
@@ -24,17 +25,21 @@ pub struct ApiError {
     pub code: Option<&'static str>,
 }
 
-#[derive(Serialize)]
-struct ErrorBody<'a> {
+/// OpenAI's error body, for every 4xx and 5xx (and an error event inside a stream).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody<'a> {
     error: ErrorDetail<'a>,
 }
 
-#[derive(Serialize)]
-struct ErrorDetail<'a> {
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail<'a> {
     message: &'a str,
+    /// `invalid_request_error`, `authentication_error`, `not_found_error`, ...
     #[serde(rename = "type")]
     kind: &'static str,
+    /// The request field at fault, when one is.
     param: Option<&'a str>,
+    /// e.g. `context_length_exceeded`, `model_not_found`, `invalid_api_key`.
     code: Option<&'static str>,
 }
 

@@ -4,11 +4,12 @@
 use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::openai::unsupported_fields::UnsupportedFields;
 
 /// `stop`: one string or a list of them.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, PartialEq, ToSchema)]
 #[serde(untagged)]
 pub enum StopField {
     One(String),
@@ -24,7 +25,7 @@ impl StopField {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, ToSchema)]
 pub struct StreamOptions {
     #[serde(default)]
     pub include_usage: Option<bool>,
@@ -34,7 +35,7 @@ pub struct StreamOptions {
 }
 
 /// vLLM's `repetition_detection` (its `RepetitionDetectionParams`; unset sizes are 0).
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RepetitionDetectionField {
     #[serde(default)]
@@ -47,7 +48,7 @@ pub struct RepetitionDetectionField {
 
 /// The sampling and stopping fields both endpoints share, read from the top level of either
 /// body (`#[serde(flatten)]`), once.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, ToSchema)]
 pub struct CommonFields {
     pub model: Option<String>,
     pub max_tokens: Option<u64>,
@@ -101,12 +102,16 @@ pub struct CommonFields {
     pub truncation_side: Option<String>,
     /// vLLM's fields this server refuses (see `unsupported_fields`).
     #[serde(flatten)]
+    #[schema(ignore)]
     pub unsupported: UnsupportedFields,
 }
 
 /// `POST /v1/chat/completions`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, PartialEq, ToSchema)]
 pub struct ChatCompletionRequest {
+    /// OpenAI's messages: `role` and `content` (a string or text parts), with `name`,
+    /// `tool_calls` and `tool_call_id` where the role has them.
+    #[schema(value_type = Vec<Object>)]
     pub messages: Vec<ChatMessage>,
     pub max_completion_tokens: Option<u64>,
     pub logprobs: Option<bool>,
@@ -150,7 +155,7 @@ impl ChatCompletionRequest {
 }
 
 /// `prompt` of `/v1/completions`: text, texts, token ids, or lists of token ids.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, PartialEq, ToSchema)]
 #[serde(untagged)]
 pub enum PromptInput {
     Text(String),
@@ -160,7 +165,7 @@ pub enum PromptInput {
 }
 
 /// `POST /v1/completions`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, PartialEq, ToSchema)]
 pub struct CompletionRequest {
     pub prompt: PromptInput,
     pub best_of: Option<u32>,

@@ -10,7 +10,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::middleware::RequestIdValue;
-use crate::openai::error::ApiError;
+use crate::openai::error::{ApiError, ErrorBody};
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
 use crate::openai::{chat, completions, responses};
@@ -48,6 +48,18 @@ fn invocation_kind(body: &[u8]) -> Result<InvocationKind, ApiError> {
 }
 
 /// `POST /invocations`.
+#[utoipa::path(
+    post,
+    path = "/invocations",
+    tag = "SageMaker",
+    summary = "Amazon SageMaker's inference route: chat (messages), completion (prompt) or Responses (input)",
+    request_body = Object,
+    responses(
+        (status = 200, description = "As the matching route answers", content((Object = "application/json"), (String = "text/event-stream"))),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn invocations(
     State(state): State<SharedState>,
     Extension(request_id): Extension<RequestIdValue>,

@@ -4,20 +4,23 @@ use axum::extract::State;
 use axum::Json;
 use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::chat_prompt::{prompt_ending, Conversation};
-use crate::openai::error::ApiError;
+use crate::openai::error::{ApiError, ErrorBody};
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
 use crate::openai::template_variables::request_template_kwargs;
 use crate::openai::tokenize_blocking;
+use crate::openai::wire::tokenize::{DetokenizeResponse, TokenizeResponse};
 use crate::state::SharedState;
 
-#[derive(Debug, Deserialize)]
-struct TokenizeRequest {
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct TokenizeRequest {
     model: Option<String>,
     prompt: Option<String>,
+    #[schema(value_type = Option<Vec<Object>>)]
     messages: Option<Vec<ChatMessage>>,
     add_special_tokens: Option<bool>,
     add_generation_prompt: Option<bool>,
@@ -31,17 +34,29 @@ struct TokenizeRequest {
     tools: Option<Vec<Value>>,
 }
 
-#[derive(Debug, Deserialize)]
-struct DetokenizeRequest {
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DetokenizeRequest {
     model: Option<String>,
     tokens: Vec<u32>,
 }
 
 /// Text (`prompt`) or a conversation (`messages`, through the chat template) → token ids.
+#[utoipa::path(
+    post,
+    path = "/tokenize",
+    tag = "vLLM",
+    summary = "Text or a conversation to token ids",
+    request_body = TokenizeRequest,
+    responses(
+        (status = 200, description = "The token ids", body = TokenizeResponse),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn tokenize(
     State(state): State<SharedState>,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TokenizeResponse>, ApiError> {
     let request: TokenizeRequest = parse_body(&body)?;
     state.check_model(request.model.as_deref())?;
     let tokens = {
@@ -77,18 +92,30 @@ pub async fn tokenize(
         })
         .await?
     };
-    Ok(Json(json!({
-        "count": tokens.len(),
-        "max_model_len": state.engine.info().max_model_len,
-        "tokens": tokens,
-    })))
+    Ok(Json(TokenizeResponse {
+        count: tokens.len(),
+        max_model_len: state.engine.info().max_model_len,
+        tokens,
+    }))
 }
 
 /// Token ids → text.
+#[utoipa::path(
+    post,
+    path = "/detokenize",
+    tag = "vLLM",
+    summary = "Token ids to text",
+    request_body = DetokenizeRequest,
+    responses(
+        (status = 200, description = "The text", body = DetokenizeResponse),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn detokenize(
     State(state): State<SharedState>,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DetokenizeResponse>, ApiError> {
     let request: DetokenizeRequest = parse_body(&body)?;
     state.check_model(request.model.as_deref())?;
     let vocab_size = state.engine.info().model.vocab_size;
@@ -99,5 +126,5 @@ pub async fn detokenize(
         ));
     }
     let text = state.tokenizer.decode(&request.tokens, false)?;
-    Ok(Json(json!({ "prompt": text })))
+    Ok(Json(DetokenizeResponse { prompt: text }))
 }

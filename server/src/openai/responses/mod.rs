@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use crate::middleware::RequestIdValue;
 use crate::openai::chat::{count_prompt_tokens, start_chat, StartedChat};
 use crate::openai::collect::collect_json;
-use crate::openai::error::ApiError;
+use crate::openai::error::{ApiError, ErrorBody};
 use crate::openai::json_body::JsonBody;
 use crate::openai::path_param::PathParam;
 use crate::openai::requests::{parse_body, ChatCompletionRequest};
@@ -94,6 +94,18 @@ fn chat_request_of(
     Ok((conversation, chat_request))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/responses",
+    tag = "OpenAI",
+    summary = "Responses API: create a response (whole, streamed or in the background)",
+    request_body = Object,
+    responses(
+        (status = 200, description = "A Response object, or with `stream: true` its server-sent events", content((Object = "application/json"), (String = "text/event-stream"))),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn create_response(
     State(state): State<SharedState>,
     Extension(request_id): Extension<RequestIdValue>,
@@ -153,6 +165,18 @@ pub async fn create_response(
 /// `POST /v1/responses/input_tokens` (the SDK's `responses.input_tokens.count`): how many tokens
 /// the request's prompt would be (instructions, a stored conversation, input, tools), without
 /// running it.
+#[utoipa::path(
+    post,
+    path = "/v1/responses/input_tokens",
+    tag = "OpenAI",
+    summary = "Responses API: count a request's input tokens",
+    request_body = Object,
+    responses(
+        (status = 200, description = "`{object, input_tokens}`", body = Object),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn count_input_tokens(
     State(state): State<SharedState>,
     JsonBody(body): JsonBody,
@@ -202,6 +226,18 @@ pub struct RetrieveQuery {
     starting_after: Option<u64>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/responses/{id}",
+    tag = "OpenAI",
+    summary = "Responses API: a stored response, or its events again",
+    params(("id" = String, Path, description = "The response id"), ("stream" = Option<bool>, Query, description = "Replay a background response's events"), ("starting_after" = Option<u64>, Query, description = "Events after this sequence number")),
+    responses(
+        (status = 200, description = "The Response object, or with `stream=true` its events", content((Object = "application/json"), (String = "text/event-stream"))),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn retrieve_response(
     State(state): State<SharedState>,
     PathParam(id): PathParam,
@@ -253,6 +289,18 @@ pub async fn retrieve_response(
 }
 
 /// `GET /v1/responses/{id}/input_items`: the response's own input, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/v1/responses/{id}/input_items",
+    tag = "OpenAI",
+    summary = "Responses API: a stored response's input items, a page at a time",
+    params(("id" = String, Path, description = "The response id"), ("limit" = Option<u32>, Query, description = "Items per page (1-100)"), ("order" = Option<String>, Query, description = "`asc` or `desc`"), ("after" = Option<String>, Query, description = "An item id to start after")),
+    responses(
+        (status = 200, description = "A list page of input items", body = Object),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn list_input_items(
     State(state): State<SharedState>,
     PathParam(id): PathParam,
@@ -270,6 +318,18 @@ pub async fn list_input_items(
 
 /// `POST /v1/responses/{id}/cancel`: stops a background response that is still running and
 /// answers it, `cancelled`; a cancelled one is answered again.
+#[utoipa::path(
+    post,
+    path = "/v1/responses/{id}/cancel",
+    tag = "OpenAI",
+    summary = "Responses API: cancel a background response",
+    params(("id" = String, Path, description = "The response id")),
+    responses(
+        (status = 200, description = "The cancelled Response object", body = Object),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn cancel_response(
     State(state): State<SharedState>,
     PathParam(id): PathParam,
@@ -307,6 +367,18 @@ pub async fn cancel_response(
 
 /// `DELETE /v1/responses/{id}`: forgets a response (a running background one is cancelled
 /// first).
+#[utoipa::path(
+    delete,
+    path = "/v1/responses/{id}",
+    tag = "OpenAI",
+    summary = "Responses API: forget a stored response",
+    params(("id" = String, Path, description = "The response id")),
+    responses(
+        (status = 200, description = "`{id, object, deleted}`", body = Object),
+        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
+        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+    )
+)]
 pub async fn delete_response(
     State(state): State<SharedState>,
     PathParam(id): PathParam,

@@ -3,17 +3,19 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use super::logprobs::ChatLogprobs;
 use super::usage::Usage;
-use super::Nullable;
+use super::{Nullable, StopReasonSchema};
 use crate::openai::stop_reason::StopReason;
 
 /// A chat completion (`object` `chat.completion`) or one chunk of a stream
 /// (`chat.completion.chunk`, with `C` = the chunk's already written choices).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ChatCompletion<C = ChatChoice> {
     pub id: String,
+    #[schema(value_type = String)]
     pub object: &'static str,
     pub created: u64,
     pub model: String,
@@ -29,20 +31,21 @@ pub struct ChatCompletion<C = ChatChoice> {
 }
 
 /// A choice of a whole chat completion.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ChatChoice {
     pub index: usize,
     pub message: ChatMessage,
     pub logprobs: Option<ChatLogprobs>,
     pub finish_reason: String,
     /// vLLM's: the stop string or token that ended the choice, `null` otherwise.
+    #[schema(value_type = Option<StopReasonSchema>)]
     pub stop_reason: Option<StopReason>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_ids: Option<Vec<u32>>,
 }
 
 /// The assistant's message of a whole completion.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ChatMessage {
     pub role: String,
     /// `null` when the reply is only tool calls.
@@ -55,7 +58,7 @@ pub struct ChatMessage {
 }
 
 /// A choice of a streamed chunk.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ChatChunkChoice {
     pub index: usize,
     pub delta: ChatChunkDelta,
@@ -67,7 +70,7 @@ pub struct ChatChunkChoice {
 }
 
 /// What one chunk adds to a choice's message; empty fields are left out.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
 pub struct ChatChunkDelta {
     /// The first chunk's.
     #[serde(skip_serializing_if = "Option::is_none")]

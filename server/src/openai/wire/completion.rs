@@ -2,17 +2,19 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use super::logprobs::CompletionLogprobs;
 use super::usage::Usage;
-use super::Nullable;
+use super::{Nullable, StopReasonSchema};
 use crate::openai::stop_reason::StopReason;
 
 /// The object of a completion and of each of its chunks (OpenAI uses `text_completion` for
 /// both); a stream's choices come already written (`C` = `Value`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Completion<C = CompletionChoice> {
     pub id: String,
+    #[schema(value_type = String)]
     pub object: &'static str,
     pub created: u64,
     pub model: String,
@@ -23,7 +25,7 @@ pub struct Completion<C = CompletionChoice> {
     pub usage: Nullable<Usage>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct CompletionChoice {
     pub index: usize,
     pub text: String,
@@ -32,6 +34,7 @@ pub struct CompletionChoice {
     pub finish_reason: Option<String>,
     /// vLLM's, in a whole response only: the stop string or token that ended the choice.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<StopReasonSchema>)]
     pub stop_reason: Nullable<StopReason>,
     /// vLLM's `prompt_logprobs`, when asked for (whole responses).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -2,16 +2,17 @@
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
+use utoipa::ToSchema;
 
 use crate::openai::logprob::TokenLogprob;
 
 /// Chat's `logprobs`: `{"content": [...]}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ChatLogprobs {
     pub content: Vec<ChatTokenLogprob>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ChatTokenLogprob {
     pub token: String,
     /// `-inf` (written `null`) for a token nothing predicts.
@@ -20,7 +21,7 @@ pub struct ChatTokenLogprob {
     pub top_logprobs: Vec<ChatTopLogprob>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ChatTopLogprob {
     pub token: String,
     pub logprob: f32,
@@ -49,11 +50,12 @@ impl ChatLogprobs {
 
 /// Completions' `logprobs`: parallel lists; offsets count characters from the start of the
 /// choice's text, the same whether streamed or not.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct CompletionLogprobs {
     pub tokens: Vec<String>,
     /// `null` for an echoed prompt's first token, which nothing predicts.
     pub token_logprobs: Vec<Option<f32>>,
+    #[schema(value_type = Vec<Option<std::collections::HashMap<String, f32>>>)]
     pub top_logprobs: Vec<Option<TopLogprobMap>>,
     pub text_offset: Vec<usize>,
 }

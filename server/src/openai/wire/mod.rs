@@ -5,7 +5,21 @@
 pub mod chat;
 pub mod completion;
 pub mod logprobs;
+pub mod models;
+pub mod tokenize;
 pub mod usage;
+
+use utoipa::ToSchema;
+
+/// vLLM's `stop_reason` as the document describes it: the stop token's id or the stop string
+/// (`"repetition_detected"` for `repetition_detection`); `StopReason` serializes to these.
+#[derive(Debug, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum StopReasonSchema {
+    TokenId(u32),
+    Text(String),
+}
 
 /// A field that is absent, `null`, or has a value: `None` leaves the key out (with
 /// `skip_serializing_if = "Option::is_none"`), `Some(None)` writes `null`.
