@@ -9,6 +9,7 @@ pub mod compare;
 pub mod dataset;
 pub mod html;
 pub mod lora;
+#[cfg(feature = "offline")]
 pub mod offline;
 pub mod plan;
 pub mod plot;

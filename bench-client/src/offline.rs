@@ -8,14 +8,23 @@
 //! the model's context ends first. Token counts come from the engine's `usage`.
 //!
 //! The functions are async (`RequestStream::next().await`), so they run inside the CLI's runtime;
-//! the engine itself computes on its own thread.
+//! the engine itself computes on its own thread. `latency_cmd` and `throughput_cmd` are the
+//! subcommands' flags, `engine` starts the engine from the engine flags.
+//!
+//! Everything that needs `pagoda-engine` is here, behind the `offline` feature (on by default):
+//! `cargo build -p pagoda-bench --no-default-features` builds the client without the engine, and
+//! without the `latency` and `throughput` subcommands (`serve` then needs `--tokenizer`: finding
+//! or fetching the default model is the engine's).
 
 mod batch;
+pub mod engine;
 mod error;
 pub mod latency;
+pub mod latency_cmd;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod throughput;
+pub mod throughput_cmd;
 
 pub use batch::{random_prompt, run_batch};
 pub use error::OfflineError;

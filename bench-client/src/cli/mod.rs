@@ -5,9 +5,7 @@ pub mod backend;
 pub mod compare_cmd;
 pub mod conversation_args;
 pub mod dataset_name;
-pub mod engine_args;
 pub mod exit_status;
-pub mod latency_cmd;
 pub mod lora_args;
 pub mod merge_cmd;
 pub mod plan_cmd;
@@ -27,11 +25,13 @@ pub mod sweep_bisect;
 pub mod sweep_cmd;
 pub mod sweep_loads;
 pub mod sweep_output;
-pub mod throughput_cmd;
 pub mod trace_args;
 pub mod trace_replay;
 
 use clap::{Parser, Subcommand};
+
+#[cfg(feature = "offline")]
+use crate::offline::{latency_cmd, throughput_cmd};
 
 /// Pagoda's benchmark client: serving benchmarks against any OpenAI-compatible server, sweeps,
 /// comparisons, offline latency/throughput, capacity planning.
@@ -56,8 +56,10 @@ pub enum Command {
     Compare(compare_cmd::CompareArgs),
     /// Write saved results as one self-contained HTML report (charts inline, nothing fetched).
     Report(report_cmd::ReportArgs),
+    #[cfg(feature = "offline")]
     /// Time batches end to end with the engine in this process (like `vllm bench latency`).
     Latency(latency_cmd::LatencyCmdArgs),
+    #[cfg(feature = "offline")]
     /// Tokens per second of many requests at once with the engine in this process (like
     /// `vllm bench throughput`).
     Throughput(throughput_cmd::ThroughputCmdArgs),
@@ -77,7 +79,9 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Sweep(args) => runtime()?.block_on(sweep_cmd::execute(*args)),
         Command::Compare(args) => compare_cmd::execute(args),
         Command::Report(args) => report_cmd::execute(args),
+        #[cfg(feature = "offline")]
         Command::Latency(args) => runtime()?.block_on(latency_cmd::execute(args)).map(drop),
+        #[cfg(feature = "offline")]
         Command::Throughput(args) => runtime()?.block_on(throughput_cmd::execute(args)).map(drop),
         Command::Plan(args) => plan_cmd::execute(args).map(drop),
         Command::Align(args) => align_cmd::execute(args),
@@ -104,16 +108,23 @@ mod tests {
 
     #[test]
     fn every_subcommand_parses() {
+        let offline = [
+            "pagoda-bench latency --batch-size 1",
+            "pagoda-bench throughput --num-prompts 3",
+        ];
         for line in [
             "pagoda-bench sweep --request-rates 1,2",
             "pagoda-bench compare a.json b.json",
             "pagoda-bench report a.json -o r.html",
-            "pagoda-bench latency --batch-size 1",
-            "pagoda-bench throughput --num-prompts 3",
             "pagoda-bench plan roofline --params 8B --bandwidth-gbps 3350",
         ] {
             let parsed = Cli::try_parse_from(line.split(' '));
             assert!(parsed.is_ok(), "{line}: {}", parsed.unwrap_err());
+        }
+        // Subcommands only in a build with the `offline` feature (the default).
+        for line in offline {
+            let parsed = Cli::try_parse_from(line.split(' '));
+            assert_eq!(parsed.is_ok(), cfg!(feature = "offline"), "{line}");
         }
     }
 }

@@ -178,10 +178,33 @@ fn parse_header(header: &str) -> anyhow::Result<(String, String)> {
 pub fn load_tokenizer(
     path: Option<&std::path::Path>,
 ) -> anyhow::Result<(Arc<TextTokenizer>, PathBuf)> {
-    let path = pagoda_engine::args::default_model::resolve_model_path(path)?;
+    let path = tokenizer_path(path)?;
     let side = pagoda_text::prompt_side::PromptSide::load(&path)
         .with_context(|| format!("cannot load a tokenizer from {}", path.display()))?;
     Ok((Arc::new(side.tokenizer), path))
+}
+
+/// `--tokenizer` as given, else the default model, found or fetched (by the engine's code).
+#[cfg(feature = "offline")]
+fn tokenizer_path(path: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
+    Ok(pagoda_engine::args::default_model::resolve_model_path(
+        path,
+    )?)
+}
+
+/// `--tokenizer`, required: without the `offline` feature there is no default model.
+#[cfg(not(feature = "offline"))]
+fn tokenizer_path(path: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
+    let path = path.context(
+        "--tokenizer is required: this pagoda-bench was built without the `offline` feature, \
+         which finds or fetches the default model",
+    )?;
+    anyhow::ensure!(
+        path.exists(),
+        "--tokenizer {}: no such file or directory",
+        path.display()
+    );
+    Ok(path.to_path_buf())
 }
 
 /// Checks the server, builds the workload and its schedule.

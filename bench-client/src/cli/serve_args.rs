@@ -61,6 +61,14 @@ pub struct ServeArgs {
     /// usage: a GGUF file or Hugging Face directory. [default: the default model, fetched on first
     /// use]
     #[arg(long, value_name = "PATH")]
+    #[cfg_attr(
+        not(feature = "offline"),
+        arg(
+            help = "Tokenizer for exact prompt lengths and for counting tokens when the server \
+                    sends no usage: a GGUF file or Hugging Face directory (required: this build \
+                    has no default model)"
+        )
+    )]
     pub tokenizer: Option<PathBuf>,
     /// Sent as `Authorization: Bearer KEY`.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]

@@ -1,5 +1,5 @@
 //! `pagoda-bench latency`: how long one batch takes, end to end, with the engine in this process
-//! (like `vllm bench latency`; see [`crate::offline::latency`]).
+//! (like `vllm bench latency`; see [`super::latency`]).
 
 use std::path::PathBuf;
 
@@ -7,9 +7,9 @@ use clap::Args;
 
 use pagoda_engine::EngineArgs;
 
-use crate::cli::engine_args::start_in_background;
+use super::engine::start_in_background;
+use super::latency::{run_latency, LatencyArgs, LatencyReport};
 use crate::cli::sweep_output::write_json;
-use crate::offline::{run_latency, LatencyArgs, LatencyReport};
 
 /// Time batches of random prompts end to end with the engine in process (no server, no HTTP).
 #[derive(Debug, Clone, Args)]

@@ -1,6 +1,6 @@
 //! `pagoda-bench throughput`: every request submitted at once to the engine in this process,
 //! tokens per second over the whole run (like `vllm bench throughput`; see
-//! [`crate::offline::throughput`]).
+//! [`super::throughput`]).
 
 use std::path::{Path, PathBuf};
 
@@ -10,10 +10,10 @@ use pagoda_text::prompt_side::PromptSide;
 
 use pagoda_engine::EngineArgs;
 
-use crate::cli::engine_args::start_in_background;
+use super::engine::start_in_background;
+use super::throughput::{random_requests, run_throughput, ThroughputReport};
 use crate::cli::sweep_output::write_json;
 use crate::dataset::{build_workload, DatasetConfig};
-use crate::offline::{random_requests, run_throughput, ThroughputReport};
 
 /// Where the prompts come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
