@@ -11,7 +11,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::lora::{LoraModuleSpec, LoraRegistry, LoraRegistryError};
-use crate::openai::error::{ApiError, ErrorBody};
+use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
 use crate::openai::wire::models::ModelCard;
@@ -74,8 +74,7 @@ impl From<LoraRegistryError> for ApiError {
     request_body = LoadAdapterRequest,
     responses(
         (status = 200, description = "A confirmation line", body = String),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn load_lora_adapter(
@@ -114,8 +113,7 @@ pub async fn load_lora_adapter(
     request_body = UnloadAdapterRequest,
     responses(
         (status = 200, description = "A confirmation line", body = String),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn unload_lora_adapter(

@@ -140,11 +140,21 @@ mod tests {
     #[test]
     fn the_settings_decide_the_lora_routes_and_the_security() {
         let plain = document(false, false);
-        assert!(LORA_ROUTES.iter().all(|r| !plain.paths.paths.contains_key(*r)));
-        assert!(plain.components.as_ref().is_some_and(|c| c.security_schemes.is_empty()));
+        assert!(LORA_ROUTES
+            .iter()
+            .all(|r| !plain.paths.paths.contains_key(*r)));
+        assert!(plain
+            .components
+            .as_ref()
+            .is_some_and(|c| c.security_schemes.is_empty()));
         let full = document(true, true);
-        assert!(LORA_ROUTES.iter().all(|r| full.paths.paths.contains_key(*r)));
-        let chat = full.paths.paths["/v1/chat/completions"].post.as_ref().expect("post");
+        assert!(LORA_ROUTES
+            .iter()
+            .all(|r| full.paths.paths.contains_key(*r)));
+        let chat = full.paths.paths["/v1/chat/completions"]
+            .post
+            .as_ref()
+            .expect("post");
         assert!(chat.security.is_some());
         let health = full.paths.paths["/health"].get.as_ref().expect("get");
         assert!(health.security.is_none());

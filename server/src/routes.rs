@@ -13,7 +13,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use crate::lora_routes;
 use crate::middleware::{http_metrics, request_id, require_api_key};
 use crate::openai::error::ApiError;
-use crate::openai::error::ErrorBody;
+use crate::openai::error::ErrorResponses;
 use crate::openai::path_param::PathParam;
 use crate::openai::wire::models::{
     ModelCard, ModelList, ResetPrefixCacheResponse, VersionResponse,
@@ -124,8 +124,7 @@ pub fn router(state: SharedState) -> Router {
     summary = "The served model names, then the LoRA adapters",
     responses(
         (status = 200, description = "The models", body = ModelList),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 async fn models(State(state): State<SharedState>) -> Json<ModelList> {
@@ -145,8 +144,7 @@ async fn models(State(state): State<SharedState>) -> Json<ModelList> {
     params(("model" = String, Path, description = "A served name or adapter name (may hold `/`)")),
     responses(
         (status = 200, description = "The model", body = ModelCard),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 async fn model(
@@ -192,8 +190,7 @@ fn model_entries(state: &SharedState) -> Vec<ModelCard> {
     summary = "200 while serving; 503 while draining or stalled",
     responses(
         (status = 200, description = "Serving"),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 async fn health(State(state): State<SharedState>) -> Response {
@@ -217,8 +214,7 @@ async fn health(State(state): State<SharedState>) -> Response {
     summary = "Prometheus text format",
     responses(
         (status = 200, description = "Prometheus exposition", body = String, content_type = "text/plain; version=0.0.4"),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 async fn metrics(State(state): State<SharedState>) -> Response {
@@ -236,8 +232,7 @@ async fn metrics(State(state): State<SharedState>) -> Response {
     summary = "The server version",
     responses(
         (status = 200, description = "`{version}`", body = VersionResponse),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 async fn version() -> Json<VersionResponse> {
@@ -253,8 +248,7 @@ async fn version() -> Json<VersionResponse> {
     summary = "Drop every cached prefix",
     responses(
         (status = 200, description = "How many blocks left the cache", body = ResetPrefixCacheResponse),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 async fn reset_prefix_cache(

@@ -14,7 +14,7 @@ use crate::openai::bad_words::bad_words_token_ids;
 use crate::openai::chat_format::ChatFormat;
 use crate::openai::choice::ChoiceRun;
 use crate::openai::constrain::{compile_requested, TOOL_CALL_KIND};
-use crate::openai::error::{ApiError, ErrorBody};
+use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::format::ResponseMeta;
 use crate::openai::json_body::JsonBody;
 use crate::openai::legacy_functions::read_legacy_functions;
@@ -39,8 +39,7 @@ use crate::timeline::ReceivedAt;
     request_body = ChatCompletionRequest,
     responses(
         (status = 200, description = "`chat.completion`, or with `stream: true` server-sent events whose data are `chat.completion.chunk` objects (ChatCompletionChunk), then `[DONE]`", content((ChatCompletion = "application/json"), (String = "text/event-stream"))),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn chat_completions(

@@ -11,7 +11,7 @@ use crate::middleware::RequestIdValue;
 use crate::openai::bad_words::bad_words_token_ids;
 use crate::openai::completion_format::CompletionFormat;
 use crate::openai::constrain::compile_requested;
-use crate::openai::error::{ApiError, ErrorBody};
+use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::format::ResponseMeta;
 use crate::openai::json_body::JsonBody;
 use crate::openai::output_spec::requested_spec;
@@ -35,8 +35,7 @@ pub const MAX_PROMPTS: usize = 64;
     request_body = CompletionRequest,
     responses(
         (status = 200, description = "`text_completion`, or with `stream: true` server-sent events whose data are `text_completion` chunks, then `[DONE]`", content((Completion = "application/json"), (String = "text/event-stream"))),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn completions(

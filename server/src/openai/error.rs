@@ -43,6 +43,18 @@ pub struct ErrorDetail<'a> {
     code: Option<&'static str>,
 }
 
+/// The error answers every route documents (`/openapi.json`): OpenAI's error body.
+#[derive(Debug, utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum ErrorResponses<'a> {
+    /// OpenAI-style error naming what is wrong.
+    #[response(status = "4XX")]
+    Client(ErrorBody<'a>),
+    /// OpenAI-style error.
+    #[response(status = "5XX")]
+    Server(ErrorBody<'a>),
+}
+
 /// OpenAI's `code` for a prompt (plus `max_tokens`) longer than the model or cache allows.
 pub const CONTEXT_LENGTH_EXCEEDED: &str = "context_length_exceeded";
 

@@ -10,7 +10,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::middleware::RequestIdValue;
-use crate::openai::error::{ApiError, ErrorBody};
+use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
 use crate::openai::{chat, completions, responses};
@@ -56,8 +56,7 @@ fn invocation_kind(body: &[u8]) -> Result<InvocationKind, ApiError> {
     request_body = Object,
     responses(
         (status = 200, description = "As the matching route answers", content((Object = "application/json"), (String = "text/event-stream"))),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn invocations(

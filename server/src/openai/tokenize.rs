@@ -8,7 +8,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::chat_prompt::{prompt_ending, Conversation};
-use crate::openai::error::{ApiError, ErrorBody};
+use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::json_body::JsonBody;
 use crate::openai::requests::parse_body;
 use crate::openai::template_variables::request_template_kwargs;
@@ -49,8 +49,7 @@ pub struct DetokenizeRequest {
     request_body = TokenizeRequest,
     responses(
         (status = 200, description = "The token ids", body = TokenizeResponse),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn tokenize(
@@ -108,8 +107,7 @@ pub async fn tokenize(
     request_body = DetokenizeRequest,
     responses(
         (status = 200, description = "The text", body = DetokenizeResponse),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn detokenize(

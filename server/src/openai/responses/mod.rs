@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use crate::middleware::RequestIdValue;
 use crate::openai::chat::{count_prompt_tokens, start_chat, StartedChat};
 use crate::openai::collect::collect_json;
-use crate::openai::error::{ApiError, ErrorBody};
+use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::json_body::JsonBody;
 use crate::openai::path_param::PathParam;
 use crate::openai::requests::{parse_body, ChatCompletionRequest};
@@ -102,8 +102,7 @@ fn chat_request_of(
     request_body = Object,
     responses(
         (status = 200, description = "A Response object, or with `stream: true` its server-sent events", content((Object = "application/json"), (String = "text/event-stream"))),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn create_response(
@@ -173,8 +172,7 @@ pub async fn create_response(
     request_body = Object,
     responses(
         (status = 200, description = "`{object, input_tokens}`", body = Object),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn count_input_tokens(
@@ -234,8 +232,7 @@ pub struct RetrieveQuery {
     params(("id" = String, Path, description = "The response id"), ("stream" = Option<bool>, Query, description = "Replay a background response's events"), ("starting_after" = Option<u64>, Query, description = "Events after this sequence number")),
     responses(
         (status = 200, description = "The Response object, or with `stream=true` its events", content((Object = "application/json"), (String = "text/event-stream"))),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn retrieve_response(
@@ -297,8 +294,7 @@ pub async fn retrieve_response(
     params(("id" = String, Path, description = "The response id"), ("limit" = Option<u32>, Query, description = "Items per page (1-100)"), ("order" = Option<String>, Query, description = "`asc` or `desc`"), ("after" = Option<String>, Query, description = "An item id to start after")),
     responses(
         (status = 200, description = "A list page of input items", body = Object),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn list_input_items(
@@ -326,8 +322,7 @@ pub async fn list_input_items(
     params(("id" = String, Path, description = "The response id")),
     responses(
         (status = 200, description = "The cancelled Response object", body = Object),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn cancel_response(
@@ -375,8 +370,7 @@ pub async fn cancel_response(
     params(("id" = String, Path, description = "The response id")),
     responses(
         (status = 200, description = "`{id, object, deleted}`", body = Object),
-        (status = "4XX", description = "OpenAI-style error naming what is wrong", body = ErrorBody),
-        (status = "5XX", description = "OpenAI-style error", body = ErrorBody),
+        ErrorResponses,
     )
 )]
 pub async fn delete_response(
