@@ -194,6 +194,8 @@ fn assemble_state(
     state.lora = crate::lora_setup::lora_registry(args, &state)?;
     state.runtime_lora_updating = state.lora.is_some() && args.runtime_lora_updating();
     state.openapi_behind_api_key = args.openapi_behind_api_key;
+    let document = crate::openapi::document(state.api_key.is_some(), state.runtime_lora_updating);
+    state.openapi_json = document.to_json().context("the OpenAPI document")?.into();
     if let Some(path) = &args.request_timeline {
         let writer = crate::timeline::TimelineWriter::create(path).map_err(|e| {
             anyhow::anyhow!("cannot create --request-timeline {}: {e}", path.display())

@@ -28,13 +28,9 @@ pub const OPEN_PATHS: [&str; 4] = ["/health", "/metrics", "/version", "/ping"];
 /// The OpenAPI document's route.
 pub const OPENAPI_PATH: &str = "/openapi.json";
 
-/// `GET /openapi.json`: the document for this server's settings, written once.
+/// `GET /openapi.json`: the document written at start for this server's settings.
 fn openapi_route(state: &SharedState) -> axum::routing::MethodRouter<SharedState> {
-    let document = crate::openapi::document(state.api_key.is_some(), state.runtime_lora_updating);
-    let body: Arc<str> = document
-        .to_json()
-        .expect("the OpenAPI document serializes")
-        .into();
+    let body: Arc<str> = state.openapi_json.clone();
     get(move || {
         let body = body.clone();
         async move {
