@@ -125,20 +125,12 @@ impl RequestLimits {
                     .into(),
             ));
         }
-        let max_logprobs = self.max_logprobs;
-        for (field, asked) in [
-            ("top_logprobs", request.sampling.logprobs),
-            ("prompt_logprobs", request.prompt_logprobs),
-        ] {
-            if let Some(n) = asked.filter(|&n| n > max_logprobs) {
-                return Err(invalid(
-                    field,
-                    format!(
-                        "must be at most {max_logprobs} (the server's --max-logprobs), got {n}"
-                    ),
-                ));
-            }
-        }
+        check_max_logprobs("top_logprobs", request.sampling.logprobs, self.max_logprobs)?;
+        check_max_logprobs(
+            "prompt_logprobs",
+            request.prompt_logprobs,
+            self.max_logprobs,
+        )?;
         if request.stop.max_tokens == Some(0) {
             return Err(invalid("max_tokens", "must be at least 1".into()));
         }
@@ -224,6 +216,25 @@ impl RequestLimits {
             )));
         }
         Ok(max_output)
+    }
+}
+
+/// The one rule for how many log-probability alternatives a request may ask for: at most
+/// `max_logprobs` (the server's `--max-logprobs`). `field` is the request field that asked (an
+/// API may spell it its own way, e.g. completions' `logprobs`).
+pub fn check_max_logprobs(
+    field: &'static str,
+    asked: Option<usize>,
+    max_logprobs: usize,
+) -> Result<(), EngineError> {
+    match asked {
+        Some(n) if n > max_logprobs => Err(EngineError::InvalidRequest {
+            field,
+            message: format!(
+                "must be at most {max_logprobs} (the server's --max-logprobs), got {n}"
+            ),
+        }),
+        _ => Ok(()),
     }
 }
 

@@ -23,6 +23,7 @@ use crate::openai::wire::completion::Completion;
 use crate::openai::{record_accepted, respond, tokenize_blocking};
 use crate::state::{unix_now_s, SharedState};
 use crate::timeline::ReceivedAt;
+use pagoda_engine::validate::check_max_logprobs;
 
 /// The most prompts one request may batch.
 pub const MAX_PROMPTS: usize = 64;
@@ -48,18 +49,8 @@ pub async fn completions(
     let request: CompletionRequest = parse_body(&body)?;
     let lora = state.select_model(request.fields.model.as_deref()).await?;
     reject_unsupported(&request)?;
-    let max_logprobs = state.engine.info().max_logprobs;
-    let logprobs = match request.logprobs.map(|n| n as usize) {
-        Some(n) if n > max_logprobs => {
-            return Err(ApiError::invalid(
-                "logprobs",
-                format!(
-                "`logprobs` must be at most {max_logprobs} (the server's --max-logprobs), got {n}"
-            ),
-            ))
-        }
-        other => other,
-    };
+    let logprobs = request.logprobs.map(|n| n as usize);
+    check_max_logprobs("logprobs", logprobs, state.engine.info().max_logprobs)?;
     let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
     params.lora = lora;
     params.sampling.bad_words =
