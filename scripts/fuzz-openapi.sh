@@ -28,4 +28,4 @@ exec "$PYTHON" -c 'import sys; from schemathesis.cli import schemathesis; sys.ar
   run "$BASE_URL/openapi.json" ${headers[@]+"${headers[@]}"} \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
   --max-examples "$MAX_EXAMPLES" --max-time "$MAX_TIME" --request-timeout 30 \
-  --generation-deterministic --generation-database none --no-color
+  --generation-deterministic --no-color
