@@ -90,6 +90,19 @@ class Subscriber:
     def close(self):
         self.sub.close()
 
+    def handshake(self, trigger, deadline_s=30):
+        """Calls `trigger` (something that makes the engine publish a batch) until this
+        subscriber receives one: from then on its subscription is live (a SUB socket's
+        subscription reaches the publisher a moment after it connects, and PUB drops what no
+        subscription matches)."""
+        deadline = time.monotonic() + deadline_s
+        while True:
+            trigger()
+            if self.poll(200):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError("the subscription never became live")
+
     def poll(self, timeout_ms=200):
         """Receives whatever arrives within `timeout_ms` of the last message."""
         received = []

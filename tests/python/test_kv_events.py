@@ -27,8 +27,6 @@ from kv_events_client import (
 )
 
 BLOCK_SIZE = 16
-# Let a SUB socket's subscription reach the publisher before anything is published.
-SUBSCRIPTION_SETTLE_S = 0.5
 
 
 class KvEventsTest(unittest.TestCase):
@@ -47,9 +45,10 @@ class KvEventsTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.context.term()
 
-    def subscriber(self):
+    def subscriber(self, trigger=None):
+        """A live subscriber; by default the handshake resets the prefix cache."""
         sub = Subscriber(self.context, self.endpoint, self.topic, self.replay_endpoint)
-        time.sleep(SUBSCRIPTION_SETTLE_S)
+        sub.handshake(trigger or self.reset_cache)
         return sub
 
     def complete(self, prompt, max_tokens=4):
@@ -72,16 +71,20 @@ class KvEventsTest(unittest.TestCase):
     def reset_cache(self):
         http_json(f"{self.base_url.removesuffix('/v1')}/reset_prefix_cache", {})
 
-    def check_against_metrics(self, batches):
+    def evictions(self):
+        return metric(self.metrics_url, "pagoda:prefix_cache_evictions_total")
+
+    def check_against_metrics(self, batches, evictions_before):
+        """`batches` from a reset on, when the eviction counter stood at `evictions_before`."""
         view = CacheView().apply(batches)
         self.assertEqual(len(view.prefixes), metric(self.metrics_url, "pagoda:num_cached_kv_blocks"))
-        self.assertEqual(view.num_removed, metric(self.metrics_url, "pagoda:prefix_cache_evictions_total"))
+        self.assertEqual(view.num_removed, self.evictions() - evictions_before)
         self.assertEqual(metric(self.metrics_url, "pagoda:kv_event_batches_dropped_total"), 0)
         return view
 
     def test_1_events_match_the_prefix_cache_and_replay_fills_a_restart(self):
         first = self.subscriber()
-        self.reset_cache()
+        evictions_before = self.evictions()
         system = self.random_tokens(6 * BLOCK_SIZE)
         sequences = []
         # A conversation sharing a 96-token prefix, then unrelated prompts that evict it.
@@ -94,7 +97,7 @@ class KvEventsTest(unittest.TestCase):
             sequences.append(self.complete(self.random_tokens(100))[0])
         wait_for_batches(first, self.metrics_url)
         batches = from_last_reset(first.in_order())
-        view = self.check_against_metrics(batches)
+        view = self.check_against_metrics(batches, evictions_before)
         self.assertGreater(view.num_removed, 0, "the small cache must have evicted blocks")
         self.check_shapes(batches, sequences)
         # The second turn's new blocks chain onto the shared prefix's last block.
@@ -107,8 +110,12 @@ class KvEventsTest(unittest.TestCase):
         first.close()
         for _ in range(3):
             sequences.append(self.complete(self.random_tokens(50))[0])
-        restarted = self.subscriber()
-        restarted.batches = dict(first.batches)
+        # Its handshake stores blocks instead of resetting, so the history since the first
+        # reset stays whole.
+        restarted = self.subscriber(
+            lambda: sequences.append(self.complete(self.random_tokens(20))[0])
+        )
+        restarted.batches.update(first.batches)
         sequences.append(self.complete(self.random_tokens(40))[0])
         wait_for_batches(restarted, self.metrics_url)
         live = [s for s in restarted.batches if s > last_seen]
@@ -118,7 +125,7 @@ class KvEventsTest(unittest.TestCase):
         for batch in replayed:
             if batch.seq in first.batches:
                 self.assertEqual(batch.payload, first.batches[batch.seq].payload)
-        self.check_against_metrics(from_last_reset(restarted.in_order()))
+        self.check_against_metrics(from_last_reset(restarted.in_order()), evictions_before)
         restarted.close()
 
     def check_shapes(self, batches, sequences):

@@ -18,7 +18,7 @@ import urllib.request
 
 import zmq
 
-from kv_events_client import CacheView, Subscriber, env, wait_for_batches
+from kv_events_client import CacheView, Subscriber, env, http_json, wait_for_batches
 
 BLOCK_SIZE = 16
 SYSTEM_TOKENS = 1200
@@ -50,7 +50,10 @@ class KvEventsRoutingTest(unittest.TestCase):
         cls.replicas = [
             Replica(cls.context, u, e, t) for u, e, t in zip(urls, endpoints, topics)
         ]
-        time.sleep(0.5)  # subscriptions reach the publishers
+        for replica in cls.replicas:
+            replica.subscriber.handshake(
+                lambda url=replica.url: http_json(f"{url}/reset_prefix_cache", {})
+            )
         cls.rng = random.Random(11)
 
     @classmethod
