@@ -12,6 +12,7 @@ use crate::openai::choice_events::{delta_parts, merged};
 use crate::openai::error::ApiError;
 use crate::openai::format::{FinishedChoice, ResponseFormat};
 use crate::openai::usage::UsageTotals;
+use crate::openai::wire::usage::Usage;
 use crate::timeline::RequestTrace;
 
 /// Waits for every choice and writes the whole response.
@@ -22,18 +23,25 @@ pub async fn collect<F: ResponseFormat>(
     metrics: &Metrics,
     trace: Option<&mut RequestTrace>,
 ) -> Result<Response, ApiError> {
-    let response = collect_json(runs, format, totals, metrics, trace).await?;
-    Ok(Json(response).into_response())
+    let collected = collect_json(runs, format, totals, metrics, trace).await?;
+    Ok(Json(collected.response).into_response())
 }
 
-/// Waits for every choice and returns the whole response's JSON.
+/// A whole response: its JSON, and its usage as typed (with the format's details).
+#[derive(Debug)]
+pub struct Collected {
+    pub response: Value,
+    pub usage: Usage,
+}
+
+/// Waits for every choice and returns the whole response.
 pub async fn collect_json<F: ResponseFormat>(
     runs: Vec<ChoiceRun>,
     format: F,
     mut totals: UsageTotals,
     metrics: &Metrics,
     mut trace: Option<&mut RequestTrace>,
-) -> Result<Value, ApiError> {
+) -> Result<Collected, ApiError> {
     let mut choices: Vec<FinishedChoice> = Vec::with_capacity(runs.len());
     let mut events = merged(runs);
     while let Some(event) = events.next().await {
@@ -80,7 +88,12 @@ pub async fn collect_json<F: ResponseFormat>(
     }
     metrics.record_max_num_generation_tokens(totals.max_choice_completion_tokens());
     choices.sort_by_key(|c| c.index);
-    Ok(format.response(choices, totals.usage()))
+    let usage = totals.usage();
+    let response = format.response(choices, usage);
+    Ok(Collected {
+        response,
+        usage: format.with_details(usage),
+    })
 }
 
 fn choice_at(choices: &mut Vec<FinishedChoice>, index: usize) -> &mut FinishedChoice {

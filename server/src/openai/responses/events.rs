@@ -4,11 +4,12 @@
 //! events and `response.output_item.done`, and last `response.completed` (or `incomplete`).
 //! Every event carries its `sequence_number`.
 
+use crate::openai::wire::responses_usage::ResponsesUsage;
+use crate::openai::wire::usage::Usage;
 use serde_json::{json, Value};
 
 use crate::openai::responses::object::{
-    function_call_item, message_item, reasoning_item, responses_usage, status_of, text_part,
-    ResponseShell,
+    function_call_item, message_item, reasoning_item, status_of, text_part, ResponseShell,
 };
 
 /// The output item being written.
@@ -102,7 +103,7 @@ impl ResponseEvents {
 
     /// The last events: the open item closed and `response.completed` (`response.incomplete`
     /// when the output hit `max_output_tokens`); also the final Response object.
-    pub fn finish(&mut self, finish_reason: &str, chat_usage: &Value) -> (Vec<Value>, Value) {
+    pub fn finish(&mut self, finish_reason: &str, chat_usage: &Usage) -> (Vec<Value>, Value) {
         let status = status_of(finish_reason);
         let has_calls = self
             .output
@@ -115,7 +116,7 @@ impl ResponseEvents {
             false => self.message_text(""),
         };
         events.extend(self.close_item(status));
-        let usage = responses_usage(chat_usage);
+        let usage = ResponsesUsage::from(chat_usage);
         let response = self.shell.object(status, self.output.clone(), Some(usage));
         let kind = match status {
             "incomplete" => "response.incomplete",
@@ -140,9 +141,9 @@ impl ResponseEvents {
     /// output written so far and the usage so far (the Responses API names no event for a
     /// cancellation; a follower of the stream needs a last one to tell it from a lost
     /// connection).
-    pub fn cancel(&mut self, chat_usage: &Value) -> (Vec<Value>, Value) {
+    pub fn cancel(&mut self, chat_usage: &Usage) -> (Vec<Value>, Value) {
         let mut events = self.close_item("incomplete");
-        let usage = responses_usage(chat_usage);
+        let usage = ResponsesUsage::from(chat_usage);
         let response = self
             .shell
             .object("cancelled", self.output.clone(), Some(usage));

@@ -28,9 +28,10 @@ use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::json_body::JsonBody;
 use crate::openai::path_param::PathParam;
 use crate::openai::requests::{parse_body, ChatCompletionRequest};
+use crate::openai::wire::responses_usage::ResponsesUsage;
 use crate::state::{unix_now_s, SharedState};
 use input_items::{input_items, page, ListQuery};
-use object::{output_items, responses_usage, status_of, ResponseShell};
+use object::{output_items, status_of, ResponseShell};
 use request::{responses_param, ResponsesRequest};
 use store::{Keeping, StoredResponse};
 use streaming::{sse_response, start_in_background, stream_response, Streaming};
@@ -148,13 +149,15 @@ pub async fn create_response(
         totals,
         ..
     } = chat;
-    let chat_json = collect_json(runs, format, totals, &metrics, None)
+    let collected = collect_json(runs, format, totals, &metrics, None)
         .await
         .map_err(renamed)?;
+    let chat_json = collected.response;
     let choice = &chat_json["choices"][0];
     let status = status_of(choice["finish_reason"].as_str().unwrap_or("stop"));
     let output = output_items(&shell, choice);
-    let response = shell.object(status, output, Some(responses_usage(&chat_json["usage"])));
+    let usage = ResponsesUsage::from(&collected.usage);
+    let response = shell.object(status, output, Some(usage));
     if let Some(keeping) = keeping {
         keeping.keep(&shell.id, &response);
     }

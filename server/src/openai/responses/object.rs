@@ -4,6 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::openai::responses::request::ResponsesRequest;
+use crate::openai::wire::responses_usage::ResponsesUsage;
 
 /// What every state of one response shares: its id, time, model and the request's settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,14 +63,15 @@ impl ResponseShell {
 
     /// The Response in a state: `in_progress`, `completed`, `incomplete` (`finish_reason`
     /// `length`: the output hit `max_output_tokens`) or `failed`.
-    pub fn object(&self, status: &str, output: Vec<Value>, usage: Option<Value>) -> Value {
+    pub fn object(&self, status: &str, output: Vec<Value>, usage: Option<ResponsesUsage>) -> Value {
         let mut object = self.fields.clone();
         object.insert("status".into(), Value::from(status));
         let incomplete = (status == "incomplete").then(|| json!({"reason": "max_output_tokens"}));
         object.insert("incomplete_details".into(), json!(incomplete));
         object.insert("error".into(), Value::Null);
         object.insert("output".into(), Value::Array(output));
-        object.insert("usage".into(), usage.unwrap_or(Value::Null));
+        let usage = serde_json::to_value(usage).expect("usage serializes");
+        object.insert("usage".into(), usage);
         Value::Object(object)
     }
 
@@ -86,26 +88,6 @@ pub fn status_of(finish_reason: &str) -> &'static str {
         "length" => "incomplete",
         _ => "completed",
     }
-}
-
-/// Chat usage in Responses' names.
-pub fn responses_usage(chat: &Value) -> Value {
-    let count = |key: &str| chat.get(key).and_then(Value::as_u64).unwrap_or(0);
-    let cached = chat
-        .pointer("/prompt_tokens_details/cached_tokens")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let reasoning = chat
-        .pointer("/completion_tokens_details/reasoning_tokens")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    json!({
-        "input_tokens": count("prompt_tokens"),
-        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
-        "output_tokens": count("completion_tokens"),
-        "output_tokens_details": {"reasoning_tokens": reasoning},
-        "total_tokens": count("total_tokens"),
-    })
 }
 
 pub fn reasoning_item(id: String, text: &str, status: &str) -> Value {
@@ -235,18 +217,6 @@ mod tests {
         assert_eq!(
             output_items(&shell(), &answer)[0]["content"][0]["text"],
             "\n"
-        );
-    }
-
-    #[test]
-    fn usage_has_every_field_the_sdk_types_require() {
-        let usage = responses_usage(&json!({"prompt_tokens": 3, "completion_tokens": 2,
-            "total_tokens": 5, "prompt_tokens_details": {"cached_tokens": 1}}));
-        assert_eq!(
-            usage,
-            json!({"input_tokens": 3, "input_tokens_details": {"cached_tokens": 1,
-                "cache_write_tokens": 0}, "output_tokens": 2,
-                "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 5})
         );
     }
 }

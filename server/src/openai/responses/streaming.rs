@@ -1,6 +1,7 @@
 //! A response written as it is generated: chat deltas in, Responses events out (over SSE to the
 //! client, or into a background response's event log), the final Response object kept.
 
+use crate::openai::wire::usage::Usage;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -92,16 +93,14 @@ impl Streaming {
         self.events = stream::empty().boxed();
         // The engine's count of a dropped request never comes: the tokens streamed so far.
         let usage = self.format.with_details(self.totals.running(0));
-        let usage = serde_json::to_value(usage).expect("usage serializes");
         let (events, response) = self.translator.cancel(&usage);
         self.pending.extend(events);
         self.end(response, true);
     }
 
     /// The chat usage so far, with the format's details (reasoning tokens).
-    fn usage(&self) -> Value {
-        let usage = self.format.with_details(self.totals.usage());
-        serde_json::to_value(usage).expect("usage serializes")
+    fn usage(&self) -> Usage {
+        self.format.with_details(self.totals.usage())
     }
 
     /// The response's id.

@@ -6,6 +6,7 @@ pub mod chat;
 pub mod completion;
 pub mod logprobs;
 pub mod models;
+pub mod responses_usage;
 pub mod tokenize;
 pub mod usage;
 

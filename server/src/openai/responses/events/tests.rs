@@ -1,3 +1,4 @@
+use crate::openai::wire::usage::{PromptTokensDetails, Usage};
 use serde_json::json;
 
 use super::*;
@@ -8,9 +9,11 @@ fn events() -> ResponseEvents {
     ResponseEvents::new(ResponseShell::new("resp_t".into(), 1, "m".into(), &request))
 }
 
-fn usage() -> Value {
-    json!({"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8,
-        "prompt_tokens_details": {"cached_tokens": 2}})
+fn usage() -> Usage {
+    Usage {
+        prompt_tokens_details: Some(PromptTokensDetails { cached_tokens: 2 }),
+        ..Usage::new(5, 3)
+    }
 }
 
 fn kinds(events: &[Value]) -> Vec<&str> {
