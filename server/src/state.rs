@@ -77,7 +77,7 @@ pub struct AppState {
     /// `/openapi.json` needs the API key too (`--openapi-behind-api-key`).
     pub openapi_behind_api_key: bool,
     /// The OpenAPI document `/openapi.json` answers (`crate::openapi::document`).
-    pub openapi_json: Arc<str>,
+    pub openapi_json: bytes::Bytes,
     pub started_unix_s: u64,
     /// `--request-timeline`: where each request's timeline line goes (`None`: not kept).
     pub timeline: Option<TimelineWriter>,
@@ -129,7 +129,7 @@ impl AppState {
             lora: None,
             runtime_lora_updating: false,
             openapi_behind_api_key: false,
-            openapi_json: Arc::from("{}"),
+            openapi_json: bytes::Bytes::from_static(b"{}"),
             started_unix_s: unix_now_s(),
             timeline: None,
             responses: Arc::new(ResponseStore::default()),

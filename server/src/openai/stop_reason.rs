@@ -2,6 +2,7 @@
 //! matched, the `stop_token_ids` token that was generated, or `"repetition_detected"`; `null` for
 //! the model's EOS (or end of turn), the length limit and an abort.
 
+use serde::Serialize;
 use serde_json::Value;
 
 /// What ended a choice, when the request asked for it.
@@ -18,11 +19,17 @@ pub enum StopReason {
 impl StopReason {
     /// The JSON vLLM writes: the id, the string, or `"repetition_detected"`; `null` for none.
     pub fn to_json(reason: Option<&StopReason>) -> Value {
-        match reason {
-            None => Value::Null,
-            Some(StopReason::TokenId(id)) => Value::from(*id),
-            Some(StopReason::Text(text)) => Value::from(text.as_str()),
-            Some(StopReason::Repetition) => Value::from("repetition_detected"),
+        serde_json::to_value(reason).unwrap_or(Value::Null)
+    }
+}
+
+impl Serialize for StopReason {
+    /// vLLM's spelling: the token id, the stop string, or `"repetition_detected"`.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            StopReason::TokenId(id) => serializer.serialize_u32(*id),
+            StopReason::Text(text) => serializer.serialize_str(text),
+            StopReason::Repetition => serializer.serialize_str("repetition_detected"),
         }
     }
 }

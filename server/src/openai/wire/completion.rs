@@ -62,14 +62,3 @@ impl CompletionChoice {
         }
     }
 }
-
-impl Serialize for StopReason {
-    /// vLLM's spelling: the token id, the stop string, or `"repetition_detected"`.
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            StopReason::TokenId(id) => serializer.serialize_u32(*id),
-            StopReason::Text(text) => serializer.serialize_str(text),
-            StopReason::Repetition => serializer.serialize_str("repetition_detected"),
-        }
-    }
-}
