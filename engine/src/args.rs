@@ -13,9 +13,11 @@ use crate::config::{EngineConfig, ItlTarget, KvCacheDType, LoraLimits, ModelDTyp
 use crate::device::DeviceSpec;
 use crate::error::EngineError;
 use crate::models::{LoadFormat, WeightFormat};
+use crate::spec_decode::SpeculativeConfig;
 use values::{
     parse_bytes, parse_device, parse_dtype, parse_itl_target, parse_kv_cache_dtype,
-    parse_load_format, parse_max_logprobs, parse_weight_format, DeviceArg, MaxLogprobs,
+    parse_load_format, parse_max_logprobs, parse_speculative_config, parse_weight_format,
+    DeviceArg, MaxLogprobs,
 };
 
 /// The share of a GPU's memory the engine takes when neither `--gpu-memory-utilization` nor
@@ -136,6 +138,12 @@ pub struct EngineArgs {
     /// (vLLM's flag); -1: the whole vocabulary.
     #[arg(long, env = "PAGODA_MAX_LOGPROBS", default_value = "20", value_name = "N|-1", allow_negative_numbers = true, value_parser = parse_max_logprobs)]
     pub max_logprobs: MaxLogprobs,
+
+    /// Speculative decoding, as vLLM's JSON: {"method": "ngram", "num_speculative_tokens": 5,
+    /// "prompt_lookup_min": 2, "prompt_lookup_max": 4} (prompt lookup: proposals copied from the
+    /// sequence's own tokens, verified in the same step; the output is the model's either way).
+    #[arg(long, env = "PAGODA_SPECULATIVE_CONFIG", value_name = "JSON", value_parser = parse_speculative_config)]
+    pub speculative_config: Option<SpeculativeConfig>,
 }
 
 impl EngineArgs {
@@ -187,6 +195,7 @@ impl EngineArgs {
                 max_loras: self.max_loras,
                 max_lora_rank: self.max_lora_rank,
             }),
+            speculative: self.speculative_config,
         };
         config.validate()?;
         Ok(config)

@@ -14,8 +14,12 @@ pub struct ScheduledSeq {
     pub id: RequestId,
     /// Tokens already in the KV cache; the new tokens sit at positions from here on.
     pub num_computed_tokens: usize,
-    /// Token ids computed this step (a prefill chunk, or the one token of a decode).
+    /// Token ids computed this step (a prefill chunk, or the one token of a decode), then the
+    /// `num_draft_tokens` proposed tokens the step verifies.
     pub new_token_ids: Vec<u32>,
+    /// Proposed tokens at the end of `new_token_ids` (speculative decoding; 0 otherwise). Only a
+    /// sequence that samples has them; each is one more logits row of the sequence.
+    pub num_draft_tokens: usize,
     pub block_table: Vec<BlockId>,
     /// Whether this step reaches the end of the sequence, so a next token is sampled.
     pub sample: bool,
@@ -30,6 +34,19 @@ impl ScheduledSeq {
     /// Context length once this step is done.
     pub fn num_tokens_after_step(&self) -> usize {
         self.num_computed_tokens + self.new_token_ids.len()
+    }
+
+    /// The proposed tokens this step verifies (empty without speculation).
+    pub fn draft_token_ids(&self) -> &[u32] {
+        &self.new_token_ids[self.new_token_ids.len() - self.num_draft_tokens..]
+    }
+
+    /// Logits rows the sequence samples from: the last token's and one per proposed token.
+    pub fn num_sampling_rows(&self) -> usize {
+        match self.sample {
+            true => 1 + self.num_draft_tokens,
+            false => 0,
+        }
     }
 }
 
@@ -48,6 +65,17 @@ impl BatchPlan {
     /// Number of sequences that sample a token this step (one logits row each, in plan order).
     pub fn num_sampled(&self) -> usize {
         self.seqs.iter().filter(|s| s.sample).count()
+    }
+
+    /// Logits rows sampled from this step (one per sampling sequence, plus one per proposed
+    /// token), before the prompt log-probability rows.
+    pub fn num_sampling_rows(&self) -> usize {
+        self.seqs.iter().map(ScheduledSeq::num_sampling_rows).sum()
+    }
+
+    /// Whether any sequence verifies proposed tokens this step.
+    pub fn has_drafts(&self) -> bool {
+        self.seqs.iter().any(|s| s.num_draft_tokens > 0)
     }
 
     /// The sequences that return prompt log-probabilities this step, in plan order.

@@ -13,6 +13,7 @@ pub use crate::models::dtype::ModelDType;
 use crate::models::load::{LoadFormat, LoadOptions};
 use crate::models::weight_format::WeightFormat;
 use crate::request::DEFAULT_MAX_LOGPROBS;
+use crate::spec_decode::SpeculativeConfig;
 
 /// The most a KV cache takes when no budget is given (`kv_cache_memory_bytes: None` on the
 /// CPU): 1 GiB, unless one sequence of `max_model_len` tokens needs more (see `kv::cache_size`).
@@ -62,6 +63,8 @@ pub struct EngineConfig {
     /// The most alternatives a request's `top_logprobs` / `prompt_logprobs` may ask for (`None`:
     /// the whole vocabulary).
     pub max_logprobs: Option<usize>,
+    /// Speculative decoding (`--speculative-config`; `None`: off).
+    pub speculative: Option<SpeculativeConfig>,
 }
 
 /// The limits on LoRA adapters (`--max-loras`, `--max-lora-rank`).
@@ -106,6 +109,7 @@ impl Default for EngineConfig {
             gpu_memory_utilization: None,
             lora: None,
             max_logprobs: Some(DEFAULT_MAX_LOGPROBS),
+            speculative: None,
         }
     }
 }
@@ -154,6 +158,9 @@ impl EngineConfig {
                     lora.max_lora_rank
                 ));
             }
+        }
+        if let Some(speculative) = &self.speculative {
+            speculative.validate()?;
         }
         if let Some(fraction) = self.gpu_memory_utilization {
             if !self.device.is_cuda() {

@@ -66,7 +66,10 @@ impl EngineCore {
             config.block_size,
             config.enable_prefix_caching,
         );
-        let scheduler = Scheduler::new(limits, kv, info.model.eos_token_ids.clone());
+        let mut scheduler = Scheduler::new(limits, kv, info.model.eos_token_ids.clone());
+        if let Some(speculative) = config.speculative {
+            scheduler = scheduler.with_speculation(speculative);
+        }
         // Without chunked prefill a prompt cannot be cut to fit a step time.
         let itl_target = if config.enable_chunked_prefill {
             config.itl_target
@@ -297,6 +300,7 @@ impl EngineCore {
                 plan.num_sampled()
             )));
         }
+        check_accepted_drafts(plan, &output)?;
         let expected: Vec<usize> = plan
             .prompt_logprob_seqs()
             .map(|(_, rows)| rows.target_ids.len())
@@ -407,6 +411,7 @@ impl EngineCore {
         self.totals.num_preemptions_total = self.scheduler.num_preemptions_total();
         self.totals.num_cached_kv_blocks = kv.num_cached_blocks();
         self.totals.num_prefix_cache_evictions_total = kv.num_evictions();
+        self.totals.spec_decode = self.scheduler.spec_decode_counters().cloned();
         let prefix = self.scheduler.prefix_cache_counters();
         self.totals.prefix_cache_queries_tokens_total = prefix.num_queried_tokens;
         self.totals.prefix_cache_hits_tokens_total = prefix.num_hit_tokens;
@@ -423,5 +428,30 @@ impl EngineCore {
         if let Ok(mut stats) = self.stats.lock() {
             *stats = self.totals.clone();
         }
+    }
+}
+
+/// An executor's accepted proposals must be a prefix of each sequence's proposed tokens.
+fn check_accepted_drafts(plan: &BatchPlan, output: &StepOutput) -> Result<()> {
+    if output.accepted_drafts.is_empty() {
+        return Ok(());
+    }
+    let sampling = plan.seqs.iter().filter(|s| s.sample);
+    let consistent = output.accepted_drafts.len() == plan.num_sampled()
+        && sampling
+            .zip(&output.accepted_drafts)
+            .all(|(seq, accepted)| {
+                let drafts = seq.draft_token_ids();
+                accepted.len() <= drafts.len()
+                    && accepted
+                        .iter()
+                        .zip(drafts)
+                        .all(|(token, &draft)| token.token_id == draft)
+            });
+    match consistent {
+        true => Ok(()),
+        false => Err(EngineError::Execution(
+            "the step accepted tokens that were not proposed".into(),
+        )),
     }
 }

@@ -37,6 +37,17 @@ pub struct Usage {
     pub completion_tokens: usize,
     /// Prompt tokens served from the prefix cache.
     pub num_cached_tokens: usize,
+    /// What speculative decoding proposed and kept for it (`None`: the engine does not
+    /// speculate).
+    pub spec_decode: Option<SpecDecodeUsage>,
+}
+
+/// One request's speculative decoding: proposed tokens the target model verified, and those it
+/// accepted (each accepted one is also a completion token; the rejected ones cost a row each).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpecDecodeUsage {
+    pub num_draft_tokens: usize,
+    pub num_accepted_tokens: usize,
 }
 
 /// Monotonic timestamps of one request's life.

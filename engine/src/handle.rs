@@ -18,6 +18,7 @@ use crate::lora::adapter::LoraAdapter;
 use crate::lora::load::{load_lora_adapter, LoraLoadOptions};
 use crate::models::ModelConfig;
 use crate::request::{EngineRequest, RequestId};
+use crate::spec_decode::{SpecDecodeCounters, SpeculativeConfig};
 use crate::step_tokens::StepTokenCounts;
 use crate::validate::{RequestLimits, ValidRequest};
 
@@ -74,6 +75,8 @@ pub struct EngineStats {
     pub running_lora_adapters: Vec<String>,
     /// Names of the LoRA adapters of waiting sequences (sorted, distinct).
     pub waiting_lora_adapters: Vec<String>,
+    /// What speculative decoding proposed and accepted (`None`: the engine does not speculate).
+    pub spec_decode: Option<SpecDecodeCounters>,
 }
 
 impl EngineStats {
@@ -105,6 +108,8 @@ pub struct EngineInfo {
     /// The most alternatives `top_logprobs` / `prompt_logprobs` may ask for (at most the
     /// vocabulary).
     pub max_logprobs: usize,
+    /// Speculative decoding, when the engine runs it.
+    pub speculative: Option<SpeculativeConfig>,
 }
 
 /// Talks to the engine thread. Cheap to clone; every clone drives the same engine.

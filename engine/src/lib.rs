@@ -29,6 +29,7 @@ pub mod lora;
 pub mod models;
 mod repetition;
 pub mod request;
+pub mod spec_decode;
 pub mod step_tokens;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -56,7 +57,8 @@ pub use constraint::{ConstraintError, ConstraintMatcher, TokenConstraint, TokenM
 pub use device::DeviceSpec;
 pub use error::{EngineError, Result};
 pub use events::{
-    FinishReason, GeneratedToken, PromptTokenLogprob, RequestTimings, TokenEvent, Usage,
+    FinishReason, GeneratedToken, PromptTokenLogprob, RequestTimings, SpecDecodeUsage, TokenEvent,
+    Usage,
 };
 pub use handle::{EngineHandle, EngineInfo, EngineStats, RequestStream};
 pub use kv::events::{KvCacheEvent, KvEventBatch, StoredBlocks, StoredLora};
@@ -67,6 +69,7 @@ pub use request::{
     EngineRequest, RepetitionDetection, RequestId, SamplingParams, StopConditions, ThinkingBudget,
     MAX_BAD_WORDS_TOTAL_TOKENS, MAX_LOGPROB_TOKEN_IDS, MAX_NUM_BAD_WORDS,
 };
+pub use spec_decode::{SpecDecodeCounters, SpeculativeConfig};
 pub use start::start_engine;
 #[cfg(feature = "testing")]
 pub use start::{start_engine_with_executor, start_engine_with_model};

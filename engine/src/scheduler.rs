@@ -9,6 +9,7 @@
 
 mod decayed_fit;
 pub mod itl_budget;
+mod speculation;
 pub mod step_cost;
 mod update;
 #[cfg(test)]
@@ -21,6 +22,7 @@ mod lora_tests;
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use speculation::Speculation;
 use update::RunningState;
 pub use update::StepUpdate;
 
@@ -33,6 +35,7 @@ use crate::prompt_logprobs::cap_chunk;
 use crate::request::RequestId;
 use crate::runner::StepOutput;
 use crate::sequence::{Sequence, SequenceStatus};
+use crate::spec_decode::{SpecDecodeCounters, SpeculativeConfig};
 
 /// The limits the scheduler enforces every step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +57,9 @@ pub struct Scheduler {
     eos_token_ids: Vec<u32>,
     num_preemptions_total: u64,
     prefix_cache: PrefixCacheCounters,
+    /// Proposes tokens for decoding sequences to verify (`None`: no speculative decoding).
+    speculation: Option<Speculation>,
+    spec_decode: SpecDecodeCounters,
 }
 
 /// Prefix-cache lookups at first admission, in tokens.
@@ -73,7 +79,21 @@ impl Scheduler {
             eos_token_ids,
             num_preemptions_total: 0,
             prefix_cache: PrefixCacheCounters::default(),
+            speculation: None,
+            spec_decode: SpecDecodeCounters::default(),
         }
+    }
+
+    /// Decoding sequences verify proposed tokens every step (speculative decoding).
+    pub fn with_speculation(mut self, config: SpeculativeConfig) -> Self {
+        self.spec_decode = SpecDecodeCounters::new(config.num_speculative_tokens);
+        self.speculation = Some(Speculation::new(config));
+        self
+    }
+
+    /// What speculation proposed and what was accepted (`None` without speculation).
+    pub fn spec_decode_counters(&self) -> Option<&SpecDecodeCounters> {
+        self.speculation.as_ref().map(|_| &self.spec_decode)
     }
 
     pub fn kv(&self) -> &KvCacheManager {
@@ -127,7 +147,10 @@ impl Scheduler {
     }
 
     /// Queues a validated sequence.
-    pub fn add(&mut self, seq: Sequence) {
+    pub fn add(&mut self, mut seq: Sequence) {
+        if self.speculation.is_some() {
+            seq.spec_decode.get_or_insert_with(Default::default);
+        }
         self.waiting.push_back(seq);
     }
 
@@ -198,14 +221,16 @@ impl Scheduler {
                 index += 1;
                 continue;
             }
+            let drafts = match (&self.speculation, num_uncomputed == 1 && num_new == 1) {
+                (Some(spec), true) => {
+                    spec.propose(&self.running[index], budget.num_tokens - 1, self.limits.max_model_len)
+                }
+                _ => Vec::new(),
+            };
             let seq = &mut self.running[index];
-            if self
-                .kv
-                .allocate_slots(&mut seq.block_table, seq.num_computed_tokens, num_new, &[])
-                .is_some()
-            {
-                push_scheduled(plan, seq, num_new);
-                budget.spend(num_uncomputed, num_new);
+            if let Some(drafts) = allocate_with_drafts(&mut self.kv, seq, num_new, drafts) {
+                budget.spend(num_uncomputed, num_new + drafts.len());
+                push_scheduled(plan, seq, num_new, drafts);
                 index += 1;
                 continue;
             }
@@ -274,7 +299,7 @@ impl Scheduler {
                 seq.first_scheduled = Some(Instant::now());
             }
             seq.status = SequenceStatus::Running;
-            push_scheduled(plan, &seq, num_new);
+            push_scheduled(plan, &seq, num_new, Vec::new());
             budget.spend(num_uncomputed, num_new);
             self.running.push(seq);
         }
@@ -341,6 +366,7 @@ impl Scheduler {
             kv: &mut self.kv,
             eos_token_ids: &self.eos_token_ids,
             max_model_len: self.limits.max_model_len,
+            spec_decode: &mut self.spec_decode,
         };
         state.apply(plan, output)
     }
@@ -392,12 +418,37 @@ fn chunk_of(enable_chunked_prefill: bool, seq: &Sequence, granted: usize) -> usi
     }
 }
 
-fn push_scheduled(plan: &mut BatchPlan, seq: &Sequence, num_new: usize) {
+/// Reserves KV slots for `num_new` tokens and the proposed ones; when the proposals do not fit,
+/// for the `num_new` tokens alone. Returns the proposals that got slots, `None` when not even the
+/// tokens themselves fit (the caller preempts).
+fn allocate_with_drafts(
+    kv: &mut KvCacheManager,
+    seq: &mut Sequence,
+    num_new: usize,
+    drafts: Vec<u32>,
+) -> Option<Vec<u32>> {
     let start = seq.num_computed_tokens;
+    if !drafts.is_empty()
+        && kv
+            .allocate_slots(&mut seq.block_table, start, num_new + drafts.len(), &[])
+            .is_some()
+    {
+        return Some(drafts);
+    }
+    kv.allocate_slots(&mut seq.block_table, start, num_new, &[])
+        .map(|()| Vec::new())
+}
+
+fn push_scheduled(plan: &mut BatchPlan, seq: &Sequence, num_new: usize, drafts: Vec<u32>) {
+    let start = seq.num_computed_tokens;
+    let num_draft_tokens = drafts.len();
+    let mut new_token_ids = seq.token_ids[start..start + num_new].to_vec();
+    new_token_ids.extend(drafts);
     plan.seqs.push(ScheduledSeq {
         id: seq.id,
         num_computed_tokens: start,
-        new_token_ids: seq.token_ids[start..start + num_new].to_vec(),
+        new_token_ids,
+        num_draft_tokens,
         block_table: seq.block_table.clone(),
         sample: start + num_new == seq.num_tokens(),
         lora: seq.lora.clone(),
@@ -405,5 +456,5 @@ fn push_scheduled(plan: &mut BatchPlan, seq: &Sequence, num_new: usize) {
             progress.rows_for(&seq.token_ids[..seq.num_prompt_tokens], start, num_new)
         }),
     });
-    plan.num_batched_tokens += num_new;
+    plan.num_batched_tokens += num_new + num_draft_tokens;
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::events::{FinishReason, RequestTimings, Usage};
+use crate::events::{FinishReason, RequestTimings, SpecDecodeUsage, Usage};
 use crate::kv::block_pool::BlockId;
 use crate::kv::hash::{BlockHash, CacheScope};
 use crate::lora::adapter::LoraAdapter;
@@ -51,6 +51,8 @@ pub struct Sequence {
     /// The prompt log-probabilities collected so far, while the request wants them and they
     /// have not been sent (`None` otherwise).
     pub prompt_logprobs: Option<PromptLogprobsProgress>,
+    /// Its proposed and accepted tokens, when the engine speculates (`None` otherwise).
+    pub spec_decode: Option<SpecDecodeUsage>,
 }
 
 impl Sequence {
@@ -78,6 +80,7 @@ impl Sequence {
             first_token: None,
             num_preemptions: 0,
             prompt_logprobs: request.prompt_logprobs.map(PromptLogprobsProgress::new),
+            spec_decode: None,
         }
     }
 
@@ -113,6 +116,7 @@ impl Sequence {
             prompt_tokens: self.num_prompt_tokens,
             completion_tokens: self.num_output_tokens(),
             num_cached_tokens: self.num_cached_tokens,
+            spec_decode: self.spec_decode,
         }
     }
 

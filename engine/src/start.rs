@@ -221,6 +221,7 @@ fn engine_info(
         kv_cache_dtype: KvCacheDType::of_dtype(kv_dtype),
         enable_prefix_caching: config.enable_prefix_caching,
         device: config.device,
+        speculative: config.speculative,
         max_logprobs: config
             .max_logprobs
             .map_or(model.vocab_size, |max| max.min(model.vocab_size)),

@@ -168,7 +168,26 @@ fn constrained_sequences_follow_their_grammar_and_leave_the_others_alone() {
         max_model_len: Some(128),
         ..EngineConfig::default()
     };
-    for (label, config) in [("normal", EngineConfig::default()), ("tight KV", tight)] {
+    // Prompt lookup proposes tokens to every row: the grammar cuts them at the first forbidden
+    // one, and each matcher still sees exactly its sequence's tokens (checked in `run_mixed`).
+    let speculating = EngineConfig {
+        speculative: Some(pagoda_engine::SpeculativeConfig {
+            method: pagoda_engine::spec_decode::SpeculativeMethod::Ngram(
+                pagoda_engine::spec_decode::NgramConfig {
+                    prompt_lookup_min: 1,
+                    prompt_lookup_max: 2,
+                },
+            ),
+            num_speculative_tokens: 3,
+        }),
+        ..tight.clone()
+    };
+    let regimes = [
+        ("normal", EngineConfig::default()),
+        ("tight KV", tight),
+        ("tight KV, speculating", speculating),
+    ];
+    for (label, config) in regimes {
         let outcomes = run_mixed(&model, &prompts, config);
         for (i, outcome) in outcomes.iter().enumerate() {
             if i % 2 == 0 {

@@ -33,6 +33,7 @@ fn prefill_logits(dir: &std::path::Path, seed: u64) -> Vec<f32> {
             id: RequestId(1),
             num_computed_tokens: 0,
             new_token_ids: PROMPT.to_vec(),
+            num_draft_tokens: 0,
             block_table: vec![BlockId(0)],
             sample: true,
             lora: None,

@@ -441,3 +441,43 @@ fn bad_mock_configurations_are_refused() {
     let error = start_mock_engine(too_long, model, mock(0, 0, MockOutputLen::MaxTokens));
     assert!(error.unwrap_err().to_string().contains("context length"));
 }
+
+#[test]
+fn speculating_the_mock_accepts_proposals_of_its_own_text_and_keeps_it() {
+    let run = |speculative| {
+        let config = EngineConfig {
+            speculative,
+            ..EngineConfig::default()
+        };
+        let handle = start(mock(0, 1, MockOutputLen::Fixed(24)), config);
+        let streams: Vec<_> = (0..6).map(|_| submit(&handle, 8, stop(30))).collect();
+        let outcomes: Vec<Outcome> = streams.into_iter().map(drain).collect();
+        let counters = handle.stats().spec_decode;
+        handle.shutdown();
+        (outcomes, counters)
+    };
+    let (plain, no_counters) = run(None);
+    assert_eq!(no_counters, None);
+    assert!(plain.iter().all(|o| o.usage.spec_decode.is_none()));
+    let config = pagoda_engine::SpeculativeConfig::from_json(
+        r#"{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":2,"prompt_lookup_max":3}"#,
+    )
+    .unwrap();
+    let (speculative, counters) = run(Some(config));
+    let counters = counters.expect("counters");
+    for (a, b) in plain.iter().zip(&speculative) {
+        assert_eq!(a.token_ids(), b.token_ids());
+    }
+    // The mock's text cycles every 5 tokens: once it repeats, lookup proposes the rest of it.
+    assert!(counters.num_accepted_tokens > 6 * 10, "{counters:?}");
+    let per_request: usize = speculative
+        .iter()
+        .map(|o| o.usage.spec_decode.expect("reported").num_accepted_tokens)
+        .sum();
+    assert_eq!(per_request as u64, counters.num_accepted_tokens);
+    let num_drafted: usize = speculative
+        .iter()
+        .map(|o| o.usage.spec_decode.unwrap().num_draft_tokens)
+        .sum();
+    assert_eq!(num_drafted as u64, counters.num_draft_tokens);
+}

@@ -38,6 +38,7 @@ fn prefill_logits(path: &std::path::Path, format: WeightFormat, prompt: &[u32]) 
             id: RequestId(1),
             num_computed_tokens: 0,
             new_token_ids: prompt.to_vec(),
+            num_draft_tokens: 0,
             block_table: (0..prompt.len().div_ceil(16) as u32).map(BlockId).collect(),
             sample: true,
             lora: None,

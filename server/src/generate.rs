@@ -216,6 +216,7 @@ mod tests {
                 prompt_tokens: 5,
                 completion_tokens: 10,
                 num_cached_tokens: 0,
+                spec_decode: None,
             },
             ttft: Some(Duration::from_millis(100)),
             total: Duration::from_millis(500),

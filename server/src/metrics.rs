@@ -36,6 +36,7 @@ mod router;
 mod router_tests;
 #[cfg(test)]
 mod scrape_tests;
+mod spec_decode;
 mod structured;
 #[cfg(test)]
 mod test_support;

@@ -147,6 +147,7 @@ impl Batch {
             new_token_ids: (computed..computed + len)
                 .map(|p| ((seq * 7919 + p * 104_729 + 1) % self.vocab_size) as u32)
                 .collect(),
+            num_draft_tokens: 0,
             block_table: (first..first + blocks).map(|b| BlockId(b as u32)).collect(),
             sample: true,
             lora: None,

@@ -1,9 +1,10 @@
 //! Parsers of the engine flags' values: devices, byte sizes, dtypes (of the model and of the KV
-//! cache), load and weight formats.
+//! cache), load and weight formats, the speculative-decoding JSON.
 
 use crate::config::{ItlTarget, KvCacheDType, ModelDType, KV_CACHE_DTYPES};
 use crate::device::DeviceSpec;
 use crate::models::{LoadFormat, WeightFormat};
+use crate::spec_decode::SpeculativeConfig;
 
 /// `--device`: a device, or `auto` (the first GPU when this build has CUDA and one opens).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,4 +145,9 @@ pub fn parse_max_logprobs(text: &str) -> Result<MaxLogprobs, String> {
                 )
             }),
     }
+}
+
+/// `--speculative-config`: vLLM's JSON (see `SpeculativeConfig::from_json`).
+pub fn parse_speculative_config(text: &str) -> Result<SpeculativeConfig, String> {
+    SpeculativeConfig::from_json(text).map_err(|e| e.to_string())
 }

@@ -201,6 +201,19 @@ impl KvCacheManager {
         seq.num_registered_blocks = 0;
     }
 
+    /// Gives back the blocks past those that hold the sequence's tokens: the slots reserved for
+    /// proposed tokens the step rejected. They were never registered (only computed full blocks
+    /// are), so they return to the free list.
+    pub fn release_unused_tail(&mut self, seq: &mut Sequence) {
+        let num_needed = num_blocks_for(seq.num_tokens(), self.block_size);
+        if seq.block_table.len() <= num_needed {
+            return;
+        }
+        let tail = seq.block_table.split_off(num_needed);
+        self.pool.release(&tail);
+        seq.num_registered_blocks = seq.num_registered_blocks.min(num_needed);
+    }
+
     /// Forgets all cached prefixes; returns how many blocks left the cache.
     pub fn reset_prefix_cache(&mut self) -> usize {
         self.pool.reset_prefix_cache()

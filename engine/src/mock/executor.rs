@@ -16,6 +16,7 @@ use crate::events::PromptTokenLogprob;
 use crate::models::ModelConfig;
 use crate::request::{EngineRequest, RequestId};
 use crate::runner::{StepExecutor, StepOutput};
+use crate::sampling::SampledToken;
 
 #[derive(Debug)]
 pub struct MockExecutor {
@@ -108,14 +109,39 @@ impl MockExecutor {
         if request.next_due? > now {
             return None;
         }
-        request.num_output_tokens += 1;
         request.next_due = Some(now + jittered(&mut request.rng, self.tpot, self.jitter));
+        self.advance(id)
+    }
+
+    /// The request's next output token, taken without its clock (a verified proposal's).
+    fn advance(&mut self, id: RequestId) -> Option<u32> {
+        let request = self.requests.get_mut(&id)?;
+        request.num_output_tokens += 1;
         let position = request.num_output_tokens;
         if request.eos_position == Some(position) {
             return self.eos_token_id;
         }
         let index = (request.offset + position - 1) % self.output_token_ids.len();
         Some(self.output_token_ids[index])
+    }
+
+    /// A due sequence's proposals checked against its own output: the proposed tokens that
+    /// equal its next ones are accepted, and its token after them follows (the mock's stand-in
+    /// for verification; what it would emit one step at a time, sooner).
+    fn verify(&mut self, id: RequestId, drafts: &[u32], first: u32) -> (Vec<u32>, u32) {
+        let mut accepted = Vec::new();
+        let mut next = first;
+        for &draft in drafts {
+            if draft != next {
+                break;
+            }
+            accepted.push(draft);
+            match self.advance(id) {
+                Some(token) => next = token,
+                None => break,
+            }
+        }
+        (accepted, next)
     }
 
     /// Whether a sampling sequence of `plan` has produced more than `num_tokens` tokens.
@@ -141,12 +167,20 @@ impl StepExecutor for MockExecutor {
     fn execute(&mut self, plan: &BatchPlan) -> Result<StepOutput> {
         let now = Instant::now();
         self.start_clocks(plan, now);
-        let tokens: Vec<Option<u32>> = plan
-            .seqs
-            .iter()
-            .filter(|s| s.sample)
-            .map(|s| self.next_token(s.id, now))
-            .collect();
+        let mut tokens: Vec<Option<u32>> = Vec::new();
+        let mut accepted_drafts = Vec::new();
+        for seq in plan.seqs.iter().filter(|s| s.sample) {
+            let token = self.next_token(seq.id, now);
+            let (accepted, token) = match token {
+                Some(first) => {
+                    let (accepted, next) = self.verify(seq.id, seq.draft_token_ids(), first);
+                    (accepted, Some(next))
+                }
+                None => (Vec::new(), None),
+            };
+            tokens.push(token);
+            accepted_drafts.push(accepted.into_iter().map(SampledToken::chosen).collect());
+        }
         if !self.step_time_per_token.is_zero() {
             let num_tokens = u32::try_from(plan.num_batched_tokens).unwrap_or(u32::MAX);
             std::thread::sleep(self.step_time_per_token.saturating_mul(num_tokens));
@@ -178,6 +212,7 @@ impl StepExecutor for MockExecutor {
         };
         Ok(StepOutput {
             prompt_logprobs: certain_prompt_logprobs(plan),
+            accepted_drafts,
             ..StepOutput::from_ids(tokens)
         })
     }

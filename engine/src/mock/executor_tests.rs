@@ -53,6 +53,7 @@ fn plan(ids: &[u64]) -> BatchPlan {
             id: RequestId(id),
             num_computed_tokens: 3,
             new_token_ids: vec![1],
+            num_draft_tokens: 0,
             block_table: Vec::new(),
             sample: true,
             lora: None, prompt_logprobs: None,

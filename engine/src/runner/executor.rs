@@ -37,6 +37,10 @@ pub trait StepExecutor: Send + std::fmt::Debug {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StepOutput {
     pub tokens: Vec<Option<SampledToken>>,
+    /// Per sampling sequence (in plan order; empty when the step verified no proposals): the
+    /// proposed tokens it accepted, a prefix of its `ScheduledSeq::draft_token_ids`. They come
+    /// before its token in `tokens`, which is the target model's own token after them.
+    pub accepted_drafts: Vec<Vec<SampledToken>>,
     /// One entry per sequence with `prompt_logprobs` rows in the plan, in plan order: one
     /// log-probability per row.
     pub prompt_logprobs: Vec<Vec<PromptTokenLogprob>>,
@@ -48,6 +52,11 @@ impl StepOutput {
         self.tokens.len()
     }
 
+    /// The proposed tokens sampling sequence `row` accepted (none when it had none).
+    pub fn accepted_drafts_of(&self, row: usize) -> &[SampledToken] {
+        self.accepted_drafts.get(row).map_or(&[], Vec::as_slice)
+    }
+
     /// Chosen token ids with no log-probabilities (`None`: not ready).
     pub fn from_ids(ids: impl IntoIterator<Item = Option<u32>>) -> Self {
         Self {
@@ -55,6 +64,7 @@ impl StepOutput {
                 .into_iter()
                 .map(|id| id.map(SampledToken::chosen))
                 .collect(),
+            accepted_drafts: Vec::new(),
             prompt_logprobs: Vec::new(),
         }
     }

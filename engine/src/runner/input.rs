@@ -9,8 +9,8 @@ use crate::lora::batch::LoraBatch;
 use crate::models::ModelInput;
 
 /// Token ids and positions of every scheduled token, which rows produce logits (the last token
-/// of each sequence that samples, then the prompt log-probability rows) and which rows use which
-/// LoRA adapter.
+/// of each sequence that samples, with one row before it per proposed token it verifies, then the
+/// prompt log-probability rows) and which rows use which LoRA adapter.
 pub fn build_model_input(
     plan: &BatchPlan,
     meta: &AttnMetadata,
@@ -21,12 +21,16 @@ pub fn build_model_input(
         .iter()
         .flat_map(|s| s.new_token_ids.iter().copied())
         .collect();
+    // A sampling sequence's rows: its last token's, after the rows of its proposed tokens'
+    // predecessors (the last `1 + num_draft_tokens` positions).
     let mut logits_indices: Vec<u32> = plan
         .seqs
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.sample)
-        .map(|(i, _)| meta.query_start_loc[i + 1] - 1)
+        .flat_map(|(i, s)| {
+            let end = meta.query_start_loc[i + 1];
+            (end - s.num_sampling_rows() as u32)..end
+        })
         .collect();
     for (i, seq) in plan.seqs.iter().enumerate() {
         if let Some(rows) = &seq.prompt_logprobs {

@@ -111,6 +111,35 @@ fn forward(
     Ok(Some(logits))
 }
 
+impl ModelRunner {
+    /// A step that verifies proposed tokens: each sampling sequence's rows go through its
+    /// pipeline in order (`BatchSampler::verify`).
+    fn verify(
+        &mut self,
+        plan: &BatchPlan,
+        logits: &Tensor,
+        ids: &[RequestId],
+        prompt_logprobs: Vec<Vec<crate::events::PromptTokenLogprob>>,
+    ) -> Result<StepOutput> {
+        let drafts: Vec<&[u32]> = plan
+            .seqs
+            .iter()
+            .filter(|s| s.sample)
+            .map(|s| s.draft_token_ids())
+            .collect();
+        let verified = self.sampler.verify(logits, ids, &drafts)?;
+        let (accepted_drafts, tokens) = verified
+            .into_iter()
+            .map(|v| (v.accepted, Some(v.token)))
+            .unzip();
+        Ok(StepOutput {
+            tokens,
+            accepted_drafts,
+            prompt_logprobs,
+        })
+    }
+}
+
 impl StepExecutor for ModelRunner {
     fn execute(&mut self, plan: &BatchPlan) -> Result<StepOutput> {
         let ids: Vec<RequestId> = plan
@@ -122,20 +151,25 @@ impl StepExecutor for ModelRunner {
         let Some(logits) = self.forward_and_masks(plan, &ids)? else {
             return Ok(StepOutput::default());
         };
-        let prompt_logprobs = prompt_logprobs::prompt_logprobs(&logits, ids.len(), plan)?;
+        let num_sampling_rows = plan.num_sampling_rows();
+        let prompt_logprobs = prompt_logprobs::prompt_logprobs(&logits, num_sampling_rows, plan)?;
         if ids.is_empty() {
             return Ok(StepOutput {
-                tokens: Vec::new(),
                 prompt_logprobs,
+                ..StepOutput::default()
             });
         }
         let sampling_logits = match prompt_logprobs.is_empty() {
             true => logits,
-            false => logits.narrow(0, 0, ids.len())?,
+            false => logits.narrow(0, 0, num_sampling_rows)?,
         };
+        if plan.has_drafts() {
+            return self.verify(plan, &sampling_logits, &ids, prompt_logprobs);
+        }
         let tokens = self.sampler.sample(&sampling_logits, &ids)?;
         Ok(StepOutput {
             tokens: tokens.into_iter().map(Some).collect(),
+            accepted_drafts: Vec::new(),
             prompt_logprobs,
         })
     }

@@ -90,6 +90,7 @@ mod tests {
             id: RequestId(id),
             num_computed_tokens: 0,
             new_token_ids: vec![0; 4],
+            num_draft_tokens: 0,
             block_table: Vec::new(),
             sample,
             lora: None,

@@ -25,7 +25,7 @@ use crate::error::{EngineError, Result};
 use crate::request::{EngineRequest, RequestId};
 
 thread_local! {
-    static SCRATCH: RefCell<SamplerScratch> = RefCell::new(SamplerScratch::default());
+    pub(super) static SCRATCH: RefCell<SamplerScratch> = RefCell::new(SamplerScratch::default());
 }
 
 /// The sampling state of every admitted sequence, and the step's batched sampling.
@@ -35,7 +35,7 @@ pub struct BatchSampler {
     vocab_size: usize,
     states: HashMap<RequestId, SequenceSamplingState>,
     /// The host copy of the rows sampled there, reused every step.
-    staging: HostStaging,
+    pub(super) staging: HostStaging,
     /// The plain random rows' kernel, on a GPU.
     device: DeviceSampler,
 }
@@ -109,6 +109,20 @@ impl BatchSampler {
                 ids.len()
             )));
         }
+        let mut states = self.take_states(ids)?;
+        let sampled = sample_rows(
+            logits,
+            &mut states,
+            vocab_size,
+            greedy_on_device,
+            (&mut self.staging, &mut self.device),
+        );
+        self.put_back(ids, states);
+        sampled
+    }
+
+    /// Takes the states of `ids` for a step (all or none: an unknown id is an error).
+    pub(super) fn take_states(&mut self, ids: &[RequestId]) -> Result<Vec<SequenceSamplingState>> {
         let mut states = Vec::with_capacity(ids.len());
         for id in ids {
             match self.states.remove(id) {
@@ -122,19 +136,11 @@ impl BatchSampler {
                 }
             }
         }
-        let sampled = sample_rows(
-            logits,
-            &mut states,
-            vocab_size,
-            greedy_on_device,
-            (&mut self.staging, &mut self.device),
-        );
-        self.put_back(ids, states);
-        sampled
+        Ok(states)
     }
 
     /// Returns the states taken for a step (the first `states.len()` of `ids`).
-    fn put_back(&mut self, ids: &[RequestId], states: Vec<SequenceSamplingState>) {
+    pub(super) fn put_back(&mut self, ids: &[RequestId], states: Vec<SequenceSamplingState>) {
         for (id, state) in ids.iter().zip(states) {
             self.states.insert(*id, state);
         }
@@ -258,7 +264,7 @@ fn sample_in_parallel(
 }
 
 /// The host copy of the rows to sample there: all of them as one copy, or only those rows.
-fn host_values<'a>(
+pub(super) fn host_values<'a>(
     logits: &Tensor,
     rows: &[usize],
     num_rows: usize,

@@ -19,6 +19,8 @@
 //!   min-p rows), by the kernel whose host twin is `thresholds`.
 //! - `staging`: where the rows sampled on the host land (page-locked memory on a GPU).
 //! - `logprobs`: log-softmax and top-n selection for the logprobs returned to clients.
+//! - `verify`: speculative decoding's verification — a sequence's pipeline over its rows, in
+//!   order, keeping the proposals its draws agree with.
 
 mod batch;
 mod constrained;
@@ -32,6 +34,7 @@ mod thinking;
 mod sampler;
 mod staging;
 mod state;
+mod verify;
 #[cfg(any(test, feature = "testing"))]
 pub mod thresholds;
 #[cfg(any(test, feature = "testing"))]

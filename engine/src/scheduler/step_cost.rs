@@ -40,7 +40,8 @@ impl StepShape {
     pub fn of(plan: &BatchPlan) -> Self {
         let mut shape = Self::default();
         for seq in &plan.seqs {
-            match seq.new_token_ids.len() {
+            // A decode verifying proposals is still a decode: its extra rows cost like one.
+            match seq.new_token_ids.len() - seq.num_draft_tokens {
                 1 => shape.num_decode_seqs += 1,
                 n => shape.num_prefill_tokens += n,
             }
@@ -145,6 +146,7 @@ mod tests {
             id: RequestId(n as u64),
             num_computed_tokens: 0,
             new_token_ids: vec![1; n],
+            num_draft_tokens: 0,
             block_table: Vec::new(),
             sample: true,
             lora: None, prompt_logprobs: None,

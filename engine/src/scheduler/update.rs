@@ -13,6 +13,7 @@ use crate::request::RequestId;
 use crate::runner::StepOutput;
 use crate::sampling::SampledToken;
 use crate::sequence::{Sequence, SequenceStatus};
+use crate::spec_decode::SpecDecodeCounters;
 
 /// What one step changed: tokens to report, sequences that ended.
 #[derive(Debug, Default)]
@@ -54,11 +55,13 @@ pub(super) struct RunningState<'a> {
     pub kv: &'a mut KvCacheManager,
     pub eos_token_ids: &'a [u32],
     pub max_model_len: usize,
+    pub spec_decode: &'a mut SpecDecodeCounters,
 }
 
 impl RunningState<'_> {
-    /// Applies a step's results: advances counters, takes the chosen token, checks stops, frees
-    /// finished blocks.
+    /// Applies a step's results: advances counters, takes the chosen tokens (the accepted
+    /// proposals, then the executor's own), checks stops, frees finished blocks and the slots of
+    /// rejected proposals.
     pub(super) fn apply(self, plan: &BatchPlan, output: &StepOutput) -> StepUpdate {
         let mut update = StepUpdate::default();
         let positions: HashMap<RequestId, usize> = self
@@ -70,11 +73,11 @@ impl RunningState<'_> {
         let mut row = 0;
         let mut prompt_logprobs_row = 0;
         for scheduled in &plan.seqs {
-            let next = if scheduled.sample {
+            let (next, accepted) = if scheduled.sample {
                 row += 1;
-                next_of(output, row - 1)
+                (next_of(output, row - 1), output.accepted_drafts_of(row - 1))
             } else {
-                Next::NoSample
+                (Next::NoSample, &[][..])
             };
             let prompt_entries = scheduled.prompt_logprobs.as_ref().and_then(|_| {
                 prompt_logprobs_row += 1;
@@ -87,45 +90,29 @@ impl RunningState<'_> {
             if let (Some(entries), Some(progress)) = (prompt_entries, seq.prompt_logprobs.as_mut()) {
                 progress.extend(entries.clone());
             }
-            // A token not ready leaves the sequence's last token to be computed again next step.
-            let num_computed =
-                scheduled.new_token_ids.len() - usize::from(matches!(next, Next::NotReady));
-            seq.num_computed_tokens += num_computed;
-            update.num_computed_tokens += num_computed;
-            self.kv.cache_full_blocks(seq);
-            let (token, ends_constraint) = match next {
-                Next::NoSample | Next::NotReady => continue,
-                Next::Chosen(token) => {
-                    if let Some(reason) = &token.constraint_failure {
-                        // The token breaks the grammar: it is not output.
-                        seq.status = SequenceStatus::Finished(FinishReason::Abort);
-                        let error = EngineError::Constraint(reason.clone());
-                        update.failed.push((seq.id, error));
-                        continue;
-                    }
-                    (append(seq, token), token.ends_constraint)
-                }
+            let num_drafts = scheduled.num_draft_tokens;
+            // A token not ready leaves the sequence's last token to be computed again next step;
+            // rejected proposals are not computed tokens.
+            let num_computed = match next {
+                Next::NotReady => scheduled.new_token_ids.len() - num_drafts - 1,
+                _ => scheduled.new_token_ids.len() - num_drafts + accepted.len(),
             };
-            if seq.num_output_tokens() == 1 {
-                update.num_prompt_tokens += seq.num_prompt_tokens;
-                if let Some(progress) = seq.prompt_logprobs.take() {
-                    update
-                        .prompt_logprobs
-                        .push((seq.id, progress.into_entries()));
+            update.num_computed_tokens += num_computed;
+            let num_computed_before = seq.num_computed_tokens;
+            if let Next::Chosen(token) = next {
+                self.spec_decode.observe(num_drafts, accepted.len());
+                if let Some(usage) = &mut seq.spec_decode {
+                    usage.num_draft_tokens += num_drafts;
+                    usage.num_accepted_tokens += accepted.len();
                 }
+                let tokens = accepted.iter().chain(std::iter::once(token));
+                take_tokens(seq, tokens, self.eos_token_ids, self.max_model_len, &mut update);
             }
-            update.tokens.push((seq.id, token));
-            // A complete grammar ends the output, whatever the stop settings say.
-            let grammar_end = ends_constraint.then_some(FinishReason::Stop {
-                stop_token_id: None,
-            });
-            if let Some(reason) =
-                grammar_end.or_else(|| seq.check_stop(self.eos_token_ids, self.max_model_len))
-            {
-                seq.status = SequenceStatus::Finished(reason);
-                if let Some((_, token)) = update.tokens.last_mut() {
-                    token.is_last = true;
-                }
+            // A stop among the accepted proposals ends the sequence before the rest.
+            seq.num_computed_tokens = (num_computed_before + num_computed).min(seq.num_tokens());
+            self.kv.cache_full_blocks(seq);
+            if num_drafts > 0 && !seq.is_finished() {
+                self.kv.release_unused_tail(seq);
             }
         }
         self.collect_finished(&mut update);
@@ -142,6 +129,48 @@ impl RunningState<'_> {
             let mut seq = self.running.remove(index);
             self.kv.free(&mut seq);
             update.finished.push(seq);
+        }
+    }
+}
+
+/// Appends a step's tokens to `seq` in order, checking the stops after each: the first one that
+/// ends the sequence (or breaks its grammar) is the last one taken.
+fn take_tokens<'t>(
+    seq: &mut Sequence,
+    tokens: impl Iterator<Item = &'t SampledToken>,
+    eos_token_ids: &[u32],
+    max_model_len: usize,
+    update: &mut StepUpdate,
+) {
+    for token in tokens {
+        if let Some(reason) = &token.constraint_failure {
+            // The token breaks the grammar: it is not output.
+            seq.status = SequenceStatus::Finished(FinishReason::Abort);
+            let error = EngineError::Constraint(reason.clone());
+            update.failed.push((seq.id, error));
+            return;
+        }
+        let generated = append(seq, token);
+        if seq.num_output_tokens() == 1 {
+            update.num_prompt_tokens += seq.num_prompt_tokens;
+            if let Some(progress) = seq.prompt_logprobs.take() {
+                update
+                    .prompt_logprobs
+                    .push((seq.id, progress.into_entries()));
+            }
+        }
+        update.tokens.push((seq.id, generated));
+        // A complete grammar ends the output, whatever the stop settings say.
+        let grammar_end = token.ends_constraint.then_some(FinishReason::Stop {
+            stop_token_id: None,
+        });
+        if let Some(reason) = grammar_end.or_else(|| seq.check_stop(eos_token_ids, max_model_len))
+        {
+            seq.status = SequenceStatus::Finished(reason);
+            if let Some((_, token)) = update.tokens.last_mut() {
+                token.is_last = true;
+            }
+            return;
         }
     }
 }

@@ -139,6 +139,7 @@ pub fn prefill_plan(
             id: RequestId(0),
             num_computed_tokens: 0,
             new_token_ids: prompt.to_vec(),
+            num_draft_tokens: 0,
             block_table: (0..num_blocks as u32).map(BlockId).collect(),
             sample: true,
             lora,

@@ -102,6 +102,7 @@ pub fn seq(id: u64, computed: usize, tokens: &[u32], table: &[u32]) -> Scheduled
         id: RequestId(id),
         num_computed_tokens: computed,
         new_token_ids: tokens.to_vec(),
+        num_draft_tokens: 0,
         block_table: table.iter().copied().map(BlockId).collect(),
         sample: true,
         lora: None,

@@ -92,3 +92,17 @@ where
     registry.register(Box::new(metric.clone()))?;
     Ok(metric)
 }
+
+/// Moves a counter that mirrors an engine total up to `total` (counters only move forward).
+pub(super) fn catch_up(counter: &IntCounter, total: u64) {
+    let exported = counter.get();
+    if total > exported {
+        counter.inc_by(total - exported);
+    }
+}
+
+/// Serialises a collector's scrapes so that two concurrent ones cannot both add the same
+/// increment (a poisoned lock still serialises).
+pub(super) fn scrape_guard(sync: &std::sync::Mutex<()>) -> std::sync::MutexGuard<'_, ()> {
+    sync.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -13,7 +13,7 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{Gauge, Histogram, IntCounter};
 
-use super::builder::SeriesBuilder;
+use super::builder::{catch_up, scrape_guard, SeriesBuilder};
 use super::error::MetricsError;
 use super::names::*;
 
@@ -224,11 +224,7 @@ impl EngineCollector {
             gauge.set(read(stats));
         }
         for (counter, read) in &self.counters {
-            let total = read(stats);
-            let exported = counter.get();
-            if total > exported {
-                counter.inc_by(total - exported);
-            }
+            catch_up(counter, read(stats));
         }
     }
 }
@@ -245,10 +241,7 @@ impl Collector for EngineCollector {
 
     fn collect(&self) -> Vec<MetricFamily> {
         let stats = self.engine.stats();
-        let _guard = match self.sync.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let _guard = scrape_guard(&self.sync);
         self.update(&stats);
         let gauges = self.gauges.iter().flat_map(|(g, _)| g.collect());
         let counters = self.counters.iter().flat_map(|(c, _)| c.collect());

@@ -113,6 +113,15 @@ pub const LABEL_NUM_GPU_BLOCKS: &str = "num_gpu_blocks";
 pub const LABEL_CACHE_DTYPE: &str = "cache_dtype";
 pub const LABEL_ENABLE_PREFIX_CACHING: &str = "enable_prefix_caching";
 
+// Speculative decoding (counters, exported when the engine speculates; vLLM's names).
+pub const SPEC_DECODE_NUM_DRAFTS: &str = "spec_decode_num_drafts_total";
+pub const SPEC_DECODE_NUM_DRAFT_TOKENS: &str = "spec_decode_num_draft_tokens_total";
+pub const SPEC_DECODE_NUM_ACCEPTED_TOKENS: &str = "spec_decode_num_accepted_tokens_total";
+/// By `position` (0-based) in the proposal.
+pub const SPEC_DECODE_NUM_ACCEPTED_TOKENS_PER_POS: &str =
+    "spec_decode_num_accepted_tokens_per_pos_total";
+pub const LABEL_POSITION: &str = "position";
+
 // Pagoda-only engine series (exported under `pagoda` only).
 pub const NUM_KV_BLOCKS: &str = "num_kv_blocks";
 pub const NUM_KV_BLOCKS_USED: &str = "num_kv_blocks_used";

@@ -16,6 +16,7 @@ use super::http::HttpMetrics;
 use super::lora::LoraCollector;
 use super::request::{FinishedSequence, RequestMetrics};
 use super::router;
+use super::spec_decode::SpecDecodeCollector;
 use super::structured::StructuredMetrics;
 use crate::lora::LoraRegistry;
 
@@ -56,6 +57,14 @@ impl Metrics {
             model_name: &config.model_name,
         };
         registry.register(Box::new(EngineCollector::new(engine.clone(), series)?))?;
+        if let Some(speculative) = engine.info().speculative {
+            let collector = SpecDecodeCollector::new(
+                engine.clone(),
+                series,
+                speculative.num_speculative_tokens,
+            )?;
+            registry.register(Box::new(collector))?;
+        }
         router::register_router_series(&registry, &engine, config.namespace, &config.model_name)?;
         let engine_stalled = builder::register(
             &registry,

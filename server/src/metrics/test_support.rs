@@ -227,6 +227,7 @@ impl Seq {
                 prompt_tokens: self.prompt,
                 completion_tokens: self.completion,
                 num_cached_tokens: self.cached,
+                spec_decode: None,
             },
             timings: RequestTimings {
                 queued,

@@ -224,7 +224,10 @@ impl ResponseFormat for ChatFormat {
             .filter_map(|reader| reader.reasoning.as_ref())
             .map(ReasoningStream::num_reasoning_tokens)
             .sum();
-        Some(CompletionTokensDetails { reasoning_tokens })
+        Some(CompletionTokensDetails {
+            reasoning_tokens: Some(reasoning_tokens),
+            ..CompletionTokensDetails::default()
+        })
     }
 
     fn opening_choice(&self, index: usize) -> Option<Value> {

@@ -326,6 +326,7 @@ impl Drop for ChoiceRun {
                 prompt_tokens: self.num_prompt_tokens,
                 completion_tokens: self.num_tokens,
                 num_cached_tokens: 0,
+                spec_decode: None,
             },
             timings: RequestTimings {
                 queued: self.submitted,

@@ -38,10 +38,14 @@ pub trait ResponseFormat: Send + Sync + 'static {
     fn completion_tokens_details(&self) -> Option<CompletionTokensDetails> {
         None
     }
-    /// `usage` with the format's completion details.
+    /// `usage` with the format's completion details beside its own (speculation's).
     fn with_details(&self, usage: Usage) -> Usage {
+        let details = self
+            .completion_tokens_details()
+            .unwrap_or_default()
+            .merged(usage.completion_tokens_details);
         Usage {
-            completion_tokens_details: self.completion_tokens_details(),
+            completion_tokens_details: details,
             ..usage
         }
     }

@@ -1,8 +1,10 @@
 //! The `usage` object: prompt tokens counted once per prompt, completion tokens of every choice.
 
-use pagoda_engine::Usage;
+use pagoda_engine::{SpecDecodeUsage, Usage};
 
-use crate::openai::wire::usage::{PromptTokensDetails, Usage as WireUsage};
+use crate::openai::wire::usage::{
+    CompletionTokensDetails, PromptTokensDetails, Usage as WireUsage,
+};
 
 /// Sums the usage of a response's choices. Choice `i` belongs to prompt `i / n`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -15,6 +17,8 @@ pub struct UsageTotals {
     n: usize,
     /// Per choice: tokens streamed so far (the final count once it finished).
     streamed: Vec<usize>,
+    /// Proposed and accepted tokens of the finished choices, when the engine speculates.
+    spec_decode: Option<SpecDecodeUsage>,
 }
 
 impl UsageTotals {
@@ -28,6 +32,7 @@ impl UsageTotals {
             completion_tokens: 0,
             max_choice_completion_tokens: 0,
             n,
+            spec_decode: None,
         }
     }
 
@@ -41,6 +46,11 @@ impl UsageTotals {
             .max(usage.completion_tokens);
         if let Some(cached) = self.cached.get_mut(choice_index / self.n) {
             *cached = (*cached).max(usage.num_cached_tokens);
+        }
+        if let Some(choice) = usage.spec_decode {
+            let total = self.spec_decode.get_or_insert_with(Default::default);
+            total.num_draft_tokens += choice.num_draft_tokens;
+            total.num_accepted_tokens += choice.num_accepted_tokens;
         }
     }
 
@@ -75,11 +85,19 @@ impl UsageTotals {
         WireUsage::new(prompt_tokens, completion_tokens)
     }
 
-    /// The whole response's usage.
+    /// The whole response's usage (with what speculation proposed and kept, when it ran).
     pub fn usage(&self) -> WireUsage {
         WireUsage {
             prompt_tokens_details: Some(PromptTokensDetails {
                 cached_tokens: self.cached.iter().sum(),
+            }),
+            completion_tokens_details: self.spec_decode.map(|spec| CompletionTokensDetails {
+                accepted_prediction_tokens: Some(spec.num_accepted_tokens),
+                rejected_prediction_tokens: Some(
+                    spec.num_draft_tokens
+                        .saturating_sub(spec.num_accepted_tokens),
+                ),
+                ..CompletionTokensDetails::default()
             }),
             ..WireUsage::new(self.prompt_tokens(), self.completion_tokens)
         }
@@ -99,6 +117,7 @@ mod tests {
             prompt_tokens: 0,
             completion_tokens: completion,
             num_cached_tokens: cached,
+            spec_decode: None,
         };
         totals.add(0, &usage(3, 0));
         totals.add(1, &usage(5, 8));
@@ -126,6 +145,7 @@ mod tests {
             prompt_tokens: 4,
             completion_tokens: 3,
             num_cached_tokens: 0,
+            spec_decode: None,
         };
         totals.add(3, &finished);
         assert_eq!(totals.running(3).completion_tokens, 3);

@@ -146,6 +146,7 @@ mod tests {
             prompt_tokens: 7,
             completion_tokens: 3,
             num_cached_tokens: 0,
+            spec_decode: None,
         };
         trace.on_write(WriteKind::Opening);
         trace.on_write(WriteKind::Delta);

@@ -39,7 +39,8 @@ impl From<&Usage> for ResponsesUsage {
             output_tokens_details: OutputTokensDetails {
                 reasoning_tokens: chat
                     .completion_tokens_details
-                    .map_or(0, |d| d.reasoning_tokens),
+                    .and_then(|d| d.reasoning_tokens)
+                    .unwrap_or(0),
             },
             total_tokens: chat.total_tokens,
         }

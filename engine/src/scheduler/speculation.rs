@@ -1,0 +1,82 @@
+//! Which proposed tokens a decoding sequence verifies this step (speculative decoding). The
+//! proposals are capped so that everything accepted still fits the sequence's limits: at most
+//! `num_speculative_tokens`, the step's token budget less the decode token itself, and one fewer
+//! than the output tokens and context positions left (the target's own token always follows the
+//! accepted ones).
+
+use crate::sequence::Sequence;
+use crate::spec_decode::ngram::NgramProposer;
+use crate::spec_decode::{SpeculativeConfig, SpeculativeMethod};
+
+/// The scheduler's proposer.
+#[derive(Debug, Clone)]
+pub struct Speculation {
+    proposer: NgramProposer,
+    num_speculative_tokens: usize,
+}
+
+impl Speculation {
+    pub fn new(config: SpeculativeConfig) -> Self {
+        let SpeculativeMethod::Ngram(ngram) = config.method;
+        Self {
+            proposer: NgramProposer::new(ngram),
+            num_speculative_tokens: config.num_speculative_tokens,
+        }
+    }
+
+    /// The tokens `seq` (decoding: one uncomputed token) verifies this step, with
+    /// `num_budget_tokens` left in the step besides its decode token.
+    pub fn propose(&self, seq: &Sequence, num_budget_tokens: usize, max_model_len: usize) -> Vec<u32> {
+        let num_output_left = seq.max_output_tokens.saturating_sub(seq.num_output_tokens());
+        let num_positions_left = max_model_len.saturating_sub(seq.num_tokens());
+        let max_tokens = self
+            .num_speculative_tokens
+            .min(num_budget_tokens)
+            .min(num_output_left.saturating_sub(1))
+            .min(num_positions_left.saturating_sub(1));
+        self.proposer.propose(&seq.token_ids, max_tokens)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::{EngineRequest, RequestId, SamplingParams, StopConditions};
+    use crate::spec_decode::NgramConfig;
+
+    fn speculation(k: usize) -> Speculation {
+        Speculation::new(SpeculativeConfig {
+            method: SpeculativeMethod::Ngram(NgramConfig {
+                prompt_lookup_min: 1,
+                prompt_lookup_max: 3,
+            }),
+            num_speculative_tokens: k,
+        })
+    }
+
+    /// A sequence whose prompt repeats "1 2 3 4 5 6 7 8" and ends on "1 2".
+    fn seq(max_output_tokens: usize) -> Sequence {
+        let prompt = vec![1, 2, 3, 4, 5, 6, 7, 8, 1, 2];
+        let request = EngineRequest::new(
+            RequestId(1),
+            prompt,
+            SamplingParams::greedy(),
+            StopConditions::default(),
+        );
+        Sequence::new(request, max_output_tokens)
+    }
+
+    #[test]
+    fn proposals_stop_where_the_sequences_limits_would() {
+        let spec = speculation(4);
+        assert_eq!(spec.propose(&seq(100), 100, 1000), vec![3, 4, 5, 6]);
+        // The step's budget.
+        assert_eq!(spec.propose(&seq(100), 2, 1000), vec![3, 4]);
+        // Three output tokens left: two proposals and the target's own token.
+        assert_eq!(spec.propose(&seq(3), 100, 1000), vec![3, 4]);
+        assert!(spec.propose(&seq(1), 100, 1000).is_empty());
+        // Two context positions left (10 tokens of 12).
+        assert_eq!(spec.propose(&seq(100), 100, 12), vec![3]);
+        assert!(spec.propose(&seq(100), 0, 1000).is_empty());
+    }
+}

@@ -1,0 +1,184 @@
+//! `SpeculativeConfig`: vLLM's `--speculative-config` JSON, as far as Pagoda runs it.
+//!
+//! ```json
+//! {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4}
+//! ```
+//!
+//! Unknown fields and methods are refused by name (a typo must not silently serve without
+//! speculation). vLLM's `draft_model` method is recognised and refused as not supported yet.
+
+use serde::Deserialize;
+
+use crate::error::EngineError;
+
+/// The most tokens proposed per step (vLLM has no fixed cap; past ~16 a step spends more on
+/// rejected rows than it saves).
+pub const MAX_NUM_SPECULATIVE_TOKENS: usize = 32;
+
+/// How the engine speculates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpeculativeConfig {
+    pub method: SpeculativeMethod,
+    /// Most tokens proposed for a sequence per step.
+    pub num_speculative_tokens: usize,
+}
+
+/// Where proposals come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpeculativeMethod {
+    /// Prompt lookup over the sequence's own tokens.
+    Ngram(NgramConfig),
+}
+
+/// Prompt lookup's n-gram sizes: the longest suffix of `prompt_lookup_max` down to
+/// `prompt_lookup_min` tokens that occurred earlier is matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NgramConfig {
+    pub prompt_lookup_min: usize,
+    pub prompt_lookup_max: usize,
+}
+
+/// The JSON as vLLM spells it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpeculativeJson {
+    method: Option<String>,
+    num_speculative_tokens: Option<usize>,
+    prompt_lookup_min: Option<usize>,
+    prompt_lookup_max: Option<usize>,
+    /// vLLM's draft model (`method: draft_model`, or a model name without a method).
+    model: Option<String>,
+}
+
+impl SpeculativeConfig {
+    /// Parses and checks `--speculative-config`.
+    pub fn from_json(text: &str) -> Result<Self, EngineError> {
+        let fail = |m: String| EngineError::Config(format!("--speculative-config: {m}"));
+        let json: SpeculativeJson = serde_json::from_str(text).map_err(|e| fail(e.to_string()))?;
+        let method = match (json.method.as_deref(), &json.model) {
+            (Some("ngram"), None) | (None, None) => "ngram",
+            (Some("ngram"), Some(_)) => {
+                return Err(fail("method \"ngram\" takes no \"model\"".into()))
+            }
+            (Some("draft_model"), _) | (None, Some(_)) => {
+                return Err(fail(
+                    "method \"draft_model\" is not supported yet (supported: \"ngram\")".into(),
+                ))
+            }
+            (Some(other), _) => {
+                return Err(fail(format!(
+                    "method {other:?} is not supported (supported: \"ngram\")"
+                )))
+            }
+        };
+        debug_assert_eq!(method, "ngram");
+        let num_speculative_tokens = json
+            .num_speculative_tokens
+            .ok_or_else(|| fail("\"num_speculative_tokens\" is required".into()))?;
+        // vLLM's defaults: both 5 when neither is given, else the one given for both.
+        let (prompt_lookup_min, prompt_lookup_max) =
+            match (json.prompt_lookup_min, json.prompt_lookup_max) {
+                (None, None) => (5, 5),
+                (Some(min), None) => (min, min),
+                (None, Some(max)) => (max, max),
+                (Some(min), Some(max)) => (min, max),
+            };
+        let config = Self {
+            method: SpeculativeMethod::Ngram(NgramConfig {
+                prompt_lookup_min,
+                prompt_lookup_max,
+            }),
+            num_speculative_tokens,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the numbers.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let fail = |m: String| Err(EngineError::Config(format!("--speculative-config: {m}")));
+        let k = self.num_speculative_tokens;
+        if k == 0 || k > MAX_NUM_SPECULATIVE_TOKENS {
+            return fail(format!(
+                "num_speculative_tokens must be in 1..={MAX_NUM_SPECULATIVE_TOKENS}, got {k}"
+            ));
+        }
+        let SpeculativeMethod::Ngram(ngram) = self.method;
+        if ngram.prompt_lookup_min == 0 || ngram.prompt_lookup_min > ngram.prompt_lookup_max {
+            return fail(format!(
+                "prompt_lookup_min ({}) must be at least 1 and at most prompt_lookup_max ({})",
+                ngram.prompt_lookup_min, ngram.prompt_lookup_max
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(text: &str) -> String {
+        SpeculativeConfig::from_json(text)
+            .expect_err("refused")
+            .to_string()
+    }
+
+    #[test]
+    fn vllms_ngram_json_is_read_with_its_defaults() {
+        let config = SpeculativeConfig::from_json(
+            r#"{"method":"ngram","num_speculative_tokens":5,"prompt_lookup_min":2,"prompt_lookup_max":4}"#,
+        )
+        .expect("valid");
+        assert_eq!(config.num_speculative_tokens, 5);
+        assert_eq!(
+            config.method,
+            SpeculativeMethod::Ngram(NgramConfig {
+                prompt_lookup_min: 2,
+                prompt_lookup_max: 4
+            })
+        );
+        let defaults =
+            SpeculativeConfig::from_json(r#"{"method":"ngram","num_speculative_tokens":3}"#)
+                .expect("valid");
+        assert_eq!(
+            defaults.method,
+            SpeculativeMethod::Ngram(NgramConfig {
+                prompt_lookup_min: 5,
+                prompt_lookup_max: 5
+            })
+        );
+        let only_min = SpeculativeConfig::from_json(
+            r#"{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_min":2}"#,
+        )
+        .expect("valid");
+        assert_eq!(
+            only_min.method,
+            SpeculativeMethod::Ngram(NgramConfig {
+                prompt_lookup_min: 2,
+                prompt_lookup_max: 2
+            })
+        );
+    }
+
+    #[test]
+    fn what_is_not_run_is_refused_by_name() {
+        assert!(refusal(r#"{"method":"eagle","num_speculative_tokens":3}"#).contains("\"eagle\""));
+        assert!(
+            refusal(r#"{"method":"draft_model","model":"x","num_speculative_tokens":3}"#)
+                .contains("draft_model")
+        );
+        assert!(refusal(r#"{"model":"x","num_speculative_tokens":3}"#).contains("draft_model"));
+        assert!(
+            refusal(r#"{"method":"ngram","num_speculative_tokens":3,"prompt_lookup":2}"#)
+                .contains("prompt_lookup")
+        );
+        assert!(refusal(r#"{"method":"ngram"}"#).contains("num_speculative_tokens"));
+        assert!(refusal(r#"{"method":"ngram","num_speculative_tokens":0}"#).contains("1..="));
+        assert!(refusal(
+            r#"{"method":"ngram","num_speculative_tokens":2,"prompt_lookup_min":4,"prompt_lookup_max":3}"#
+        )
+        .contains("prompt_lookup_min"));
+        assert!(refusal("not json").contains("--speculative-config"));
+    }
+}

@@ -1,0 +1,197 @@
+//! Speculative decoding through the server (`--speculative-config`): vLLM's `spec_decode_*`
+//! counters in either namespace, equal to what the responses' usage reports per request
+//! (`completion_tokens_details.accepted_prediction_tokens` / `rejected_prediction_tokens`);
+//! refusals at startup; and on the default model, greedy answers identical with and without
+//! prompt lookup, with proposals accepted on a copying prompt and JSON-schema outputs valid.
+
+mod common;
+
+use common::api::{client, post_json, scrape};
+use common::prom::Scrape;
+use common::server::{mock_start_failure, ServerProcess};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+const NGRAM: &str =
+    r#"{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":2,"prompt_lookup_max":3}"#;
+
+/// Accepted and rejected proposals a response's usage reports.
+fn predictions(usage: &Value) -> (u64, u64) {
+    let details = &usage["completion_tokens_details"];
+    let count = |key: &str| {
+        details[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{key} in {usage}"))
+    };
+    (
+        count("accepted_prediction_tokens"),
+        count("rejected_prediction_tokens"),
+    )
+}
+
+fn counter(scrape: &Scrape, namespace: &str, name: &str) -> f64 {
+    scrape.sum(&format!("{namespace}:spec_decode_{name}"), &[])
+}
+
+async fn check_counters_equal_usage(namespace: &str) {
+    let server = ServerProcess::start(&[
+        "--mock",
+        "--mock-tpot-ms",
+        "1",
+        "--metrics-namespace",
+        namespace,
+        "--speculative-config",
+        NGRAM,
+    ]);
+    let client = client();
+    let (mut accepted, mut rejected) = (0, 0);
+    for i in 0..4 {
+        let body = json!({"prompt": format!("request {i}"), "max_tokens": 60, "ignore_eos": true});
+        let reply = post_json(&client, &server.url("/v1/completions"), &body).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+        let (a, r) = predictions(&reply.json()["usage"]);
+        accepted += a;
+        rejected += r;
+    }
+    let metrics = scrape(&client, &server).await;
+    assert!(
+        accepted > 0,
+        "the mock's repeating text is proposed and accepted"
+    );
+    assert_eq!(
+        counter(&metrics, namespace, "num_accepted_tokens_total"),
+        accepted as f64
+    );
+    assert_eq!(
+        counter(&metrics, namespace, "num_draft_tokens_total"),
+        (accepted + rejected) as f64
+    );
+    let drafts = counter(&metrics, namespace, "num_drafts_total");
+    assert!(drafts > 0.0 && drafts * 4.0 >= (accepted + rejected) as f64);
+    let per_pos = format!("{namespace}:spec_decode_num_accepted_tokens_per_pos_total");
+    let positions: Vec<f64> = (0..4)
+        .map(|p| metrics.value(&per_pos, &[("position", &p.to_string())]))
+        .collect();
+    assert_eq!(
+        positions.iter().sum::<f64>(),
+        accepted as f64,
+        "{positions:?}"
+    );
+    assert!(positions.windows(2).all(|w| w[0] >= w[1]), "{positions:?}");
+    // A streamed chat reports the same details in its usage chunk.
+    let body = json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 40,
+        "ignore_eos": true, "stream": true, "stream_options": {"include_usage": true}});
+    let reply = post_json(&client, &server.url("/v1/chat/completions"), &body).await;
+    let usage = common::server::sse_data(&reply.text())
+        .iter()
+        .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+        .find_map(|chunk| chunk.get("usage").filter(|u| !u.is_null()).cloned())
+        .expect("a usage chunk");
+    let (a, r) = predictions(&usage);
+    assert!(a + r > 0, "{usage}");
+}
+
+#[tokio::test]
+async fn counters_equal_the_usage_of_the_requests_in_both_namespaces() {
+    check_counters_equal_usage("pagoda").await;
+    check_counters_equal_usage("vllm").await;
+}
+
+#[tokio::test]
+async fn a_server_that_does_not_speculate_reports_none_of_it() {
+    let server = ServerProcess::start_mock("0", "1");
+    let client = client();
+    let body = json!({"prompt": "x", "max_tokens": 8});
+    let reply = post_json(&client, &server.url("/v1/completions"), &body).await;
+    assert!(reply.json()["usage"]
+        .get("completion_tokens_details")
+        .is_none());
+    let metrics = scrape(&client, &server).await;
+    assert!(metrics.names().iter().all(|n| !n.contains("spec_decode")));
+}
+
+#[test]
+fn unsupported_speculation_is_refused_at_startup_by_name() {
+    for (config, named) in [
+        (
+            r#"{"method":"eagle","num_speculative_tokens":3}"#,
+            "\"eagle\"",
+        ),
+        (
+            r#"{"method":"draft_model","model":"m","num_speculative_tokens":3}"#,
+            "draft_model",
+        ),
+        (
+            r#"{"method":"ngram","num_speculative_tokens":3,"lookup_max":2}"#,
+            "lookup_max",
+        ),
+        (
+            r#"{"method":"ngram","num_speculative_tokens":0}"#,
+            "num_speculative_tokens",
+        ),
+    ] {
+        let failure = mock_start_failure(&["--speculative-config", config]);
+        assert!(failure.contains(named), "{config}: {failure}");
+    }
+}
+
+/// A passage the prompt asks the model to copy: much of the answer is in the prompt.
+const PASSAGE: &str = "The quick brown fox jumps over the lazy dog. Pack my box with five dozen \
+    liquor jugs. How vexingly quick daft zebras jump. The five boxing wizards jump quickly.";
+
+async fn completion(server: &ServerProcess, body: &Value) -> Value {
+    let reply = post_json(&client(), &server.url("/v1/chat/completions"), body).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    reply.json()
+}
+
+fn answer(response: &Value) -> String {
+    response["choices"][0]["message"]["content"]
+        .as_str()
+        .expect("content")
+        .to_string()
+}
+
+fn requests() -> Vec<Value> {
+    let copy = format!("Repeat this text exactly, nothing else:\n\n{PASSAGE}");
+    let schema = json!({"type": "object", "properties": {
+        "name": {"type": "string"}, "age": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3}},
+        "required": ["name", "age", "tags"], "additionalProperties": false});
+    vec![
+        json!({"messages": [{"role": "user", "content": copy}], "max_tokens": 64, "temperature": 0}),
+        json!({"messages": [{"role": "user", "content": "Name three colors."}],
+            "max_tokens": 32, "temperature": 0}),
+        json!({"messages": [{"role": "user", "content": format!("Describe a person from: {PASSAGE}")}],
+            "max_tokens": 96, "temperature": 0,
+            "response_format": {"type": "json_schema",
+                "json_schema": {"name": "person", "schema": schema, "strict": true}}}),
+    ]
+}
+
+#[tokio::test]
+async fn the_default_model_answers_the_same_with_prompt_lookup() {
+    let model = common::model_path();
+    let model = model.to_str().expect("a UTF-8 model path");
+    let plain = ServerProcess::start(&["--model", model]);
+    let mut expected = Vec::new();
+    for body in requests() {
+        expected.push(answer(&completion(&plain, &body).await));
+    }
+    drop(plain);
+    let speculating = ServerProcess::start(&["--model", model, "--speculative-config", NGRAM]);
+    let mut num_accepted = 0;
+    for (body, want) in requests().iter().zip(&expected) {
+        let response = completion(&speculating, body).await;
+        assert_eq!(&answer(&response), want, "{body}");
+        num_accepted += predictions(&response["usage"]).0;
+    }
+    // The 135M model copies loosely (13 of its 18 copied tokens were accepted on 2026-12-03).
+    assert!(
+        num_accepted >= 8,
+        "the copied passage is accepted ({num_accepted})"
+    );
+    let person: Value = serde_json::from_str(&expected[2]).expect("JSON output");
+    assert!(person["name"].is_string() && person["age"].is_i64() && person["tags"].is_array());
+    assert_eq!(person.as_object().map(|o| o.len()), Some(3), "{person}");
+}
