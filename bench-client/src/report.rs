@@ -1,25 +1,25 @@
 //! The terminal summary of a serve run, in the layout `vllm bench serve` users know, followed by
 //! what vLLM's client does not tell them: the breakdown per model (LoRA adapter), send
 //! integrity, the steady-state window, the time slices, errors by type, where token counts came from, and the
-//! server's own view.
+//! server's own view. With `--scrape-metrics` against a server that speculates, vLLM's
+//! "Speculative Decoding" block follows the latency blocks, as in vLLM's report.
 
 mod per_model;
 mod per_turn;
 mod rule;
 mod slices;
+mod spec_decode;
 
 use std::fmt::Write;
 
 use crate::record::ErrorKind;
+use crate::scrape::SpecDecodeStats;
 use crate::stats::{error_label, BenchSummary, Metric, MetricStats, WindowSummary};
 use per_model::render_per_model;
 use per_turn::render_per_turn;
-use rule::rule;
+use rule::{line, rule};
 use slices::render_slices;
-
-fn line(out: &mut String, label: &str, value: impl std::fmt::Display) {
-    let _ = writeln!(out, "{:<40} {value}", label);
-}
+use spec_decode::render_spec_decode;
 
 fn metric_block(out: &mut String, metric: Metric, stats: &MetricStats) {
     let title = match metric {
@@ -65,8 +65,13 @@ pub fn format_percentile(p: f64) -> String {
     }
 }
 
-/// The whole summary as text.
-pub fn render(summary: &BenchSummary, title: &str) -> String {
+/// The whole summary as text; `spec_decode` (the server's, from `--scrape-metrics`) follows the
+/// latency blocks.
+pub fn render(
+    summary: &BenchSummary,
+    title: &str,
+    spec_decode: Option<&SpecDecodeStats>,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", rule(title, '='));
     line(&mut out, "Successful requests:", summary.num_completed);
@@ -122,6 +127,9 @@ pub fn render(summary: &BenchSummary, title: &str) -> String {
         if let Some(stats) = summary.metric(metric) {
             metric_block(&mut out, metric, stats);
         }
+    }
+    if let Some(spec_decode) = spec_decode {
+        render_spec_decode(&mut out, spec_decode);
     }
     render_per_model(&mut out, summary);
     render_per_turn(&mut out, summary);

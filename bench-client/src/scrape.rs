@@ -10,7 +10,10 @@
 //! - peak waiting and running requests and peak KV-cache usage: the maximum of the gauges over
 //!   all scrapes (a peak between two scrapes is missed: scrape more often to see more);
 //! - preemptions, tokens and finished requests: counter deltas; the prefix-cache hit rate is
-//!   hits delta ÷ queries delta.
+//!   hits delta ÷ queries delta;
+//! - speculative decoding, when the server speculates ([`spec_decode`]): drafts, draft and
+//!   accepted tokens (counter deltas), the acceptance rate, mean acceptance length and
+//!   per-position acceptance rates derived from them as vLLM's client does.
 //!
 //! Series are found under any namespace prefix (`pagoda:`, `vllm:`, `sglang:` …), detected from
 //! the first scrape, with vLLM's older names as fallbacks. Label sets (several models or engines)
@@ -18,6 +21,7 @@
 
 pub mod histogram;
 pub mod prometheus;
+pub mod spec_decode;
 
 use std::time::Duration;
 
@@ -27,7 +31,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 pub use histogram::{Histogram, HistogramSummary};
+use prometheus::counter_delta;
 pub use prometheus::Exposition;
+pub use spec_decode::SpecDecodeStats;
 
 /// The longest one scrape may take.
 const SCRAPE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -93,6 +99,10 @@ pub struct ServerSideStats {
     pub prefix_cache_hits: Option<f64>,
     /// Hits ÷ queries (tokens); `None` when nothing was looked up.
     pub prefix_cache_hit_rate: Option<f64>,
+    /// Speculative decoding over the window; absent when the server does not export its
+    /// counters or proposed nothing (and in results saved before it was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<SpecDecodeStats>,
     /// The gauges at every scrape, for plots.
     pub timeline: Vec<GaugeSample>,
 }
@@ -264,13 +274,7 @@ fn server_side_stats(
     let counter = |names_tried: &[&str]| {
         let name = names.first_present(&after.exposition, names_tried, "")?;
         let later = after.exposition.sum(&name)?;
-        let earlier = before.exposition.sum(&name).unwrap_or(0.0);
-        // A counter that went down was reset (server restart): the later value alone.
-        Some(if later >= earlier {
-            later - earlier
-        } else {
-            later
-        })
+        Some(counter_delta(before.exposition.sum(&name), later))
     };
     let peak =
         |get: fn(&GaugeSample) -> Option<f64>| timeline.iter().filter_map(get).reduce(f64::max);
@@ -309,6 +313,11 @@ fn server_side_stats(
         },
         prefix_cache_queries,
         prefix_cache_hits,
+        spec_decode: spec_decode::spec_decode_stats(
+            namespace,
+            &before.exposition,
+            &after.exposition,
+        ),
         timeline,
     }
 }

@@ -58,7 +58,7 @@ pub fn execute(args: MergeArgs) -> anyhow::Result<()> {
     };
     let summary = summarize(&merged.records, &options);
     let title = format!("Merged result of {} clients", args.files.len());
-    println!("{}", render(&summary, &title));
+    println!("{}", render(&summary, &title, None));
     if let Some(output) = &args.output {
         let mut meta: RunMetadata = first_result
             .as_ref()

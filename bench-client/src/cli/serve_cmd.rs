@@ -172,7 +172,8 @@ pub async fn run_repeated(
         } else {
             "Serving Benchmark Result".to_string()
         };
-        println!("{}", render(&summary, &title));
+        let spec_decode = server_side.as_ref().and_then(|s| s.spec_decode.as_ref());
+        println!("{}", render(&summary, &title, spec_decode));
         if let Some(conversations) = &outcome.conversations {
             println!("{}", render_conversations(conversations));
         }

@@ -1,6 +1,14 @@
-//! The report's section rules: a title centred in a line of `fill` characters.
+//! The report's layout: section rules (a title centred in a line of `fill` characters) and
+//! label–value lines.
+
+use std::fmt::Write;
 
 const WIDTH: usize = 50;
+
+/// One `label value` line, values aligned in one column.
+pub(super) fn line(out: &mut String, label: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(out, "{:<40} {value}", label);
+}
 
 pub(super) fn rule(title: &str, fill: char) -> String {
     if title.is_empty() {

@@ -264,6 +264,17 @@ fn unescape(text: &str) -> String {
     text.replace("\\n", "\n").replace("\\\\", "\\")
 }
 
+/// A counter's increase from `earlier` (`None`: not exported then, so from zero) to `later`. A
+/// counter that went down was reset (a server restart): the later value alone.
+pub(super) fn counter_delta(earlier: Option<f64>, later: f64) -> f64 {
+    let earlier = earlier.unwrap_or(0.0);
+    if later >= earlier {
+        later - earlier
+    } else {
+        later
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
