@@ -195,7 +195,7 @@ impl EngineArgs {
                 max_loras: self.max_loras,
                 max_lora_rank: self.max_lora_rank,
             }),
-            speculative: self.speculative_config,
+            speculative: self.speculative_config.clone(),
         };
         config.validate()?;
         Ok(config)

@@ -67,7 +67,7 @@ impl EngineCore {
             config.enable_prefix_caching,
         );
         let mut scheduler = Scheduler::new(limits, kv, info.model.eos_token_ids.clone());
-        if let Some(speculative) = config.speculative {
+        if let Some(speculative) = &config.speculative {
             scheduler = scheduler.with_speculation(speculative);
         }
         // Without chunked prefill a prompt cannot be cut to fit a step time.
@@ -300,7 +300,7 @@ impl EngineCore {
                 plan.num_sampled()
             )));
         }
-        check_accepted_drafts(plan, &output)?;
+        check_accepted_drafts(plan, &output, self.scheduler.proposes_tokens())?;
         let expected: Vec<usize> = plan
             .prompt_logprob_seqs()
             .map(|(_, rows)| rows.target_ids.len())
@@ -431,8 +431,13 @@ impl EngineCore {
     }
 }
 
-/// An executor's accepted proposals must be a prefix of each sequence's proposed tokens.
-fn check_accepted_drafts(plan: &BatchPlan, output: &StepOutput) -> Result<()> {
+/// An executor's accepted proposals must be a prefix of each sequence's proposed tokens (when
+/// the plan holds them: `tokens_in_plan`), and never more than the rows reserved for them.
+fn check_accepted_drafts(
+    plan: &BatchPlan,
+    output: &StepOutput,
+    tokens_in_plan: bool,
+) -> Result<()> {
     if output.accepted_drafts.is_empty() {
         return Ok(());
     }
@@ -443,10 +448,11 @@ fn check_accepted_drafts(plan: &BatchPlan, output: &StepOutput) -> Result<()> {
             .all(|(seq, accepted)| {
                 let drafts = seq.draft_token_ids();
                 accepted.len() <= drafts.len()
-                    && accepted
-                        .iter()
-                        .zip(drafts)
-                        .all(|(token, &draft)| token.token_id == draft)
+                    && (!tokens_in_plan
+                        || accepted
+                            .iter()
+                            .zip(drafts)
+                            .all(|(token, &draft)| token.token_id == draft))
             });
     match consistent {
         true => Ok(()),

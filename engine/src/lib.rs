@@ -72,5 +72,5 @@ pub use request::{
 pub use spec_decode::{SpecDecodeCounters, SpeculativeConfig};
 pub use start::start_engine;
 #[cfg(feature = "testing")]
-pub use start::{start_engine_with_executor, start_engine_with_model};
+pub use start::{start_engine_with_executor, start_engine_with_model, start_engine_with_models};
 pub use validate::ValidRequest;

@@ -85,10 +85,18 @@ impl Scheduler {
     }
 
     /// Decoding sequences verify proposed tokens every step (speculative decoding).
-    pub fn with_speculation(mut self, config: SpeculativeConfig) -> Self {
+    pub fn with_speculation(mut self, config: &SpeculativeConfig) -> Self {
         self.spec_decode = SpecDecodeCounters::new(config.num_speculative_tokens);
         self.speculation = Some(Speculation::new(config));
         self
+    }
+
+    /// Whether the plans hold the proposed tokens themselves (prompt lookup), rather than rows
+    /// reserved for the runner's draft model.
+    pub fn proposes_tokens(&self) -> bool {
+        self.speculation
+            .as_ref()
+            .is_some_and(Speculation::proposes_tokens)
     }
 
     /// What speculation proposed and what was accepted (`None` without speculation).

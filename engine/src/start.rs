@@ -1,6 +1,7 @@
 //! Starting an engine: check the configuration against the model's shape, size the KV cache,
 //! build the step executor, spawn the engine thread.
 
+
 use std::path::Path;
 
 use candle_core::{DType, Device};
@@ -13,7 +14,10 @@ use crate::handle::{EngineHandle, EngineInfo};
 use crate::kv::cache_size::{kv_cache_size, CacheSize, SizingLimits};
 use crate::lora::load::LoraLoadOptions;
 use crate::models::{load_model_with, CausalLm, ModelConfig};
+use crate::runner::draft::DraftModel;
 use crate::runner::{ModelRunner, StepExecutor};
+use crate::spec_decode::draft_model::{check_draft_model, load_draft_model};
+use crate::spec_decode::SpeculativeMethod;
 
 /// Loads a model file and starts an engine on it, on `config.device`.
 pub fn start_engine(config: EngineConfig, model_path: &Path) -> Result<EngineHandle> {
@@ -28,8 +32,8 @@ pub fn start_engine(config: EngineConfig, model_path: &Path) -> Result<EngineHan
 
 #[cfg(feature = "cuda")]
 fn start_on_gpu(config: EngineConfig, model_path: &Path, device: Device) -> Result<EngineHandle> {
-    let (config, model) = crate::gpu::load_sized_for_gpu(config, model_path, device)?;
-    start_engine_with_model(config, model)
+    let loaded = crate::gpu::load_sized_for_gpu(config, model_path, device)?;
+    start_engine_with_models(loaded.config, loaded.model, loaded.draft)
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -39,12 +43,26 @@ fn start_on_gpu(_: EngineConfig, _: &Path, device: Device) -> Result<EngineHandl
     )))
 }
 
-/// Starts an engine thread on an already loaded model, with a KV cache on the model's device
+/// Starts an engine thread on an already loaded model (loading the draft model the
+/// configuration names, if any, on the same device), with a KV cache on the model's device
 /// (in `config.kv_cache_dtype` on the CPU, the compute dtype on a GPU), sized by
 /// `config.kv_cache_memory_bytes`.
 pub fn start_engine_with_model(
     config: EngineConfig,
     model: Box<dyn CausalLm>,
+) -> Result<EngineHandle> {
+    let options = config.load_options(model.device().clone());
+    let draft = load_draft_model(config.speculative.as_ref(), &options)?;
+    start_engine_with_models(config, model, draft)
+}
+
+/// `start_engine_with_model` with speculative decoding's draft model already loaded (`None`
+/// unless `config` speculates with one), on the target's device. Both caches have the same
+/// blocks and share `kv_cache_memory_bytes`.
+pub fn start_engine_with_models(
+    config: EngineConfig,
+    model: Box<dyn CausalLm>,
+    draft: Option<Box<dyn CausalLm>>,
 ) -> Result<EngineHandle> {
     let model_config = model.config().clone();
     let kv_dtype = kv_cache_dtype_on(&config, model.device(), model.dtype())?;
@@ -53,16 +71,30 @@ pub fn start_engine_with_model(
         device: model.device().clone(),
         dtype: model.dtype(),
     });
-    let handle = start_with_executor_sized(config, model_config, kv_dtype, |info| {
-        let cfg = &info.model;
+    let draft_config = draft.as_ref().map(|d| d.config().clone());
+    let models = Models {
+        target: model_config,
+        draft: draft_config,
+    };
+    let handle = start_with_executor_sized(config, models, kv_dtype, |info| {
         let kv_cache = new_kv_cache(
             model.device(),
             kv_dtype,
-            cfg,
+            &info.model,
             info.block_size,
             info.num_kv_blocks,
         )?;
-        let runner = ModelRunner::new(model, kv_cache, info.block_size);
+        let mut runner = ModelRunner::new(model, kv_cache, info.block_size);
+        if let Some(draft) = draft {
+            let kv_cache = new_kv_cache(
+                draft.device(),
+                kv_dtype,
+                draft.config(),
+                info.block_size,
+                info.num_kv_blocks,
+            )?;
+            runner = runner.with_draft(DraftModel::new(draft, kv_cache, info.block_size));
+        }
         Ok(Box::new(runner))
     })?;
     Ok(match lora {
@@ -147,24 +179,56 @@ pub fn start_engine_with_executor(
     build_executor: impl FnOnce(&EngineInfo) -> Result<Box<dyn StepExecutor>>,
 ) -> Result<EngineHandle> {
     let kv_dtype = config.kv_cache_dtype.resolve_for_cpu();
-    start_with_executor_sized(config, model, kv_dtype, build_executor)
+    let models = Models {
+        target: model,
+        draft: None,
+    };
+    start_with_executor_sized(config, models, kv_dtype, build_executor)
+}
+
+/// The shapes of the models an engine runs: the target, and speculative decoding's draft.
+struct Models {
+    target: ModelConfig,
+    draft: Option<ModelConfig>,
 }
 
 fn start_with_executor_sized(
     config: EngineConfig,
-    model: ModelConfig,
+    models: Models,
     kv_dtype: DType,
     build_executor: impl FnOnce(&EngineInfo) -> Result<Box<dyn StepExecutor>>,
 ) -> Result<EngineHandle> {
-    let (info, size) = engine_info(&config, model, kv_dtype)?;
+    let (info, size) = engine_info(&config, models, kv_dtype)?;
     let executor = build_executor(&info)?;
     let (core, limits, stats, commands_tx) = EngineCore::build(&config, &info, executor);
     log_kv_cache(&info, size);
+    log_speculation(&info);
     let thread = std::thread::Builder::new()
         .name("pagoda-engine".into())
         .spawn(move || run_in_thread_pool(core))
         .map_err(|e| EngineError::Config(format!("cannot spawn the engine thread: {e}")))?;
     Ok(EngineHandle::new(commands_tx, stats, info, limits, thread))
+}
+
+/// Logs how the engine speculates, when it does.
+fn log_speculation(info: &EngineInfo) {
+    let Some(config) = &info.speculative else {
+        return;
+    };
+    let k = config.num_speculative_tokens;
+    match &config.method {
+        SpeculativeMethod::Ngram(ngram) => tracing::info!(
+            num_speculative_tokens = k,
+            prompt_lookup_min = ngram.prompt_lookup_min,
+            prompt_lookup_max = ngram.prompt_lookup_max,
+            "speculative decoding: prompt lookup (ngram) proposes up to {k} tokens per step"
+        ),
+        SpeculativeMethod::DraftModel(draft) => tracing::info!(
+            num_speculative_tokens = k,
+            draft_model = %draft.model.display(),
+            "speculative decoding: the draft model proposes up to {k} tokens per step"
+        ),
+    }
 }
 
 /// Logs the KV cache's size, element type and why it has that size.
@@ -189,13 +253,31 @@ fn log_kv_cache(info: &EngineInfo, size: CacheSize) {
 /// KV cache for keys and values stored in `kv_dtype`.
 fn engine_info(
     config: &EngineConfig,
-    model: ModelConfig,
+    models: Models,
     kv_dtype: DType,
 ) -> Result<(EngineInfo, CacheSize)> {
     config.validate()?;
+    let Models { target: model, draft } = models;
     model.validate()?;
     let max_model_len = config.resolve_max_model_len(model.context_length)?;
-    let kv_bytes_per_token = model.kv_bytes_per_token(kv_dtype);
+    let mut kv_bytes_per_token = model.kv_bytes_per_token(kv_dtype);
+    let wants_draft = config
+        .speculative
+        .as_ref()
+        .is_some_and(|s| s.method.draft_model().is_some());
+    match &draft {
+        Some(draft) => {
+            check_draft_model(&model, draft, max_model_len)?;
+            // The draft's cache has the same blocks: a token costs both models' bytes.
+            kv_bytes_per_token += draft.kv_bytes_per_token(kv_dtype);
+        }
+        None if wants_draft => {
+            return Err(EngineError::Config(
+                "--speculative-config: method \"draft_model\" needs an engine that runs models (not --mock)".into(),
+            ))
+        }
+        None => {}
+    }
     let limits = SizingLimits {
         max_num_seqs: config.max_num_seqs,
         max_model_len,
@@ -221,7 +303,7 @@ fn engine_info(
         kv_cache_dtype: KvCacheDType::of_dtype(kv_dtype),
         enable_prefix_caching: config.enable_prefix_caching,
         device: config.device,
-        speculative: config.speculative,
+        speculative: config.speculative.clone(),
         max_logprobs: config
             .max_logprobs
             .map_or(model.vocab_size, |max| max.min(model.vocab_size)),

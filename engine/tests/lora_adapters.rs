@@ -1,8 +1,8 @@
 //! LoRA adapters against the base model with the adapter merged into its weights
 //! (`W + scale·B·A`, computed by the test fixture, not by the engine's LoRA code): every family,
 //! on Hugging Face and GGUF bases (f32 exactly; int8 and quantized GGUF blocks within their
-//! quantization error); mixed batches of adapters and the base; `max_loras`; and prefix caching
-//! that never shares blocks between adapters.
+//! quantization error); mixed batches of adapters and the base, also under speculative decoding;
+//! `max_loras`; and prefix caching that never shares blocks between adapters.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -15,11 +15,15 @@ use candle_core::Device;
 use common::{greedy, request, run_all, run_one};
 use pagoda_engine::config::LoraLimits;
 use pagoda_engine::models::{load_model, ModelConfig, WeightFormat};
+use pagoda_engine::spec_decode::{DraftModelConfig, NgramConfig, SpeculativeMethod};
 use pagoda_engine::testing::{
     convert_gguf_to_hf, last_token_logits, lora_last_token_logits, write_merged_hf_dir, Family,
     TinyHfSpec, TinyLlamaSpec, TinyLoraSpec,
 };
-use pagoda_engine::{start_engine, EngineConfig, EngineError, EngineHandle, LoraAdapter};
+use pagoda_engine::{
+    start_engine, EngineConfig, EngineError, EngineHandle, LoraAdapter, SpecDecodeCounters,
+    SpeculativeConfig,
+};
 
 /// f32 arithmetic in two association orders (`(W + sBA)x` against `Wx + s·B(Ax)`).
 const TOLERANCE: f32 = 1e-4;
@@ -178,11 +182,10 @@ fn gguf_bases_take_hugging_face_adapters() {
 }
 
 /// Three adapters and the base, in one batch and alone.
-fn mixed_batch_matches_alone(max_loras: usize) {
-    let case = gguf_case(GgmlDType::F32);
-    let handle = lora_engine(&case.gguf, max_loras);
+/// Three adapters written for `case`'s model and loaded into `handle`.
+fn load_adapters(case: &GgufCase, handle: &EngineHandle) -> Vec<Arc<LoraAdapter>> {
     let config = handle.info().model.clone();
-    let adapters: Vec<Arc<LoraAdapter>> = (0..3)
+    (0..3)
         .map(|i| {
             let dir = case._dir.path().join(format!("adapter-{i}"));
             let lora = TinyLoraSpec {
@@ -193,10 +196,21 @@ fn mixed_batch_matches_alone(max_loras: usize) {
             lora.write(&config, &dir).unwrap();
             handle.load_lora_adapter(&format!("a{i}"), &dir).unwrap()
         })
-        .collect();
-    let prompts: Vec<Vec<u32>> = (0..8)
+        .collect()
+}
+
+/// Eight prompts, of which the `i`-th runs with adapter `i % 4` (3: the base).
+fn mixed_prompts() -> Vec<Vec<u32>> {
+    (0..8)
         .map(|i| PROMPT[i..PROMPT.len() - i % 3].to_vec())
-        .collect();
+        .collect()
+}
+
+fn mixed_batch_matches_alone(max_loras: usize) {
+    let case = gguf_case(GgmlDType::F32);
+    let handle = lora_engine(&case.gguf, max_loras);
+    let adapters = load_adapters(&case, &handle);
+    let prompts = mixed_prompts();
     let choice = |i: usize| (i % 4 < 3).then(|| &adapters[i % 4]);
     let alone: Vec<Vec<u32>> = prompts
         .iter()
@@ -283,4 +297,69 @@ fn adapters_need_lora_enabled() {
     ));
     plain.shutdown();
     enabled.shutdown();
+}
+
+/// The mixed batch's outputs on an engine speculating as `speculative` (`None`: not at all),
+/// and its speculative-decoding counters.
+fn speculating_mixed_batch(
+    case: &GgufCase,
+    speculative: Option<SpeculativeConfig>,
+) -> (Vec<Vec<u32>>, Option<SpecDecodeCounters>) {
+    let config = EngineConfig {
+        kv_cache_memory_bytes: Some(8 << 20),
+        block_size: 4,
+        lora: Some(LoraLimits {
+            max_loras: 3,
+            max_lora_rank: 16,
+        }),
+        speculative,
+        ..EngineConfig::default()
+    };
+    let handle = start_engine(config, &case.gguf).unwrap();
+    let adapters = load_adapters(case, &handle);
+    let requests = mixed_prompts()
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut req = request(&handle, p, greedy(12));
+            req.lora = (i % 4 < 3).then(|| adapters[i % 4].clone());
+            req
+        })
+        .collect();
+    let outputs = run_all(&handle, requests)
+        .iter()
+        .map(|o| o.token_ids())
+        .collect();
+    common::wait_until_idle(&handle);
+    let counters = handle.stats().spec_decode;
+    handle.shutdown();
+    (outputs, counters)
+}
+
+/// With speculative decoding, each request is verified with its own adapter (a draft model
+/// proposes with the base weights alone), so every output is the one without speculation.
+#[test]
+fn speculative_decoding_keeps_each_adapters_output() {
+    let case = gguf_case(GgmlDType::F32);
+    let (expected, _) = speculating_mixed_batch(&case, None);
+    let ngram = SpeculativeConfig {
+        method: SpeculativeMethod::Ngram(NgramConfig {
+            prompt_lookup_min: 1,
+            prompt_lookup_max: 3,
+        }),
+        num_speculative_tokens: 3,
+    };
+    let draft = SpeculativeConfig {
+        method: SpeculativeMethod::DraftModel(DraftModelConfig {
+            model: case.gguf.clone(),
+        }),
+        num_speculative_tokens: 3,
+    };
+    for speculative in [ngram, draft] {
+        let name = speculative.method.name();
+        let (outputs, counters) = speculating_mixed_batch(&case, Some(speculative));
+        assert_eq!(outputs, expected, "{name}");
+        let counters = counters.expect("counters");
+        assert!(counters.num_accepted_tokens > 0, "{name}: {counters:?}");
+    }
 }

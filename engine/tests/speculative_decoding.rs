@@ -6,13 +6,12 @@
 
 mod common;
 
+use common::speculative::{assert_identical, outputs_alone, run_batched};
 use common::*;
 use pagoda_engine::spec_decode::{NgramConfig, SpeculativeMethod};
 use pagoda_engine::testing::TinyLlamaSpec;
 use pagoda_engine::{EngineConfig, EngineHandle, SpecDecodeCounters, SpeculativeConfig};
 use rand::{Rng, SeedableRng};
-
-const MAX_TOKENS: usize = 24;
 
 fn prompt_lookup(num_speculative_tokens: usize) -> Option<SpeculativeConfig> {
     Some(SpeculativeConfig {
@@ -37,40 +36,11 @@ fn quoting_prompts(count: usize, vocab: u32, seed: u64) -> Vec<Vec<u32>> {
         .collect()
 }
 
-fn outputs_alone(model: &TinyModel, prompts: &[Vec<u32>]) -> Vec<Vec<u32>> {
-    let config = EngineConfig {
-        max_num_seqs: 1,
-        ..EngineConfig::default()
-    };
-    let handle = start(model, config);
-    let outputs = prompts
-        .iter()
-        .map(|p| run_one(&handle, request(&handle, p.clone(), greedy(MAX_TOKENS))).token_ids())
-        .collect();
-    handle.shutdown();
-    outputs
-}
-
-fn run_batched(handle: &EngineHandle, prompts: &[Vec<u32>]) -> Vec<Outcome> {
-    let requests = prompts
-        .iter()
-        .map(|p| request(handle, p.clone(), greedy(MAX_TOKENS)))
-        .collect();
-    run_all(handle, requests)
-}
-
 fn spec_counters(handle: &EngineHandle) -> SpecDecodeCounters {
     handle
         .stats()
         .spec_decode
         .expect("a speculating engine reports its counters")
-}
-
-fn assert_identical(expected: &[Vec<u32>], outcomes: &[Outcome], label: &str) {
-    for (i, (want, got)) in expected.iter().zip(outcomes).enumerate() {
-        assert_eq!(want.len(), MAX_TOKENS, "{label}: request {i} alone");
-        assert_eq!(&got.token_ids(), want, "{label}: request {i}");
-    }
 }
 
 /// Runs `prompts` batched on a speculating engine; checks the output and that proposals were

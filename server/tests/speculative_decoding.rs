@@ -2,7 +2,8 @@
 //! counters in either namespace, equal to what the responses' usage reports per request
 //! (`completion_tokens_details.accepted_prediction_tokens` / `rejected_prediction_tokens`);
 //! refusals at startup; and on the default model, greedy answers identical with and without
-//! prompt lookup, with proposals accepted on a copying prompt and JSON-schema outputs valid.
+//! prompt lookup and with the model as its own draft model, with proposals accepted and
+//! JSON-schema outputs valid.
 
 mod common;
 
@@ -119,7 +120,11 @@ fn unsupported_speculation_is_refused_at_startup_by_name() {
         ),
         (
             r#"{"method":"draft_model","model":"m","num_speculative_tokens":3}"#,
-            "draft_model",
+            "\"draft_model\" needs an engine that runs models (not --mock)",
+        ),
+        (
+            r#"{"method":"draft_model","num_speculative_tokens":3}"#,
+            "needs \"model\"",
         ),
         (
             r#"{"method":"ngram","num_speculative_tokens":3,"lookup_max":2}"#,
@@ -170,7 +175,7 @@ fn requests() -> Vec<Value> {
 }
 
 #[tokio::test]
-async fn the_default_model_answers_the_same_with_prompt_lookup() {
+async fn the_default_model_answers_the_same_with_prompt_lookup_and_with_a_draft_model() {
     let model = common::model_path();
     let model = model.to_str().expect("a UTF-8 model path");
     let plain = ServerProcess::start(&["--model", model]);
@@ -186,6 +191,28 @@ async fn the_default_model_answers_the_same_with_prompt_lookup() {
         assert_eq!(&answer(&response), want, "{body}");
         num_accepted += predictions(&response["usage"]).0;
     }
+    drop(speculating);
+    // The model as its own draft: the same answers, and on free text (but for rounding between
+    // batch shapes) every proposal accepted. The draft does not see the JSON request's grammar,
+    // so there its proposals are also rejected where the grammar forbids them.
+    let self_draft =
+        format!(r#"{{"method": "draft_model", "model": {model:?}, "num_speculative_tokens": 3}}"#);
+    let drafting = ServerProcess::start(&["--model", model, "--speculative-config", &self_draft]);
+    let (mut num_free_accepted, mut num_free_rejected) = (0, 0);
+    for (i, (body, want)) in requests().iter().zip(&expected).enumerate() {
+        let response = completion(&drafting, body).await;
+        assert_eq!(&answer(&response), want, "draft model: {body}");
+        let (accepted, rejected) = predictions(&response["usage"]);
+        if i < 2 {
+            num_free_accepted += accepted;
+            num_free_rejected += rejected;
+        }
+    }
+    // 24 accepted and 0 rejected on 2026-12-03.
+    assert!(
+        num_free_accepted >= 16 && num_free_accepted > 4 * num_free_rejected,
+        "a self-draft is accepted: {num_free_accepted} accepted, {num_free_rejected} rejected"
+    );
     // The 135M model copies loosely (13 of its 18 copied tokens were accepted on 2026-12-03).
     assert!(
         num_accepted >= 8,
@@ -194,4 +221,67 @@ async fn the_default_model_answers_the_same_with_prompt_lookup() {
     let person: Value = serde_json::from_str(&expected[2]).expect("JSON output");
     assert!(person["name"].is_string() && person["age"].is_i64() && person["tags"].is_array());
     assert_eq!(person.as_object().map(|o| o.len()), Some(3), "{person}");
+}
+
+/// The mock's output text, which a prompt that quotes it lets prompt lookup propose from the
+/// first token on.
+const MOCK_TEXT: &str = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod \
+tempor incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud \
+exercitation ullamco laboris nisi ut aliquip ex ea commodo consequat. ";
+
+/// A stop string inside a step's accepted proposals ends the text where it would without
+/// speculation, streamed or not, and the usage counts only the tokens returned.
+#[tokio::test]
+async fn a_stop_string_among_accepted_proposals_ends_the_output_where_it_would() {
+    let plain = ServerProcess::start(&["--mock"]);
+    let speculating = ServerProcess::start(&["--mock", "--speculative-config", NGRAM]);
+    let body = json!({"prompt": MOCK_TEXT, "max_tokens": 300, "stop": ["commodo"]});
+    let client = client();
+    let mut replies = Vec::new();
+    for server in [&plain, &speculating] {
+        let reply = post_json(&client, &server.url("/v1/completions"), &body).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+        replies.push(reply.json());
+    }
+    let (want, got) = (&replies[0], &replies[1]);
+    let text = got["choices"][0]["text"].as_str().expect("text");
+    assert_eq!(text, want["choices"][0]["text"].as_str().expect("text"));
+    // The mock's text, up to the stop string.
+    let at = MOCK_TEXT.find(text).expect("the mock's text");
+    assert!(text.len() > 150, "{text:?}");
+    assert!(
+        MOCK_TEXT[at + text.len()..].starts_with("commodo"),
+        "{text:?}"
+    );
+    assert_eq!(got["choices"][0]["finish_reason"], "stop");
+    assert_eq!(
+        got["usage"]["completion_tokens"],
+        want["usage"]["completion_tokens"]
+    );
+    let (accepted, _) = predictions(&got["usage"]);
+    assert!(
+        accepted > 50,
+        "the quoted text is accepted: {}",
+        got["usage"]
+    );
+    // Streamed: each server's second request (the mock starts each request one token further
+    // into its text), the same text from both.
+    let stream = json!({"prompt": MOCK_TEXT, "max_tokens": 300, "stop": ["commodo"],
+        "stream": true});
+    let mut texts = Vec::new();
+    for server in [&plain, &speculating] {
+        let reply = post_json(&client, &server.url("/v1/completions"), &stream).await;
+        let streamed: String = common::server::sse_data(&reply.text())
+            .iter()
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .filter_map(|chunk| chunk["choices"][0]["text"].as_str().map(str::to_string))
+            .collect();
+        texts.push(streamed);
+    }
+    assert_eq!(texts[1], texts[0]);
+    assert!(
+        texts[1].len() > 150 && !texts[1].contains("commodo"),
+        "{:?}",
+        texts[1]
+    );
 }

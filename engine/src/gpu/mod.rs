@@ -19,17 +19,26 @@ pub use {memory::GpuMemory, profile::profile_plan};
 use crate::config::EngineConfig;
 use crate::error::{EngineError, Result};
 use crate::models::{load_model_with, CausalLm};
+use crate::spec_decode::draft_model::load_draft_model;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
-/// Loads the model onto `device` and sizes the KV cache: returns the configuration to start the
-/// engine with (its `kv_cache_memory_bytes` set from `gpu_memory_utilization`, when given) and
-/// the model.
+/// What `load_sized_for_gpu` prepared: the configuration to start the engine with and the models.
+pub struct LoadedForGpu {
+    /// Its `kv_cache_memory_bytes` set from `gpu_memory_utilization`, when given; the two
+    /// models' caches share it.
+    pub config: EngineConfig,
+    pub model: Box<dyn CausalLm>,
+    /// Speculative decoding's draft model, when the configuration names one.
+    pub draft: Option<Box<dyn CausalLm>>,
+}
+
+/// Loads the model (and a draft model) onto `device` and sizes the KV cache.
 pub fn load_sized_for_gpu(
     mut config: EngineConfig,
     model_path: &Path,
     device: Device,
-) -> Result<(EngineConfig, Box<dyn CausalLm>)> {
+) -> Result<LoadedForGpu> {
     let probe = MemoryProbe::new(&device)?;
     let at_start = probe.snapshot()?;
     if let Some(fraction) = config.gpu_memory_utilization {
@@ -45,7 +54,11 @@ pub fn load_sized_for_gpu(
         }
     }
     probe.reset_peak()?;
-    let model = load_model_with(model_path, &config.load_options(device))?;
+    let options = config.load_options(device);
+    let model = load_model_with(model_path, &options)?;
+    // The draft's weights are counted with the target's; its step activations are smaller
+    // than the profiled target step's and come at other times.
+    let draft = load_draft_model(config.speculative.as_ref(), &options)?;
     let after_load = probe.snapshot()?;
     tracing::info!(
         dtype = ?model.dtype(),
@@ -64,7 +77,15 @@ pub fn load_sized_for_gpu(
             at_start.total_bytes as f64 / GIB
         );
         config.kv_cache_memory_bytes = Some(budget.kv_cache_bytes);
-        return Ok((config, model));
+        return Ok(LoadedForGpu {
+            config,
+            model,
+            draft,
+        });
     }
-    Ok((config, model))
+    Ok(LoadedForGpu {
+        config,
+        model,
+        draft,
+    })
 }

@@ -1,14 +1,16 @@
 //! `ModelRunner`: owns the model, the KV cache tensors and the sampler; turns a plan into logits
 //! and those into tokens. It is the real model's `StepExecutor`.
 
+pub mod draft;
 pub mod executor;
+mod forward;
 pub mod input;
 mod polling;
 mod prompt_logprobs;
 
 pub use executor::{StepExecutor, StepOutput};
 
-use crate::attention::{AttnMetadata, PagedKvCache};
+use crate::attention::PagedKvCache;
 use candle_core::Tensor;
 
 use crate::batch::BatchPlan;
@@ -18,6 +20,8 @@ use crate::error::Result;
 use crate::models::CausalLm;
 use crate::request::{EngineRequest, RequestId};
 use crate::sampling::BatchSampler;
+use draft::DraftModel;
+use forward::forward;
 
 #[derive(Debug)]
 pub struct ModelRunner {
@@ -25,6 +29,8 @@ pub struct ModelRunner {
     kv_cache: Box<dyn PagedKvCache>,
     block_size: usize,
     sampler: BatchSampler,
+    /// Speculative decoding's draft model, which fills the plan's reserved proposal rows.
+    draft: Option<DraftModel>,
 }
 
 impl ModelRunner {
@@ -40,7 +46,14 @@ impl ModelRunner {
             kv_cache,
             block_size,
             sampler,
+            draft: None,
         }
+    }
+
+    /// Proposals come from `draft` (speculative decoding with a draft model).
+    pub fn with_draft(mut self, draft: DraftModel) -> Self {
+        self.draft = Some(draft);
+        self
     }
 
     #[cfg(feature = "testing")]
@@ -91,26 +104,6 @@ impl ModelRunner {
     }
 }
 
-fn forward(
-    model: &dyn CausalLm,
-    kv_cache: &mut dyn PagedKvCache,
-    block_size: usize,
-    plan: &BatchPlan,
-) -> Result<Option<Tensor>> {
-    if plan.is_empty() {
-        return Ok(None);
-    }
-    let meta = AttnMetadata::from_plan(plan, block_size);
-    let input = input::build_model_input(plan, &meta, model.device())?;
-    kv_cache.begin_step(&meta)?;
-    let logits = if model.device().is_cpu() && polling::worth_polling(meta.positions.len()) {
-        polling::with_workers_polling(|| model.forward(&input, &meta, kv_cache))?
-    } else {
-        model.forward(&input, &meta, kv_cache)?
-    };
-    Ok(Some(logits))
-}
-
 impl ModelRunner {
     /// A step that verifies proposed tokens: each sampling sequence's rows go through its
     /// pipeline in order (`BatchSampler::verify`).
@@ -142,6 +135,33 @@ impl ModelRunner {
 
 impl StepExecutor for ModelRunner {
     fn execute(&mut self, plan: &BatchPlan) -> Result<StepOutput> {
+        let Some(draft) = self.draft.as_mut() else {
+            return self.execute_target(plan);
+        };
+        let proposed = draft.propose(plan)?;
+        let plan = proposed.as_ref().unwrap_or(plan);
+        let output = self.execute_target(plan)?;
+        if let Some(draft) = self.draft.as_mut() {
+            draft.observe(plan, &output);
+        }
+        Ok(output)
+    }
+
+    fn add_request(&mut self, request: &EngineRequest, _max_output_tokens: usize) {
+        self.sampler.add(request);
+    }
+
+    fn release(&mut self, id: RequestId) {
+        self.sampler.release(id);
+        if let Some(draft) = self.draft.as_mut() {
+            draft.release(id);
+        }
+    }
+}
+
+impl ModelRunner {
+    /// The target model's step on a plan whose proposals (if any) are filled in.
+    fn execute_target(&mut self, plan: &BatchPlan) -> Result<StepOutput> {
         let ids: Vec<RequestId> = plan
             .seqs
             .iter()
@@ -172,13 +192,5 @@ impl StepExecutor for ModelRunner {
             accepted_drafts: Vec::new(),
             prompt_logprobs,
         })
-    }
-
-    fn add_request(&mut self, request: &EngineRequest, _max_output_tokens: usize) {
-        self.sampler.add(request);
-    }
-
-    fn release(&mut self, id: RequestId) {
-        self.sampler.release(id);
     }
 }

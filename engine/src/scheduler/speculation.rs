@@ -2,26 +2,42 @@
 //! proposals are capped so that everything accepted still fits the sequence's limits: at most
 //! `num_speculative_tokens`, the step's token budget less the decode token itself, and one fewer
 //! than the output tokens and context positions left (the target's own token always follows the
-//! accepted ones).
+//! accepted ones). With prompt lookup the scheduler proposes the tokens; with a draft model it
+//! reserves the rows (`PLACEHOLDER_TOKEN_ID`) and the runner's draft model fills them.
 
 use crate::sequence::Sequence;
 use crate::spec_decode::ngram::NgramProposer;
-use crate::spec_decode::{SpeculativeConfig, SpeculativeMethod};
+use crate::spec_decode::{SpeculativeConfig, SpeculativeMethod, PLACEHOLDER_TOKEN_ID};
 
 /// The scheduler's proposer.
 #[derive(Debug, Clone)]
 pub struct Speculation {
-    proposer: NgramProposer,
+    proposer: Proposer,
     num_speculative_tokens: usize,
 }
 
+#[derive(Debug, Clone)]
+enum Proposer {
+    Ngram(NgramProposer),
+    /// The runner proposes (a draft model): rows are reserved.
+    Runner,
+}
+
 impl Speculation {
-    pub fn new(config: SpeculativeConfig) -> Self {
-        let SpeculativeMethod::Ngram(ngram) = config.method;
+    pub fn new(config: &SpeculativeConfig) -> Self {
+        let proposer = match &config.method {
+            SpeculativeMethod::Ngram(ngram) => Proposer::Ngram(NgramProposer::new(*ngram)),
+            SpeculativeMethod::DraftModel(_) => Proposer::Runner,
+        };
         Self {
-            proposer: NgramProposer::new(ngram),
+            proposer,
             num_speculative_tokens: config.num_speculative_tokens,
         }
+    }
+
+    /// Whether the proposals are tokens (prompt lookup) rather than reserved rows.
+    pub fn proposes_tokens(&self) -> bool {
+        matches!(self.proposer, Proposer::Ngram(_))
     }
 
     /// The tokens `seq` (decoding: one uncomputed token) verifies this step, with
@@ -34,7 +50,10 @@ impl Speculation {
             .min(num_budget_tokens)
             .min(num_output_left.saturating_sub(1))
             .min(num_positions_left.saturating_sub(1));
-        self.proposer.propose(&seq.token_ids, max_tokens)
+        match &self.proposer {
+            Proposer::Ngram(ngram) => ngram.propose(&seq.token_ids, max_tokens),
+            Proposer::Runner => vec![PLACEHOLDER_TOKEN_ID; max_tokens],
+        }
     }
 }
 
@@ -45,7 +64,7 @@ mod tests {
     use crate::spec_decode::NgramConfig;
 
     fn speculation(k: usize) -> Speculation {
-        Speculation::new(SpeculativeConfig {
+        Speculation::new(&SpeculativeConfig {
             method: SpeculativeMethod::Ngram(NgramConfig {
                 prompt_lookup_min: 1,
                 prompt_lookup_max: 3,
@@ -78,5 +97,18 @@ mod tests {
         // Two context positions left (10 tokens of 12).
         assert_eq!(spec.propose(&seq(100), 100, 12), vec![3]);
         assert!(spec.propose(&seq(100), 0, 1000).is_empty());
+    }
+
+    #[test]
+    fn a_draft_model_gets_reserved_rows_within_the_same_caps() {
+        let spec = Speculation::new(&SpeculativeConfig {
+            method: SpeculativeMethod::DraftModel(crate::spec_decode::DraftModelConfig {
+                model: "draft.gguf".into(),
+            }),
+            num_speculative_tokens: 4,
+        });
+        assert_eq!(spec.propose(&seq(100), 100, 1000), vec![PLACEHOLDER_TOKEN_ID; 4]);
+        assert_eq!(spec.propose(&seq(3), 100, 1000).len(), 2);
+        assert_eq!(spec.propose(&seq(100), 100, 12).len(), 1);
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod dense_reference;
 pub mod gate;
+pub mod speculative;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

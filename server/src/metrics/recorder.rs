@@ -57,7 +57,7 @@ impl Metrics {
             model_name: &config.model_name,
         };
         registry.register(Box::new(EngineCollector::new(engine.clone(), series)?))?;
-        if let Some(speculative) = engine.info().speculative {
+        if let Some(speculative) = &engine.info().speculative {
             let collector = SpecDecodeCollector::new(
                 engine.clone(),
                 series,
