@@ -24,6 +24,7 @@ use crate::spec_decode::draft_model::load_draft_model;
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// What `load_sized_for_gpu` prepared: the configuration to start the engine with and the models.
+#[derive(Debug)]
 pub struct LoadedForGpu {
     /// Its `kv_cache_memory_bytes` set from `gpu_memory_utilization`, when given; the two
     /// models' caches share it.
