@@ -278,7 +278,7 @@ impl EngineCore {
     }
 
     /// Runs the executor, turning a panic inside it into an error for this step's requests so
-    /// that the engine itself survives, and checks it returned one row per sampling sequence.
+    /// that the engine itself survives, and checks its output against the plan.
     fn execute_guarded(&mut self, plan: &BatchPlan) -> Result<StepOutput> {
         let executor = &mut self.executor;
         let output =
@@ -293,24 +293,7 @@ impl EngineCore {
                         "the model panicked: {message}"
                     )))
                 })?;
-        if output.num_rows() != plan.num_sampled() {
-            return Err(EngineError::Execution(format!(
-                "the step returned {} rows for {} sampling sequences",
-                output.num_rows(),
-                plan.num_sampled()
-            )));
-        }
-        check_accepted_drafts(plan, &output, self.scheduler.proposes_tokens())?;
-        let expected: Vec<usize> = plan
-            .prompt_logprob_seqs()
-            .map(|(_, rows)| rows.target_ids.len())
-            .collect();
-        let returned: Vec<usize> = output.prompt_logprobs.iter().map(Vec::len).collect();
-        if returned != expected {
-            return Err(EngineError::Execution(format!(
-                "the step returned prompt log-probabilities for {returned:?} rows, not {expected:?}"
-            )));
-        }
+        output.check_against(plan, self.scheduler.proposes_tokens())?;
         Ok(output)
     }
 
@@ -428,36 +411,5 @@ impl EngineCore {
         if let Ok(mut stats) = self.stats.lock() {
             *stats = self.totals.clone();
         }
-    }
-}
-
-/// An executor's accepted proposals must be a prefix of each sequence's proposed tokens (when
-/// the plan holds them: `tokens_in_plan`), and never more than the rows reserved for them.
-fn check_accepted_drafts(
-    plan: &BatchPlan,
-    output: &StepOutput,
-    tokens_in_plan: bool,
-) -> Result<()> {
-    if output.accepted_drafts.is_empty() {
-        return Ok(());
-    }
-    let sampling = plan.seqs.iter().filter(|s| s.sample);
-    let consistent = output.accepted_drafts.len() == plan.num_sampled()
-        && sampling
-            .zip(&output.accepted_drafts)
-            .all(|(seq, accepted)| {
-                let drafts = seq.draft_token_ids();
-                accepted.len() <= drafts.len()
-                    && (!tokens_in_plan
-                        || accepted
-                            .iter()
-                            .zip(drafts)
-                            .all(|(token, &draft)| token.token_id == draft))
-            });
-    match consistent {
-        true => Ok(()),
-        false => Err(EngineError::Execution(
-            "the step accepted tokens that were not proposed".into(),
-        )),
     }
 }

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::speculative::{assert_identical, outputs_alone, run_batched};
+use common::speculative::{assert_identical, outputs_alone, run_batched, run_regime};
 use common::*;
 use pagoda_engine::spec_decode::{NgramConfig, SpeculativeMethod};
 use pagoda_engine::testing::TinyLlamaSpec;
@@ -52,17 +52,12 @@ fn check_regime(
     config: EngineConfig,
     label: &str,
 ) -> Vec<Outcome> {
-    let handle = start(model, config);
-    let outcomes = run_batched(&handle, prompts);
-    assert_identical(expected, &outcomes, label);
-    wait_until_idle(&handle);
-    let counters = spec_counters(&handle);
+    let (outcomes, counters) = run_regime(model, prompts, expected, config, label);
     assert!(counters.num_accepted_tokens > 0, "{label}: {counters:?}");
     assert!(
         counters.num_accepted_tokens < counters.num_draft_tokens,
         "{label}: {counters:?}"
     );
-    handle.shutdown();
     outcomes
 }
 

@@ -9,11 +9,11 @@ mod common;
 
 use std::path::Path;
 
-use common::speculative::{assert_identical, outputs_alone, run_batched};
+use common::speculative::{assert_identical, outputs_alone, run_batched, run_regime};
 use common::*;
 use pagoda_engine::spec_decode::{DraftModelConfig, SpeculativeMethod};
 use pagoda_engine::testing::TinyLlamaSpec;
-use pagoda_engine::{start_engine, EngineConfig, SpecDecodeCounters, SpeculativeConfig};
+use pagoda_engine::{start_engine, EngineConfig, SpeculativeConfig};
 
 fn draft_model(model: &TinyModel, num_speculative_tokens: usize) -> Option<SpeculativeConfig> {
     draft_at(&model.path, num_speculative_tokens)
@@ -41,24 +41,6 @@ fn other_draft() -> TinyModel {
     })
 }
 
-/// Runs `prompts` batched; checks the output; returns the outcomes and the counters.
-fn check_regime(
-    model: &TinyModel,
-    prompts: &[Vec<u32>],
-    expected: &[Vec<u32>],
-    config: EngineConfig,
-    label: &str,
-) -> (Vec<Outcome>, SpecDecodeCounters) {
-    let handle = start(model, config);
-    let outcomes = run_batched(&handle, prompts);
-    assert_identical(expected, &outcomes, label);
-    wait_until_idle(&handle);
-    let counters = handle.stats().spec_decode.expect("counters");
-    assert!(counters.num_drafts > 0, "{label}: {counters:?}");
-    handle.shutdown();
-    (outcomes, counters)
-}
-
 #[test]
 fn a_draft_identical_to_the_target_has_its_proposals_accepted() {
     let model = tiny_model(&TinyLlamaSpec::default());
@@ -68,7 +50,7 @@ fn a_draft_identical_to_the_target_has_its_proposals_accepted() {
         speculative: draft_model(&model, 4),
         ..EngineConfig::default()
     };
-    let (_, counters) = check_regime(&model, &prompts, &expected, config, "self-draft");
+    let (_, counters) = run_regime(&model, &prompts, &expected, config, "self-draft");
     // All were accepted on 2026-12-03; only rounding between batch shapes may flip a near tie.
     // A draft cache that missed a token (a fully accepted proposal's last one) got 0.89.
     let rate = counters.acceptance_rate().unwrap();
@@ -90,7 +72,7 @@ fn greedy_output_with_another_draft_equals_output_without_under_every_regime() {
         speculative: draft_model(&draft, 3),
         ..config
     };
-    check_regime(
+    run_regime(
         &model,
         &prompts,
         &expected,
@@ -101,7 +83,7 @@ fn greedy_output_with_another_draft_equals_output_without_under_every_regime() {
         max_num_batched_tokens: 7,
         ..EngineConfig::default()
     };
-    check_regime(
+    run_regime(
         &model,
         &prompts,
         &expected,
@@ -118,7 +100,7 @@ fn greedy_output_with_another_draft_equals_output_without_under_every_regime() {
         max_model_len: Some(128),
         ..EngineConfig::default()
     };
-    let (preempted, _) = check_regime(
+    let (preempted, _) = run_regime(
         &model,
         &prompts,
         &expected,

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use crate::batch::BatchPlan;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::events::PromptTokenLogprob;
 use crate::request::{EngineRequest, RequestId};
 use crate::sampling::SampledToken;
@@ -67,5 +67,53 @@ impl StepOutput {
             accepted_drafts: Vec::new(),
             prompt_logprobs: Vec::new(),
         }
+    }
+}
+
+impl StepOutput {
+    /// Whether this is a possible output of `plan`: one row per sampling sequence, accepted
+    /// proposals a prefix of each sequence's (of its proposed tokens when the plan holds them,
+    /// `tokens_in_plan`; else no more than the rows reserved), and the prompt log-probabilities
+    /// the plan asked for. An executor that breaks this fails the step, never the engine.
+    pub fn check_against(&self, plan: &BatchPlan, tokens_in_plan: bool) -> Result<()> {
+        let fail = |message: String| Err(EngineError::Execution(message));
+        if self.num_rows() != plan.num_sampled() {
+            return fail(format!(
+                "the step returned {} rows for {} sampling sequences",
+                self.num_rows(),
+                plan.num_sampled()
+            ));
+        }
+        if !self.accepted_drafts_fit(plan, tokens_in_plan) {
+            return fail("the step accepted tokens that were not proposed".into());
+        }
+        let expected: Vec<usize> = plan
+            .prompt_logprob_seqs()
+            .map(|(_, rows)| rows.target_ids.len())
+            .collect();
+        let returned: Vec<usize> = self.prompt_logprobs.iter().map(Vec::len).collect();
+        if returned != expected {
+            return fail(format!(
+                "the step returned prompt log-probabilities for {returned:?} rows, not {expected:?}"
+            ));
+        }
+        Ok(())
+    }
+
+    fn accepted_drafts_fit(&self, plan: &BatchPlan, tokens_in_plan: bool) -> bool {
+        if self.accepted_drafts.is_empty() {
+            return true;
+        }
+        let sampling = plan.seqs.iter().filter(|s| s.sample);
+        self.accepted_drafts.len() == plan.num_sampled()
+            && sampling.zip(&self.accepted_drafts).all(|(seq, accepted)| {
+                let drafts = seq.draft_token_ids();
+                accepted.len() <= drafts.len()
+                    && (!tokens_in_plan
+                        || accepted
+                            .iter()
+                            .zip(drafts)
+                            .all(|(token, &draft)| token.token_id == draft))
+            })
     }
 }

@@ -1,9 +1,9 @@
 //! Helpers of the speculative-decoding tests: greedy outputs without speculation, one at a time,
 //! to compare a speculating engine's batched outputs with.
 
-use pagoda_engine::{EngineConfig, EngineHandle};
+use pagoda_engine::{EngineConfig, EngineHandle, SpecDecodeCounters};
 
-use super::{greedy, request, run_all, run_one, start, Outcome, TinyModel};
+use super::{greedy, request, run_all, run_one, start, wait_until_idle, Outcome, TinyModel};
 
 /// Tokens every request generates in these tests.
 pub const MAX_TOKENS: usize = 24;
@@ -38,4 +38,26 @@ pub fn assert_identical(expected: &[Vec<u32>], outcomes: &[Outcome], label: &str
         assert_eq!(want.len(), MAX_TOKENS, "{label}: request {i} alone");
         assert_eq!(&got.token_ids(), want, "{label}: request {i}");
     }
+}
+
+/// Runs `prompts` batched on an engine started with `config` (which speculates); checks the
+/// output against `expected` and that proposals were made; returns the outcomes and counters.
+pub fn run_regime(
+    model: &TinyModel,
+    prompts: &[Vec<u32>],
+    expected: &[Vec<u32>],
+    config: EngineConfig,
+    label: &str,
+) -> (Vec<Outcome>, SpecDecodeCounters) {
+    let handle = start(model, config);
+    let outcomes = run_batched(&handle, prompts);
+    assert_identical(expected, &outcomes, label);
+    wait_until_idle(&handle);
+    let counters = handle
+        .stats()
+        .spec_decode
+        .expect("a speculating engine reports counters");
+    assert!(counters.num_drafts > 0, "{label}: {counters:?}");
+    handle.shutdown();
+    (outcomes, counters)
 }
