@@ -41,6 +41,12 @@ impl ScheduledSeq {
         &self.new_token_ids[self.new_token_ids.len() - self.num_draft_tokens..]
     }
 
+    /// The sequence's own tokens this step computes: a prefill chunk or a decode token, without
+    /// the proposals after them.
+    pub fn token_ids_without_drafts(&self) -> &[u32] {
+        &self.new_token_ids[..self.new_token_ids.len() - self.num_draft_tokens]
+    }
+
     /// Logits rows the sequence samples from: the last token's and one per proposed token.
     pub fn num_sampling_rows(&self) -> usize {
         match self.sample {

@@ -22,7 +22,7 @@ mod lora_tests;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use speculation::Speculation;
+use speculation::{allocate_with_drafts, Speculation};
 use update::RunningState;
 pub use update::StepUpdate;
 
@@ -424,27 +424,6 @@ fn chunk_of(enable_chunked_prefill: bool, seq: &Sequence, granted: usize) -> usi
         true => cap_chunk(seq.prompt_logprobs.as_ref(), granted),
         false => granted,
     }
-}
-
-/// Reserves KV slots for `num_new` tokens and the proposed ones; when the proposals do not fit,
-/// for the `num_new` tokens alone. Returns the proposals that got slots, `None` when not even the
-/// tokens themselves fit (the caller preempts).
-fn allocate_with_drafts(
-    kv: &mut KvCacheManager,
-    seq: &mut Sequence,
-    num_new: usize,
-    drafts: Vec<u32>,
-) -> Option<Vec<u32>> {
-    let start = seq.num_computed_tokens;
-    if !drafts.is_empty()
-        && kv
-            .allocate_slots(&mut seq.block_table, start, num_new + drafts.len(), &[])
-            .is_some()
-    {
-        return Some(drafts);
-    }
-    kv.allocate_slots(&mut seq.block_table, start, num_new, &[])
-        .map(|()| Vec::new())
 }
 
 fn push_scheduled(plan: &mut BatchPlan, seq: &Sequence, num_new: usize, drafts: Vec<u32>) {

@@ -1,7 +1,6 @@
 //! Starting an engine: check the configuration against the model's shape, size the KV cache,
 //! build the step executor, spawn the engine thread.
 
-
 use std::path::Path;
 
 use candle_core::{DType, Device};

@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::speculative::{assert_identical, outputs_alone, run_batched, run_regime};
+use common::speculative::{
+    assert_identical, outputs_alone, run_batched, run_regime, shared_regimes,
+};
 use common::*;
 use pagoda_engine::spec_decode::{NgramConfig, SpeculativeMethod};
 use pagoda_engine::testing::TinyLlamaSpec;
@@ -71,24 +73,9 @@ fn greedy_output_with_prompt_lookup_equals_output_without_under_every_regime() {
         speculative: prompt_lookup(4),
         ..config
     };
-    check_regime(
-        &model,
-        &prompts,
-        &expected,
-        speculating(EngineConfig::default()),
-        "batched",
-    );
-    let chunked = EngineConfig {
-        max_num_batched_tokens: 7,
-        ..EngineConfig::default()
-    };
-    check_regime(
-        &model,
-        &prompts,
-        &expected,
-        speculating(chunked),
-        "7-token step budget",
-    );
+    for (config, label) in shared_regimes() {
+        check_regime(&model, &prompts, &expected, speculating(config), label);
+    }
     let few_seqs = EngineConfig {
         max_num_seqs: 3,
         max_num_batched_tokens: 40,

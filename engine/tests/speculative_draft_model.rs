@@ -9,7 +9,9 @@ mod common;
 
 use std::path::Path;
 
-use common::speculative::{assert_identical, outputs_alone, run_batched, run_regime};
+use common::speculative::{
+    assert_identical, outputs_alone, run_batched, run_regime, shared_regimes,
+};
 use common::*;
 use pagoda_engine::spec_decode::{DraftModelConfig, SpeculativeMethod};
 use pagoda_engine::testing::TinyLlamaSpec;
@@ -72,24 +74,9 @@ fn greedy_output_with_another_draft_equals_output_without_under_every_regime() {
         speculative: draft_model(&draft, 3),
         ..config
     };
-    run_regime(
-        &model,
-        &prompts,
-        &expected,
-        speculating(EngineConfig::default()),
-        "batched",
-    );
-    let chunked = EngineConfig {
-        max_num_batched_tokens: 7,
-        ..EngineConfig::default()
-    };
-    run_regime(
-        &model,
-        &prompts,
-        &expected,
-        speculating(chunked),
-        "7-token step budget",
-    );
+    for (config, label) in shared_regimes() {
+        run_regime(&model, &prompts, &expected, speculating(config), label);
+    }
     // Both caches share the budget: a token costs the target's 256 bytes (f16 keys and values,
     // 2 layers of 2 heads of 16) and the draft's 64 (1 layer of 1 head). 48 blocks of 4 tokens,
     // while one request needs up to 17.
@@ -153,19 +140,22 @@ fn blocks_reserved_for_rejected_proposals_all_come_back() {
     handle.shutdown();
 }
 
+/// Why an engine on `model` speculating as `speculative` does not start.
+fn refusal(model: &TinyModel, speculative: Option<SpeculativeConfig>) -> String {
+    let config = EngineConfig {
+        speculative,
+        ..EngineConfig::default()
+    };
+    start_engine(config, &model.path)
+        .expect_err("refused")
+        .to_string()
+}
+
 #[test]
 fn a_draft_that_cannot_serve_stops_the_start_with_the_reason() {
     let model = tiny_model(&TinyLlamaSpec::default());
     let missing = model.path.with_file_name("no-such-draft.gguf");
-    let error = start_engine(
-        EngineConfig {
-            speculative: draft_at(&missing, 3),
-            ..EngineConfig::default()
-        },
-        &model.path,
-    )
-    .unwrap_err()
-    .to_string();
+    let error = refusal(&model, draft_at(&missing, 3));
     assert!(
         error.contains("draft model") && error.contains("does not load"),
         "{error}"
@@ -174,14 +164,6 @@ fn a_draft_that_cannot_serve_stops_the_start_with_the_reason() {
         vocab_size: 300,
         ..TinyLlamaSpec::default()
     });
-    let error = start_engine(
-        EngineConfig {
-            speculative: draft_model(&larger, 3),
-            ..EngineConfig::default()
-        },
-        &model.path,
-    )
-    .unwrap_err()
-    .to_string();
+    let error = refusal(&model, draft_model(&larger, 3));
     assert!(error.contains("vocabulary (300 tokens)"), "{error}");
 }

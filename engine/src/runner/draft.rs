@@ -117,33 +117,43 @@ impl DraftModel {
 /// Step 1's plan: the target's without proposal rows or prompt log-probabilities, an unfed
 /// token first where the sequence continues right after it; only proposing sequences sample.
 fn catch_up_plan(unfed: &mut HashMap<RequestId, Unfed>, plan: &BatchPlan) -> BatchPlan {
-    let seqs: Vec<ScheduledSeq> = plan
+    let seqs = plan
         .seqs
         .iter()
         .map(|seq| {
-            let num_new = seq.new_token_ids.len() - seq.num_draft_tokens;
-            let mut new_token_ids = seq.new_token_ids[..num_new].to_vec();
+            let mut token_ids = seq.token_ids_without_drafts().to_vec();
             let mut num_computed_tokens = seq.num_computed_tokens;
             match unfed.remove(&seq.id) {
                 Some(token) if token.position + 1 == seq.num_computed_tokens => {
-                    new_token_ids.insert(0, token.token_id);
+                    token_ids.insert(0, token.token_id);
                     num_computed_tokens -= 1;
                 }
                 _ => {}
             }
-            ScheduledSeq {
-                id: seq.id,
-                num_computed_tokens,
-                new_token_ids,
-                num_draft_tokens: 0,
-                block_table: seq.block_table.clone(),
-                sample: seq.num_draft_tokens > 0,
-                lora: None,
-                prompt_logprobs: None,
-            }
+            draft_row(seq, num_computed_tokens, token_ids, seq.num_draft_tokens > 0)
         })
         .collect();
     plan_of(seqs)
+}
+
+/// One sequence's row of a draft pass: `token_ids` from position `num_computed_tokens`, in the
+/// target's blocks, without the request's adapter or prompt log-probabilities.
+fn draft_row(
+    seq: &ScheduledSeq,
+    num_computed_tokens: usize,
+    token_ids: Vec<u32>,
+    sample: bool,
+) -> ScheduledSeq {
+    ScheduledSeq {
+        id: seq.id,
+        num_computed_tokens,
+        new_token_ids: token_ids,
+        num_draft_tokens: 0,
+        block_table: seq.block_table.clone(),
+        sample,
+        lora: None,
+        prompt_logprobs: None,
+    }
 }
 
 /// Rows' argmax, computed where the logits are (only ids cross from a GPU).
@@ -158,18 +168,9 @@ fn feed_plan(plan: &BatchPlan, feeding: &[usize], proposals: &[Vec<u32>]) -> Bat
         .iter()
         .map(|&i| {
             let seq = &plan.seqs[i];
-            let num_new = seq.new_token_ids.len() - seq.num_draft_tokens;
             let fed = &proposals[i];
-            ScheduledSeq {
-                id: seq.id,
-                num_computed_tokens: seq.num_computed_tokens + num_new + fed.len() - 1,
-                new_token_ids: vec![*fed.last().expect("a proposal")],
-                num_draft_tokens: 0,
-                block_table: seq.block_table.clone(),
-                sample: true,
-                lora: None,
-                prompt_logprobs: None,
-            }
+            let position = seq.num_computed_tokens + seq.token_ids_without_drafts().len() + fed.len() - 1;
+            draft_row(seq, position, vec![*fed.last().expect("a proposal")], true)
         })
         .collect();
     plan_of(seqs)
@@ -188,8 +189,8 @@ fn with_proposals(plan: &BatchPlan, proposals: Vec<Vec<u32>>) -> BatchPlan {
     let mut filled = plan.clone();
     for (seq, proposal) in filled.seqs.iter_mut().zip(proposals) {
         debug_assert_eq!(proposal.len(), seq.num_draft_tokens);
-        let num_new = seq.new_token_ids.len() - seq.num_draft_tokens;
-        seq.new_token_ids.truncate(num_new);
+        let num_own = seq.token_ids_without_drafts().len();
+        seq.new_token_ids.truncate(num_own);
         seq.new_token_ids.extend(proposal);
     }
     filled

@@ -3,8 +3,11 @@
 //! `num_speculative_tokens`, the step's token budget less the decode token itself, and one fewer
 //! than the output tokens and context positions left (the target's own token always follows the
 //! accepted ones). With prompt lookup the scheduler proposes the tokens; with a draft model it
-//! reserves the rows (`PLACEHOLDER_TOKEN_ID`) and the runner's draft model fills them.
+//! reserves the rows (`PLACEHOLDER_TOKEN_ID`) and the runner's draft model fills them. Proposals
+//! get KV slots only when they fit: otherwise the sequence decodes without them
+//! (`allocate_with_drafts`), before anything would be preempted for them.
 
+use crate::kv::KvCacheManager;
 use crate::sequence::Sequence;
 use crate::spec_decode::ngram::NgramProposer;
 use crate::spec_decode::{SpeculativeConfig, SpeculativeMethod, PLACEHOLDER_TOKEN_ID};
@@ -55,6 +58,27 @@ impl Speculation {
             Proposer::Runner => vec![PLACEHOLDER_TOKEN_ID; max_tokens],
         }
     }
+}
+
+/// Reserves KV slots for `num_new` tokens and the proposed ones; when the proposals do not fit,
+/// for the `num_new` tokens alone. Returns the proposals that got slots, `None` when not even the
+/// tokens themselves fit (the caller preempts).
+pub(super) fn allocate_with_drafts(
+    kv: &mut KvCacheManager,
+    seq: &mut Sequence,
+    num_new: usize,
+    drafts: Vec<u32>,
+) -> Option<Vec<u32>> {
+    let start = seq.num_computed_tokens;
+    if !drafts.is_empty()
+        && kv
+            .allocate_slots(&mut seq.block_table, start, num_new + drafts.len(), &[])
+            .is_some()
+    {
+        return Some(drafts);
+    }
+    kv.allocate_slots(&mut seq.block_table, start, num_new, &[])
+        .map(|()| Vec::new())
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ impl StepShape {
         let mut shape = Self::default();
         for seq in &plan.seqs {
             // A decode verifying proposals is still a decode: its extra rows cost like one.
-            match seq.new_token_ids.len() - seq.num_draft_tokens {
+            match seq.token_ids_without_drafts().len() {
                 1 => shape.num_decode_seqs += 1,
                 n => shape.num_prefill_tokens += n,
             }

@@ -61,3 +61,16 @@ pub fn run_regime(
     handle.shutdown();
     (outcomes, counters)
 }
+
+/// The regimes both speculative methods are checked under, besides their own: everything in
+/// one step, and a 7-token step budget (proposals cut by the budget, prompts chunked).
+pub fn shared_regimes() -> [(EngineConfig, &'static str); 2] {
+    let chunked = EngineConfig {
+        max_num_batched_tokens: 7,
+        ..EngineConfig::default()
+    };
+    [
+        (EngineConfig::default(), "batched"),
+        (chunked, "7-token step budget"),
+    ]
+}
