@@ -156,6 +156,8 @@ fn assemble_state(
         ),
         eos_token_ids: info.model.eos_token_ids.clone(),
         tokens_as_ids: args.vllm_compat.return_tokens_as_token_ids,
+        stream_interval: args.stream_interval as usize,
+        force_include_usage: args.vllm_compat.enable_force_include_usage,
     };
     let tokenizer = Arc::new(prompt_side.tokenizer);
     let mut end_token_ids = info.model.eos_token_ids.clone();
@@ -180,8 +182,6 @@ fn assemble_state(
     state.api_key = args.api_key.clone().filter(|k| !k.is_empty());
     state.log_requests = !args.disable_log_requests;
     state.sse_keep_alive = std::time::Duration::from_secs_f64(args.sse_keep_alive);
-    state.stream_interval = args.stream_interval as usize;
-    state.force_include_usage = args.vllm_compat.enable_force_include_usage;
     state.response_role = args.vllm_compat.response_role.trim().to_string();
     state.http_limits = http_limits(args)?;
     state.chat_policy = ChatPolicy {

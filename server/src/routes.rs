@@ -145,7 +145,7 @@ async fn model(
         .into_iter()
         .find(|entry| entry.id == name)
         .map(Json)
-        .ok_or_else(|| crate::state::model_not_found(&name))
+        .ok_or_else(|| crate::openai::model_select::model_not_found(&name))
 }
 
 /// The served names, then the loaded LoRA adapters, as OpenAI model objects.

@@ -5,24 +5,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pagoda_engine::{EngineHandle, LoraAdapter, ValidRequest};
+use pagoda_engine::EngineHandle;
 use pagoda_structured::GrammarCompiler;
 use pagoda_text::template::ChatTemplate;
 use pagoda_text::tokenizer::TextTokenizer;
 
-use crate::chat_prompt::{chat_prompt_ids, ChatPolicy, Conversation};
+use crate::chat_prompt::ChatPolicy;
 use crate::engine_health::EngineHealth;
 use crate::http_limits::HttpLimits;
 use crate::lora::LoraRegistry;
 use crate::metrics::Metrics;
 use crate::openai::admission::Admission;
-use crate::openai::choice::{ChoiceRun, Submission};
-use crate::openai::choice_context::ChoiceContext;
-use crate::openai::error::ApiError;
-use crate::openai::logprob::TokenNaming;
-use crate::openai::params::Echo;
-use crate::openai::params::{GenerationParams, ParamDefaults};
-use crate::openai::prompt_side::{EchoPrompt, PromptSide};
+use crate::openai::params::ParamDefaults;
 use crate::openai::responses::background::BackgroundRuns;
 use crate::openai::responses::store::ResponseStore;
 use crate::openai::tools::ToolCallConfig;
@@ -50,11 +44,6 @@ pub struct AppState {
     pub log_requests: bool,
     /// Between keep-alive comments on an idle SSE stream.
     pub sse_keep_alive: Duration,
-    /// Streamed token deltas go out this many tokens at a time at least (`--stream-interval`).
-    pub stream_interval: usize,
-    /// Every stream ends with a usage chunk, asked for or not (vLLM's
-    /// `--enable-force-include-usage`).
-    pub force_include_usage: bool,
     /// The role of chat replies that follow a generation prompt (vLLM's `--response-role`).
     pub response_role: String,
     /// Body size and read-time limits (connection limits are the listener's).
@@ -117,8 +106,6 @@ impl AppState {
             api_key: None,
             log_requests: true,
             sse_keep_alive: DEFAULT_KEEP_ALIVE_INTERVAL,
-            stream_interval: 1,
-            force_include_usage: false,
             response_role: "assistant".into(),
             http_limits: HttpLimits::default(),
             chat_policy: ChatPolicy::default(),
@@ -162,63 +149,6 @@ impl AppState {
             .unwrap_or("pagoda")
     }
 
-    /// Checks a `model` that needs no adapter loaded (tokenizing): absent, a served name or an
-    /// adapter's name.
-    pub fn check_model(&self, requested: Option<&str>) -> Result<(), ApiError> {
-        match requested {
-            None => Ok(()),
-            Some(name) if self.served_model_names.iter().any(|n| n == name) => Ok(()),
-            Some(name) if self.lora.as_ref().is_some_and(|r| r.contains(name)) => Ok(()),
-            Some(name) => Err(model_not_found(name)),
-        }
-    }
-
-    /// The request's `model`: absent or a served name means the base model; an adapter's name
-    /// selects the adapter (loaded again first if it was evicted); anything else is a 404.
-    pub async fn select_model(
-        &self,
-        requested: Option<&str>,
-    ) -> Result<Option<Arc<LoraAdapter>>, ApiError> {
-        let Some(name) = requested else {
-            return Ok(None);
-        };
-        if self.served_model_names.iter().any(|n| n == name) {
-            return Ok(None);
-        }
-        if let Some(registry) = &self.lora {
-            match registry.get(name).await {
-                Ok(Some(adapter)) => return Ok(Some(adapter)),
-                Ok(None) => {}
-                Err(error) => return Err(ApiError::invalid("model", error.to_string())),
-            }
-        }
-        Err(model_not_found(name))
-    }
-
-    /// The name a request's responses and metrics carry: its adapter's, or the served name.
-    pub fn response_model_name<'a>(&'a self, params: &'a GenerationParams) -> &'a str {
-        params
-            .lora
-            .as_deref()
-            .map_or_else(|| self.model_name(), LoraAdapter::name)
-    }
-
-    /// The prompt ids of a conversation, under this server's chat policy (blocking: call it off
-    /// the async threads).
-    pub fn chat_prompt_ids(
-        &self,
-        conversation: Conversation<'_>,
-        add_special_tokens: bool,
-    ) -> Result<Vec<u32>, ApiError> {
-        chat_prompt_ids(
-            &self.template,
-            &self.tokenizer,
-            &self.chat_policy,
-            conversation,
-            add_special_tokens,
-        )
-    }
-
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::Acquire)
     }
@@ -227,88 +157,6 @@ impl AppState {
     pub fn start_draining(&self) {
         self.draining.store(true, Ordering::Release);
     }
-
-    /// Checks one prompt with the request's parameters against the engine, once: the only way
-    /// to the [`ValidRequest`] that [`AppState::start_choices`] submits.
-    pub fn validate_prompt(
-        &self,
-        prompt: Vec<u32>,
-        params: &GenerationParams,
-    ) -> Result<ValidRequest, ApiError> {
-        let request = params.engine_request(self.engine.next_request_id(), prompt);
-        Ok(self.engine.validate(request)?)
-    }
-
-    /// Submits the `n` choices of one checked prompt; choice `i` gets index `first_index + i`.
-    pub fn start_choices(
-        &self,
-        request: &ValidRequest,
-        params: &GenerationParams,
-        first_index: usize,
-        want_logprobs: bool,
-        echo: Option<Arc<EchoPrompt>>,
-    ) -> Result<Vec<ChoiceRun>, ApiError> {
-        if self.is_draining() {
-            return Err(ApiError::shutting_down());
-        }
-        let slots = self.admission.try_admit(params.n)?;
-        let context = ChoiceContext {
-            engine: self.engine.clone(),
-            tokenizer: Arc::clone(&self.tokenizer),
-            metrics: self.metrics.for_model(self.response_model_name(params)),
-            stop_strings: params.stop_strings.clone(),
-            min_tokens: params.stop.min_tokens,
-            stop_token_ids: params.ending_token_ids.clone(),
-            listed_stop_token_ids: params.listed_stop_token_ids.clone(),
-            include_stop_str_in_output: params.include_stop_str_in_output,
-            skip_special_tokens: params.skip_special_tokens,
-            want_logprobs,
-            naming: TokenNaming::of(params.tokens_as_ids),
-            echo_only: params.echo == Some(Echo::PromptOnly),
-            stream_interval: match params.stream {
-                true => params
-                    .stream_interval
-                    .unwrap_or(1)
-                    .max(self.stream_interval),
-                false => 1,
-            },
-        };
-        let mut prompt = PromptSide::new(
-            params.prompt_logprobs,
-            echo,
-            params.sampling.logprobs.filter(|_| want_logprobs),
-        );
-        prompt.naming = context.naming;
-        if params.return_token_ids {
-            prompt.token_ids = Some(request.request().prompt.as_slice().into());
-        }
-        let submission = Submission {
-            at: request.request().arrival,
-            num_prompt_tokens: request.request().prompt.len(),
-        };
-        let mut runs = Vec::with_capacity(params.n);
-        for (offset, slot) in slots.into_iter().enumerate() {
-            let choice = if offset == 0 {
-                request.clone()
-            } else {
-                request.with_id_and_seed(
-                    self.engine.next_request_id(),
-                    params.seed_for_choice(offset),
-                )
-            };
-            // Dropping the runs already started aborts them if a later one is refused.
-            let stream = self.engine.submit(choice)?;
-            runs.push(ChoiceRun::new(
-                first_index + offset,
-                stream,
-                context.clone(),
-                slot,
-                submission,
-                prompt.clone(),
-            ));
-        }
-        Ok(runs)
-    }
 }
 
 pub fn unix_now_s() -> u64 {
@@ -316,13 +164,4 @@ pub fn unix_now_s() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-/// 404 for a `model` that is neither served nor an adapter (OpenAI's `model_not_found`).
-pub(crate) fn model_not_found(name: &str) -> ApiError {
-    ApiError {
-        param: Some("model".into()),
-        code: Some("model_not_found"),
-        ..ApiError::not_found(format!("The model `{name}` does not exist."))
-    }
 }

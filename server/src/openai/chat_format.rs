@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use pagoda_text::reasoning::{ReasoningFormat, ReasoningStream};
 
+use crate::openai::chat_plan::ChatText;
 use crate::openai::format::{DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
 use crate::openai::legacy_functions::to_legacy_choice;
 use crate::openai::logprob::TokenLogprob;
@@ -99,28 +100,17 @@ impl ChoiceReader {
 }
 
 impl ChatFormat {
-    pub fn new(
-        meta: ResponseMeta,
-        tools: Option<ToolOutput>,
-        reasoning: Option<ReasoningFormat>,
-    ) -> Self {
+    pub fn new(meta: ResponseMeta, text: ChatText) -> Self {
         Self {
             meta,
-            tools,
-            reasoning,
+            tools: text.tool_output,
+            reasoning: text.reasoning,
             streams: Mutex::new(HashMap::new()),
-            echo: None,
-            role: "assistant".into(),
-            legacy_functions: false,
-            hide_reasoning: false,
+            echo: text.echo,
+            role: text.role,
+            legacy_functions: text.legacy_functions,
+            hide_reasoning: text.hide_reasoning,
         }
-    }
-
-    /// Leaves the reasoning out of the replies (vLLM's `include_reasoning: false`); it is still
-    /// split from the answer and counted in the usage.
-    pub fn with_reasoning_hidden(mut self, hide_reasoning: bool) -> Self {
-        self.hide_reasoning = hide_reasoning;
-        self
     }
 
     /// Runs `read` on choice `index`'s readers, minus the reasoning when it is hidden.
@@ -136,30 +126,12 @@ impl ChatFormat {
         delta
     }
 
-    /// Answers calls in the shape of the deprecated `functions` (`function_call`).
-    pub fn with_legacy_functions(mut self, legacy_functions: bool) -> Self {
-        self.legacy_functions = legacy_functions;
-        self
-    }
-
     /// A finished choice in the shape the request asked for.
     fn shaped(&self, mut choice: Value) -> Value {
         if self.legacy_functions {
             to_legacy_choice(&mut choice);
         }
         choice
-    }
-
-    /// The role written in every choice's message (and the first delta of a stream).
-    pub fn with_role(mut self, role: String) -> Self {
-        self.role = role;
-        self
-    }
-
-    /// Writes `echo` before every choice's content (vLLM's chat `echo`).
-    pub fn with_echo(mut self, echo: Option<String>) -> Self {
-        self.echo = echo;
-        self
     }
 
     /// Runs `read` on choice `index`'s readers (made on first use).

@@ -65,15 +65,14 @@ impl ChoiceRun {
         submission: Submission,
         prompt: PromptSide,
     ) -> Self {
-        let detokenizer = IncrementalDetokenizer::new(
-            Arc::clone(&context.tokenizer),
-            context.skip_special_tokens,
-        );
-        let batcher = DeltaBatcher::new(context.stream_interval);
-        let matcher = if context.include_stop_str_in_output {
-            StopStringMatcher::including_stop(context.stop_strings.clone())
+        let text = &context.plan.text;
+        let detokenizer =
+            IncrementalDetokenizer::new(Arc::clone(&context.tokenizer), text.skip_special_tokens);
+        let batcher = DeltaBatcher::new(context.plan.reply.stream_interval);
+        let matcher = if text.include_stop_str_in_output {
+            StopStringMatcher::including_stop(text.stop_strings.clone())
         } else {
-            StopStringMatcher::new(context.stop_strings.clone())
+            StopStringMatcher::new(text.stop_strings.clone())
         };
         Self {
             index,
@@ -175,7 +174,7 @@ impl ChoiceRun {
             return;
         };
         self.num_text_chars += text.chars().count();
-        let logprobs = match self.context.want_logprobs {
+        let logprobs = match self.context.plan.logprobs().is_some() {
             true => logprobs,
             false => Vec::new(),
         };
@@ -188,7 +187,7 @@ impl ChoiceRun {
         self.waiting = None;
         // Tokens past a stop string (generated before the engine stopped) are not output, so
         // they are not timed either.
-        if self.context.echo_only || self.stopped_after.is_some() {
+        if self.context.plan.echoes_prompt_only() || self.stopped_after.is_some() {
             return;
         }
         if let Some(previous) = self.last_token_at {
@@ -201,8 +200,9 @@ impl ChoiceRun {
         self.num_tokens += 1;
         // A stop token ends the choice (the engine bans it before `min_tokens`), and its text is
         // not part of the output unless asked for.
-        let is_stop_token = !self.context.include_stop_str_in_output
-            && self.context.stop_token_ids.contains(&token.token_id);
+        let text_plan = &self.context.plan.text;
+        let is_stop_token = !text_plan.include_stop_str_in_output
+            && text_plan.ending_token_ids.contains(&token.token_id);
         let text = match is_stop_token {
             true => String::new(),
             false => match self.detokenizer.push(token.token_id) {
@@ -212,7 +212,7 @@ impl ChoiceRun {
         };
         let text_offset = self.num_text_chars;
         self.num_text_chars += text.chars().count();
-        let filtered = match self.num_tokens <= self.context.min_tokens {
+        let filtered = match self.num_tokens <= self.context.plan.engine.stop.min_tokens {
             true => self.matcher.pass(&text),
             false => self.matcher.push(&text),
         };
@@ -236,7 +236,7 @@ impl ChoiceRun {
         self.done = true;
         self.write_echo();
         let reason = match self.stopped_after {
-            _ if self.context.echo_only && reason != FinishReason::Abort => {
+            _ if self.context.plan.echoes_prompt_only() && reason != FinishReason::Abort => {
                 // `max_tokens: 0`: the one token generated is not part of the answer.
                 usage.completion_tokens = 0;
                 FinishReason::Length
@@ -277,7 +277,7 @@ impl ChoiceRun {
             FinishReason::Stop { stop_token_id } => match self.matcher.matched_stop() {
                 Some(text) => Some(StopReason::Text(text.to_string())),
                 None => stop_token_id
-                    .filter(|id| self.context.listed_stop_token_ids.contains(id))
+                    .filter(|id| self.context.plan.text.listed_stop_token_ids.contains(id))
                     .map(StopReason::TokenId),
             },
             FinishReason::Repetition => Some(StopReason::Repetition),
@@ -295,10 +295,12 @@ impl ChoiceRun {
     }
 
     fn logprobs_of(&self, token: &GeneratedToken, text_offset: usize) -> Vec<TokenLogprob> {
-        let (true, Some(logprob)) = (self.context.want_logprobs, token.logprob) else {
+        let want_logprobs = self.context.plan.logprobs().is_some();
+        let (true, Some(logprob)) = (want_logprobs, token.logprob) else {
             return Vec::new();
         };
-        let text_of = |id: u32| self.context.naming.name(&self.context.tokenizer, id);
+        let naming = self.context.plan.reply.naming;
+        let text_of = |id: u32| naming.name(&self.context.tokenizer, id);
         vec![TokenLogprob {
             token: text_of(token.token_id),
             logprob: Some(logprob),

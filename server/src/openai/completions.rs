@@ -14,14 +14,17 @@ use crate::openai::constrain::compile_requested;
 use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::format::ResponseMeta;
 use crate::openai::json_body::JsonBody;
+use crate::openai::model_select::select_model;
 use crate::openai::output_spec::requested_spec;
-use crate::openai::params::{Echo, GenerationParams};
+use crate::openai::params::CheckedFields;
+use crate::openai::plan::{RequestPlan, Resolved};
 use crate::openai::prompt_side::EchoPrompt;
 use crate::openai::requests::{parse_body, CompletionRequest, PromptInput};
+use crate::openai::start_choices::{start_choices, validate_prompt};
 use crate::openai::usage::UsageTotals;
 use crate::openai::wire::completion::Completion;
 use crate::openai::{record_accepted, respond, tokenize_blocking};
-use crate::state::{unix_now_s, SharedState};
+use crate::state::{AppState, SharedState};
 use crate::timeline::ReceivedAt;
 use pagoda_engine::validate::check_max_logprobs;
 
@@ -47,38 +50,15 @@ pub async fn completions(
 ) -> Result<Response, ApiError> {
     let received = received.map_or_else(Instant::now, |Extension(at)| at.0);
     let request: CompletionRequest = parse_body(&body)?;
-    let lora = state.select_model(request.fields.model.as_deref()).await?;
-    reject_unsupported(&request)?;
-    let logprobs = request.logprobs.map(|n| n as usize);
-    check_max_logprobs("logprobs", logprobs, state.engine.info().max_logprobs)?;
-    let mut params = GenerationParams::from_common(&request.common(), logprobs, &state.defaults)?;
-    params.lora = lora;
-    params.sampling.bad_words =
-        bad_words_token_ids(&state.tokenizer, request.fields.bad_words.as_deref())?;
-    if request.echo == Some(true) {
-        params.set_echo();
-        if params.echo == Some(Echo::PromptOnly) && params.sampling.logprob_token_ids.is_some() {
-            return Err(ApiError::invalid(
-                "logprob_token_ids",
-                "`logprob_token_ids` needs generated tokens: not with `echo` and `max_tokens: 0`",
-            ));
-        }
-    }
-    if let Some(requested) = requested_spec(&request.fields, request.response_format.as_ref())? {
-        let compiler = state.grammar_compiler.as_deref();
-        params.constraint = Some(compile_requested(compiler, &state.metrics, &requested).await?);
-        state
-            .metrics
-            .record_structured_request(requested.spec.kind());
-    }
+    let plan = completion_plan(&state, &request).await?;
     let mut prompt_texts = prompt_texts(&request.prompt);
     let prompts = prompt_ids(&state, request.prompt).await?;
-    let prompts = truncated(&params, prompts, state.engine.info().max_model_len)?;
-    if params.truncation.is_some() {
+    let prompts = truncated(&plan, prompts, state.engine.info().max_model_len)?;
+    if plan.engine.truncation.is_some() {
         // The echo shows what the model read: the kept tokens, decoded.
         prompt_texts = None;
     }
-    let echoes: Vec<Option<Arc<EchoPrompt>>> = match params.echo {
+    let echoes: Vec<Option<Arc<EchoPrompt>>> = match plan.text.echo {
         Some(_) => echo_prompts(&state, &prompts, prompt_texts).await?,
         None => vec![None; prompts.len()],
     };
@@ -87,41 +67,72 @@ pub async fn completions(
     // Every prompt is checked before any is started.
     let requests = prompts
         .into_iter()
-        .map(|prompt| state.validate_prompt(prompt, &params))
+        .map(|prompt| validate_prompt(&state, prompt, &plan))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.naming_prompt("prompt"))?;
-    record_accepted(&state, "completion", num_prompt_tokens, &params);
-    let mut runs = Vec::with_capacity(requests.len() * params.n);
+    record_accepted(&state, "completion", num_prompt_tokens, &plan);
+    let plan = Arc::new(plan);
+    let num_choices = plan.engine.n;
+    let mut runs = Vec::with_capacity(requests.len() * num_choices);
     for (prompt_index, (request, echo)) in requests.iter().zip(echoes).enumerate() {
-        runs.extend(state.start_choices(
-            request,
-            &params,
-            prompt_index * params.n,
-            logprobs.is_some(),
-            echo,
-        )?);
+        let first_index = prompt_index * num_choices;
+        runs.extend(start_choices(&state, request, &plan, first_index, echo)?);
     }
-    let meta = ResponseMeta {
-        id: format!("cmpl-{}", request_id.compact()),
-        created_unix_s: unix_now_s(),
-        model: state.response_model_name(&params).to_string(),
-        want_logprobs: logprobs.is_some(),
-        return_token_ids: params.return_token_ids,
+    let meta = ResponseMeta::new(format!("cmpl-{}", request_id.compact()), &plan);
+    let totals = UsageTotals::new(num_prompt_tokens_each, num_choices);
+    let trace = state.request_trace(&request_id.0, received, plan.reply.stream);
+    respond::respond(runs, CompletionFormat(meta), totals, &plan, &state, trace).await
+}
+
+/// A completion request's plan, built once: its fields checked, then its model, banned words
+/// and grammar resolved.
+async fn completion_plan(
+    state: &AppState,
+    request: &CompletionRequest,
+) -> Result<RequestPlan, ApiError> {
+    let model = select_model(state, request.fields.model.as_deref()).await?;
+    reject_unsupported(request)?;
+    let logprobs = request.logprobs.map(|n| n as usize);
+    check_max_logprobs("logprobs", logprobs, state.engine.info().max_logprobs)?;
+    let fields = CheckedFields::check(&request.common(), logprobs, &state.defaults)?;
+    let bad_words = bad_words_token_ids(&state.tokenizer, request.fields.bad_words.as_deref())?;
+    let echo = request.echo == Some(true);
+    let echoes_prompt_only = echo && fields.stop.max_tokens == Some(0);
+    if echoes_prompt_only && fields.sampling.logprob_token_ids.is_some() {
+        return Err(ApiError::invalid(
+            "logprob_token_ids",
+            "`logprob_token_ids` needs generated tokens: not with `echo` and `max_tokens: 0`",
+        ));
+    }
+    let constraint = match requested_spec(&request.fields, request.response_format.as_ref())? {
+        Some(requested) => {
+            let compiler = state.grammar_compiler.as_deref();
+            let constraint = compile_requested(compiler, &state.metrics, &requested).await?;
+            let kind = requested.spec.kind();
+            state.metrics.record_structured_request(kind);
+            Some(constraint)
+        }
+        None => None,
     };
-    let totals = UsageTotals::new(num_prompt_tokens_each, params.n);
-    let trace = state.request_trace(&request_id.0, received, params.stream);
-    respond::respond(runs, CompletionFormat(meta), totals, &params, &state, trace).await
+    let resolved = Resolved {
+        model,
+        bad_words,
+        constraint,
+        echo,
+        ..Resolved::default()
+    };
+    Ok(RequestPlan::new(fields, resolved))
 }
 
 /// Every prompt as the model reads it (`truncate_prompt_tokens`).
 fn truncated(
-    params: &GenerationParams,
+    plan: &RequestPlan,
     prompts: Vec<Vec<u32>>,
     max_model_len: usize,
 ) -> Result<Vec<Vec<u32>>, ApiError> {
     prompts
         .into_iter()
-        .map(|prompt| params.truncated_prompt(prompt, max_model_len))
+        .map(|prompt| plan.engine.truncated_prompt(prompt, max_model_len))
         .collect()
 }
 

@@ -7,7 +7,7 @@ use pagoda_structured::{GrammarCompiler, StructuredError};
 use crate::metrics::Metrics;
 use crate::openai::error::ApiError;
 use crate::openai::output_spec::RequestedSpec;
-use crate::openai::params::SharedConstraint;
+use crate::openai::plan::SharedConstraint;
 
 /// The label requests forced to call a tool carry in the metrics.
 pub const TOOL_CALL_KIND: &str = "tool_call";

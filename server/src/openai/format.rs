@@ -9,7 +9,9 @@ use crate::openai::wire::usage::{CompletionTokensDetails, Usage};
 use crate::openai::wire::Nullable;
 
 use crate::openai::logprob::TokenLogprob;
+use crate::openai::plan::RequestPlan;
 use crate::openai::stop_reason::StopReason;
+use crate::state::unix_now_s;
 
 /// How one endpoint writes its objects.
 pub trait ResponseFormat: Send + Sync + 'static {
@@ -94,6 +96,17 @@ pub struct ResponseMeta {
 }
 
 impl ResponseMeta {
+    /// The identity of response `id` of a request with this plan, created now.
+    pub fn new(id: String, plan: &RequestPlan) -> Self {
+        Self {
+            id,
+            created_unix_s: unix_now_s(),
+            model: plan.reply.model.clone(),
+            want_logprobs: plan.logprobs().is_some(),
+            return_token_ids: plan.reply.return_generated_token_ids,
+        }
+    }
+
     /// A choice's `token_ids` field: the ids when `return_token_ids` asked, else absent.
     pub(crate) fn token_ids(&self, token_ids: &[u32]) -> Option<Vec<u32>> {
         self.return_token_ids.then(|| token_ids.to_vec())

@@ -3,13 +3,8 @@
 //! and spellings) is checked here; everything the engine runs is checked once, by the engine's
 //! validation (`EngineHandle::validate`), whose errors name the field at fault too.
 
-use std::sync::Arc;
-
 use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
-use pagoda_engine::{
-    EngineRequest, LoraAdapter, RepetitionDetection, RequestId, SamplingParams, StopConditions,
-    TokenConstraint,
-};
+use pagoda_engine::{RepetitionDetection, SamplingParams, StopConditions};
 
 use crate::openai::error::ApiError;
 use crate::openai::logit_bias::parse_logit_bias;
@@ -21,17 +16,19 @@ pub const MAX_N: u32 = 128;
 /// The most stop strings one request may give.
 pub const MAX_STOP_STRINGS: usize = 16;
 
-/// What a request asks the engine for, once per choice.
+/// The shared fields of a request, checked: the first half of its plan
+/// ([`RequestPlan::new`](crate::openai::plan::RequestPlan::new) adds what the server resolves).
 #[derive(Debug, Clone, PartialEq)]
-pub struct GenerationParams {
+pub struct CheckedFields {
     pub sampling: SamplingParams,
     pub stop: StopConditions,
     pub stop_strings: Vec<String>,
     pub n: usize,
     pub stream: bool,
+    /// A usage chunk ends the stream: asked for, or forced by the server.
     pub include_usage: bool,
-    /// vLLM's `stream_options.continuous_usage_stats` (with `include_usage`): every chunk
-    /// carries its choice's usage so far.
+    /// vLLM's `stream_options.continuous_usage_stats` (with `include_usage` asked for): every
+    /// chunk carries its choice's usage so far.
     pub continuous_usage_stats: bool,
     pub skip_special_tokens: bool,
     /// Keep the stop string or stop token that ended a choice in its text (vLLM's
@@ -43,47 +40,21 @@ pub struct GenerationParams {
     /// The request's own `stop_token_ids` (vLLM's `stop_reason` names them when they end a choice).
     pub listed_stop_token_ids: Vec<u32>,
     pub cache_salt: Option<String>,
-    /// The compiled grammar every choice's output must follow (structured outputs, forced tool
-    /// calls); set once compiled, after these fields were checked.
-    pub constraint: Option<SharedConstraint>,
-    /// The LoRA adapter the request selected by `model` (`None`: the base model).
-    pub lora: Option<Arc<LoraAdapter>>,
     /// vLLM's `prompt_logprobs`: each prompt token's log-probability, with this many
     /// alternatives, returned beside the choices (not with `stream`).
     pub prompt_logprobs: Option<usize>,
-    /// Completions' `echo`: the prompt comes before each choice's text.
-    pub echo: Option<Echo>,
     /// vLLM's `return_token_ids`: the prompt's and the choices' token ids are returned.
     pub return_token_ids: bool,
     /// vLLM's `return_tokens_as_token_ids`: log-probabilities name tokens `token_id:{id}`.
     pub tokens_as_ids: bool,
     /// vLLM's `truncate_prompt_tokens`: how much of the prompt the model reads.
     pub truncation: Option<PromptTruncation>,
-    /// vLLM's `stream_interval`: streamed deltas of this many tokens (raised to the server's
-    /// `--stream-interval`).
-    pub stream_interval: Option<usize>,
+    /// Streamed deltas of this many tokens: the request's `stream_interval` raised to the
+    /// server's `--stream-interval` (1 when not streaming).
+    pub stream_interval: usize,
 }
 
-/// What `echo` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Echo {
-    /// The prompt, then the generated text.
-    PromptAndOutput,
-    /// The prompt alone (`max_tokens: 0`): one token is generated and left out, as vLLM does.
-    PromptOnly,
-}
-
-/// A compiled output constraint, shared by the choices of a request; equal only to itself.
-#[derive(Debug, Clone)]
-pub struct SharedConstraint(pub Arc<dyn TokenConstraint>);
-
-impl PartialEq for SharedConstraint {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-/// How the model's defaults and the server's end-of-turn ids apply to requests.
+/// How the model's defaults and the server's settings apply to requests.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ParamDefaults {
     pub sampling: SamplingDefaults,
@@ -94,24 +65,17 @@ pub struct ParamDefaults {
     /// Log-probabilities name tokens `token_id:{id}` unless a request says otherwise
     /// (`--return-tokens-as-token-ids`).
     pub tokens_as_ids: bool,
+    /// Streamed token deltas go out this many tokens at a time at least (`--stream-interval`).
+    pub stream_interval: usize,
+    /// Every stream ends with a usage chunk, asked for or not (vLLM's
+    /// `--enable-force-include-usage`).
+    pub force_include_usage: bool,
 }
 
-impl GenerationParams {
-    /// The prompt as the model reads it (`truncate_prompt_tokens`).
-    pub fn truncated_prompt(
-        &self,
-        prompt: Vec<u32>,
-        max_model_len: usize,
-    ) -> Result<Vec<u32>, ApiError> {
-        match self.truncation {
-            Some(truncation) => truncation.apply(prompt, max_model_len),
-            None => Ok(prompt),
-        }
-    }
-
+impl CheckedFields {
     /// Checks and converts the shared fields. `logprobs` is the number of alternatives asked for
     /// (`Some(0)`: only the chosen token's log-probability).
-    pub fn from_common(
+    pub fn check(
         fields: &CommonFields,
         logprobs: Option<usize>,
         defaults: &ParamDefaults,
@@ -131,27 +95,16 @@ impl GenerationParams {
             }
         };
         let stream = fields.stream.unwrap_or(false);
-        let include_usage = fields
-            .stream_options
-            .as_ref()
-            .and_then(|o| o.include_usage)
-            .unwrap_or(false);
-        let continuous_usage_stats = include_usage
-            && fields
-                .stream_options
-                .as_ref()
-                .and_then(|o| o.continuous_usage_stats)
-                .unwrap_or(false);
-        if fields.stream_options.is_some() && !stream {
-            return Err(ApiError::invalid(
-                "stream_options",
-                "`stream_options` is only allowed when `stream` is true",
-            ));
-        }
+        let (include_usage, continuous_usage_stats) = usage_options(fields, stream, defaults)?;
         let mut ending_token_ids = stop.stop_token_ids.clone();
         if !stop.ignore_eos {
             ending_token_ids.extend(&defaults.eos_token_ids);
         }
+        let prompt_logprobs = prompt_logprobs(fields, stream)?;
+        let stream_interval = match stream {
+            true => stream_interval(fields)?.max(defaults.stream_interval),
+            false => stream_interval(fields).map(|_| 1)?,
+        };
         Ok(Self {
             sampling,
             stop,
@@ -165,61 +118,41 @@ impl GenerationParams {
             skip_special_tokens: fields.skip_special_tokens.unwrap_or(true),
             include_stop_str_in_output: fields.include_stop_str_in_output.unwrap_or(false),
             cache_salt: fields.cache_salt.clone(),
-            constraint: None,
-            lora: None,
-            prompt_logprobs: prompt_logprobs(fields, stream)?,
-            stream_interval: stream_interval(fields)?,
+            prompt_logprobs,
+            stream_interval,
             truncation: PromptTruncation::parse(
                 fields.truncate_prompt_tokens,
                 fields.truncation_side.as_deref(),
             )?,
-            echo: None,
             return_token_ids: fields.return_token_ids.unwrap_or(false),
             tokens_as_ids: fields
                 .return_tokens_as_token_ids
                 .unwrap_or(defaults.tokens_as_ids),
         })
     }
+}
 
-    /// Completions' `echo`: with `max_tokens: 0` the prompt alone.
-    pub fn set_echo(&mut self) {
-        self.echo = Some(match self.stop.max_tokens {
-            Some(0) => {
-                self.stop.max_tokens = Some(1);
-                self.stop.min_tokens = 0;
-                Echo::PromptOnly
-            }
-            _ => Echo::PromptAndOutput,
-        });
+/// `stream_options`: whether a usage chunk ends the stream (asked for, or forced by the
+/// server) and whether every chunk carries its usage (only when asked for); not without
+/// `stream`.
+fn usage_options(
+    fields: &CommonFields,
+    stream: bool,
+    defaults: &ParamDefaults,
+) -> Result<(bool, bool), ApiError> {
+    let options = fields.stream_options.as_ref();
+    if options.is_some() && !stream {
+        return Err(ApiError::invalid(
+            "stream_options",
+            "`stream_options` is only allowed when `stream` is true",
+        ));
     }
-
-    /// The prompt log-probabilities the engine computes: those asked for, and the echoed
-    /// prompt's when `logprobs` is (with the larger number of alternatives).
-    pub fn engine_prompt_logprobs(&self) -> Option<usize> {
-        let echoed = self.echo.and(self.sampling.logprobs);
-        match (self.prompt_logprobs, echoed) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// The engine request of choice 0 for one prompt (to be validated by the engine).
-    pub fn engine_request(&self, id: RequestId, prompt: Vec<u32>) -> EngineRequest {
-        let mut request = EngineRequest::new(id, prompt, self.sampling.clone(), self.stop.clone());
-        request.cache_salt = self.cache_salt.clone();
-        request.constraint = self.constraint.as_ref().map(|c| Arc::clone(&c.0));
-        request.lora = self.lora.clone();
-        request.prompt_logprobs = self.engine_prompt_logprobs();
-        request
-    }
-
-    /// The seed of choice `index`: a given seed is offset per choice, so that choices differ
-    /// yet the whole response is reproducible.
-    pub fn seed_for_choice(&self, index: usize) -> Option<u64> {
-        self.sampling
-            .seed
-            .map(|seed| seed.wrapping_add(index as u64))
-    }
+    let asked = options.and_then(|o| o.include_usage).unwrap_or(false);
+    let continuous = asked
+        && options
+            .and_then(|o| o.continuous_usage_stats)
+            .unwrap_or(false);
+    Ok((asked || defaults.force_include_usage, continuous))
 }
 
 fn sampling_params(
@@ -253,9 +186,9 @@ fn sampling_params(
         logprob_token_ids: logprob_token_ids(fields, logprobs)?,
         logit_bias: parse_logit_bias(fields.logit_bias.as_ref())?,
         allowed_token_ids: fields.allowed_token_ids.clone(),
-        // Chat's, with the reasoning tags' ids: `thinking_budget::thinking_budget` sets it.
+        // Chat's, with the reasoning tags' ids, and the words' ids need the tokenizer: the plan
+        // takes both from what the server resolved (`plan::Resolved`).
         thinking_budget: None,
-        // Words need the tokenizer: `bad_words::bad_words_token_ids` fills them in.
         bad_words: Vec::new(),
     };
     let unset = UnsetSampling {
@@ -278,11 +211,11 @@ fn sampling_params(
     Ok(sampling)
 }
 
-/// vLLM's `stream_interval`: at least 1 (ignored unless streaming).
-fn stream_interval(fields: &CommonFields) -> Result<Option<usize>, ApiError> {
+/// vLLM's `stream_interval`: at least 1, 1 when not given (ignored unless streaming).
+fn stream_interval(fields: &CommonFields) -> Result<usize, ApiError> {
     match fields.stream_interval {
-        None => Ok(None),
-        Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+        None => Ok(1),
+        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
         Some(n) => Err(ApiError::invalid(
             "stream_interval",
             format!("`stream_interval` must be at least 1, got {n}"),

@@ -15,7 +15,7 @@ use crate::openai::choice::ChoiceRun;
 use crate::openai::choice_event::ChoiceEvent;
 use crate::openai::error::ApiError;
 use crate::openai::format::ResponseFormat;
-use crate::openai::params::GenerationParams;
+use crate::openai::plan::RequestPlan;
 use crate::openai::stop_reason::StopReason;
 use crate::openai::usage::UsageTotals;
 use crate::openai::wire::usage::Usage;
@@ -68,17 +68,16 @@ pub async fn respond<F: ResponseFormat>(
     runs: Vec<ChoiceRun>,
     format: F,
     totals: UsageTotals,
-    params: &GenerationParams,
+    plan: &RequestPlan,
     state: &AppState,
     trace: Option<RequestTrace>,
 ) -> Result<Response, ApiError> {
-    let metrics = state.metrics.for_model(state.response_model_name(params));
-    if params.stream {
-        let keep_alive = state.sse_keep_alive;
+    let metrics = state.metrics.for_model(&plan.reply.model);
+    if plan.reply.stream {
         let stream = SseStream {
-            include_usage: params.include_usage || state.force_include_usage,
-            continuous_usage: params.continuous_usage_stats,
-            keep_alive,
+            include_usage: plan.reply.include_usage,
+            continuous_usage: plan.reply.continuous_usage_stats,
+            keep_alive: state.sse_keep_alive,
             metrics,
             trace: trace.map(|t| Arc::new(Mutex::new(t))),
         };

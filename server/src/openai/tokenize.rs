@@ -10,10 +10,11 @@ use utoipa::ToSchema;
 use crate::chat_prompt::{prompt_ending, Conversation};
 use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::json_body::JsonBody;
+use crate::openai::model_select::check_model;
 use crate::openai::requests::parse_body;
 use crate::openai::template_variables::request_template_kwargs;
-use crate::openai::tokenize_blocking;
 use crate::openai::wire::tokenize::{DetokenizeResponse, TokenizeResponse};
+use crate::openai::{chat_prompt_ids, tokenize_blocking};
 use crate::state::SharedState;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -57,7 +58,7 @@ pub async fn tokenize(
     JsonBody(body): JsonBody,
 ) -> Result<Json<TokenizeResponse>, ApiError> {
     let request: TokenizeRequest = parse_body(&body)?;
-    state.check_model(request.model.as_deref())?;
+    check_model(&state, request.model.as_deref())?;
     let tokens = {
         let state = state.clone();
         tokenize_blocking(move || match (request.prompt, request.messages) {
@@ -82,7 +83,7 @@ pub async fn tokenize(
                     continue_final_message,
                     template_kwargs: &kwargs,
                 };
-                state.chat_prompt_ids(conversation, add_special_tokens)
+                chat_prompt_ids(&state, conversation, add_special_tokens)
             }
             _ => Err(ApiError::invalid(
                 "prompt",
@@ -115,7 +116,7 @@ pub async fn detokenize(
     JsonBody(body): JsonBody,
 ) -> Result<Json<DetokenizeResponse>, ApiError> {
     let request: DetokenizeRequest = parse_body(&body)?;
-    state.check_model(request.model.as_deref())?;
+    check_model(&state, request.model.as_deref())?;
     let vocab_size = state.engine.info().model.vocab_size;
     if let Some(bad) = request.tokens.iter().find(|&&id| id as usize >= vocab_size) {
         return Err(ApiError::invalid(

@@ -1,7 +1,9 @@
 use pagoda_engine::validate::RequestLimits;
 
 use super::*;
+use crate::openai::plan::{RequestPlan, Resolved};
 use crate::openai::requests::{StopField, StreamOptions};
+use pagoda_engine::RequestId;
 
 /// What the engine checks a request against in these tests.
 const LIMITS: RequestLimits = RequestLimits {
@@ -12,10 +14,11 @@ const LIMITS: RequestLimits = RequestLimits {
 };
 
 /// The fields as a request handler checks them: here, then once by the engine.
-fn params(fields: CommonFields) -> Result<GenerationParams, ApiError> {
-    let params = GenerationParams::from_common(&fields, None, &ParamDefaults::default())?;
-    LIMITS.validate(params.engine_request(RequestId(1), vec![1, 2, 3]))?;
-    Ok(params)
+fn params(fields: CommonFields) -> Result<CheckedFields, ApiError> {
+    let checked = CheckedFields::check(&fields, None, &ParamDefaults::default())?;
+    let plan = RequestPlan::new(checked.clone(), Resolved::default());
+    LIMITS.validate(plan.engine.engine_request(RequestId(1), vec![1, 2, 3]))?;
+    Ok(checked)
 }
 
 #[test]
@@ -33,12 +36,13 @@ fn defaults_are_openai_and_model_defaults_fill_unset_fields() {
         extra_stop_token_ids: vec![7],
         eos_token_ids: vec![2],
         tokens_as_ids: false,
+        ..ParamDefaults::default()
     };
     let fields = CommonFields {
         top_p: Some(0.5),
         ..CommonFields::default()
     };
-    let filled = GenerationParams::from_common(&fields, None, &defaults).expect("valid");
+    let filled = CheckedFields::check(&fields, None, &defaults).expect("valid");
     assert_eq!(filled.sampling.temperature, 0.2);
     assert_eq!(filled.sampling.top_p, 0.5);
     assert_eq!(filled.stop.stop_token_ids, [7]);
@@ -58,13 +62,13 @@ fn the_models_max_new_tokens_applies_only_when_max_tokens_is_unset() {
         },
         ..ParamDefaults::default()
     };
-    let unset = GenerationParams::from_common(&CommonFields::default(), None, &defaults);
+    let unset = CheckedFields::check(&CommonFields::default(), None, &defaults);
     assert_eq!(unset.expect("valid").stop.max_tokens, Some(64));
     let fields = CommonFields {
         max_tokens: Some(5),
         ..CommonFields::default()
     };
-    let set = GenerationParams::from_common(&fields, None, &defaults).expect("valid");
+    let set = CheckedFields::check(&fields, None, &defaults).expect("valid");
     assert_eq!(set.stop.max_tokens, Some(5));
     let none = params(CommonFields::default()).expect("valid");
     assert_eq!(
@@ -85,7 +89,7 @@ fn ignore_eos_drops_the_end_of_turn_ids() {
         stop_token_ids: Some(vec![3]),
         ..CommonFields::default()
     };
-    let p = GenerationParams::from_common(&fields, None, &defaults).expect("valid");
+    let p = CheckedFields::check(&fields, None, &defaults).expect("valid");
     assert_eq!(p.stop.stop_token_ids, [3]);
     assert_eq!(p.ending_token_ids, [3], "EOS does not end the choice");
 }
@@ -222,89 +226,11 @@ fn logprob_token_ids_need_logprobs_and_an_empty_list_is_none() {
         logprob_token_ids: Some(ids),
         ..Default::default()
     };
-    let asked =
-        GenerationParams::from_common(&fields(vec![4, 2]), Some(0), &ParamDefaults::default())
-            .expect("valid");
+    let asked = CheckedFields::check(&fields(vec![4, 2]), Some(0), &ParamDefaults::default())
+        .expect("valid");
     assert_eq!(asked.sampling.logprob_token_ids, Some(vec![4, 2]));
     let error = params(fields(vec![4])).expect_err("needs logprobs");
     assert_eq!(error.param.as_deref(), Some("logprob_token_ids"));
     let empty = params(fields(vec![])).expect("an empty list is no list");
     assert_eq!(empty.sampling.logprob_token_ids, None);
-}
-
-#[test]
-fn negative_seeds_are_seeds() {
-    let params = |seed| {
-        let fields = CommonFields {
-            seed: Some(seed),
-            ..Default::default()
-        };
-        GenerationParams::from_common(&fields, None, &ParamDefaults::default()).expect("valid")
-    };
-    assert_eq!(params(-1).seed_for_choice(0), Some(u64::MAX));
-    assert_ne!(params(-2).seed_for_choice(0), params(-1).seed_for_choice(0));
-    assert_eq!(params(i64::MIN).seed_for_choice(0), Some(1 << 63));
-}
-
-#[test]
-fn seeds_differ_per_choice() {
-    let fields = CommonFields {
-        seed: Some(41),
-        n: Some(3),
-        ..CommonFields::default()
-    };
-    let p = params(fields).expect("valid");
-    assert_eq!(p.seed_for_choice(0), Some(41));
-    assert_eq!(p.seed_for_choice(2), Some(43));
-}
-
-#[test]
-fn prompt_logprobs_are_checked_and_echo_with_logprobs_asks_the_engine_for_them() {
-    let asked = |n: i64, stream: bool| {
-        params(CommonFields {
-            prompt_logprobs: Some(n),
-            stream: Some(stream),
-            ..CommonFields::default()
-        })
-    };
-    let five = asked(5, false).expect("valid");
-    assert_eq!(five.prompt_logprobs, Some(5));
-    assert_eq!(
-        five.engine_request(RequestId(1), vec![1]).prompt_logprobs,
-        Some(5)
-    );
-    for bad in [asked(21, false), asked(-1, false), asked(0, true)] {
-        assert_eq!(
-            bad.expect_err("refused").param.as_deref(),
-            Some("prompt_logprobs")
-        );
-    }
-    let with_echo = |max_tokens: u64, logprobs: Option<usize>| {
-        let fields = CommonFields {
-            max_tokens: Some(max_tokens),
-            ..CommonFields::default()
-        };
-        let mut params =
-            GenerationParams::from_common(&fields, logprobs, &ParamDefaults::default())
-                .expect("valid");
-        params.set_echo();
-        params
-    };
-    let prompt_only = with_echo(0, Some(2));
-    assert_eq!(prompt_only.echo, Some(Echo::PromptOnly));
-    let request = prompt_only.engine_request(RequestId(1), vec![1, 2]);
-    assert_eq!(
-        (request.stop.max_tokens, request.prompt_logprobs),
-        (Some(1), Some(2))
-    );
-    LIMITS
-        .validate(request)
-        .expect("one token is generated, then left out");
-    let echoed = with_echo(4, None);
-    assert_eq!(echoed.echo, Some(Echo::PromptAndOutput));
-    assert_eq!(
-        echoed.engine_prompt_logprobs(),
-        None,
-        "no logprobs: no prompt rows"
-    );
 }

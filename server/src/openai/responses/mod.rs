@@ -116,7 +116,7 @@ pub async fn create_response(
     let chat = start_chat(&state, &request_id, chat_request)
         .await
         .map_err(renamed)?;
-    let model = state.response_model_name(&chat.params).to_string();
+    let model = chat.plan.reply.model.clone();
     let metrics = state.metrics.for_model(&model);
     let shell = ResponseShell::new(
         // Random, not the client's `x-request-id`: a stored response's id must not be chosen
@@ -139,7 +139,7 @@ pub async fn create_response(
             &state, chat, shell, metrics, keeping, stream,
         ));
     }
-    if chat.params.stream {
+    if chat.plan.reply.stream {
         let streaming = Streaming::new(chat, shell, metrics, keeping);
         return Ok(stream_response(streaming, state.sse_keep_alive));
     }
