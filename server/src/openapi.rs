@@ -10,7 +10,7 @@ use utoipa::openapi::{OpenApi as Document, ResponseBuilder};
 use utoipa::OpenApi;
 
 use crate::openai::error::{ErrorBody, ErrorDetail};
-use crate::openai::requests::{
+use crate::openai::request::body::{
     ChatCompletionRequest, CommonFields, CompletionRequest, PromptInput, RepetitionDetectionField,
     StopField, StreamOptions,
 };

@@ -12,7 +12,7 @@ use crate::lora_routes;
 use crate::middleware::{http_metrics, request_id, require_api_key};
 use crate::openai::error::ApiError;
 use crate::openai::error::ErrorResponses;
-use crate::openai::path_param::PathParam;
+use crate::openai::request::path_param::PathParam;
 use crate::openai::wire::models::{
     ModelCard, ModelList, ResetPrefixCacheResponse, VersionResponse,
 };
@@ -145,7 +145,7 @@ async fn model(
         .into_iter()
         .find(|entry| entry.id == name)
         .map(Json)
-        .ok_or_else(|| crate::openai::model_select::model_not_found(&name))
+        .ok_or_else(|| crate::openai::request::model_select::model_not_found(&name))
 }
 
 /// The served names, then the loaded LoRA adapters, as OpenAI model objects.

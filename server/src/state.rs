@@ -15,11 +15,11 @@ use crate::engine_health::EngineHealth;
 use crate::http_limits::HttpLimits;
 use crate::lora::LoraRegistry;
 use crate::metrics::Metrics;
-use crate::openai::admission::Admission;
-use crate::openai::params::ParamDefaults;
+use crate::openai::choices::admission::Admission;
+use crate::openai::request::fields::ParamDefaults;
 use crate::openai::responses::background::BackgroundRuns;
 use crate::openai::responses::store::ResponseStore;
-use crate::openai::tools::ToolCallConfig;
+use crate::openai::tools::request::ToolCallConfig;
 use crate::timeline::{RequestTrace, TimelineWriter};
 
 /// Default time between keep-alive comments on an idle SSE stream (`--sse-keep-alive`).

@@ -10,24 +10,23 @@ use serde_json::Value;
 
 use crate::chat_prompt::{prompt_ending, Conversation};
 use crate::middleware::RequestIdValue;
-use crate::openai::chat_format::ChatFormat;
-use crate::openai::chat_plan::ChatPlan;
-use crate::openai::choice::ChoiceRun;
+use crate::openai::choices::run::ChoiceRun;
+use crate::openai::choices::start::{start_choices, validate_prompt};
+use crate::openai::choices::usage::UsageTotals;
 use crate::openai::error::{ApiError, ErrorResponses};
-use crate::openai::format::ResponseMeta;
-use crate::openai::json_body::JsonBody;
-use crate::openai::legacy_functions::read_legacy_functions;
-use crate::openai::model_select::check_model;
-use crate::openai::plan::RequestPlan;
-use crate::openai::requests::{parse_body, ChatCompletionRequest};
-use crate::openai::start_choices::{start_choices, validate_prompt};
-use crate::openai::template_variables::request_template_kwargs;
-use crate::openai::tools::{parse_tools, ToolsRequest};
-use crate::openai::usage::UsageTotals;
+use crate::openai::reply::chat_format::ChatFormat;
+use crate::openai::reply::format::ResponseMeta;
+use crate::openai::reply::respond;
+use crate::openai::request::body::{parse_body, ChatCompletionRequest};
+use crate::openai::request::chat_plan::ChatPlan;
+use crate::openai::request::json_body::JsonBody;
+use crate::openai::request::model_select::check_model;
+use crate::openai::request::plan::RequestPlan;
+use crate::openai::request::template_variables::request_template_kwargs;
+use crate::openai::tools::legacy_functions::read_legacy_functions;
+use crate::openai::tools::request::{parse_tools, ToolsRequest};
 use crate::openai::wire::chat::ChatCompletion;
-use crate::openai::{
-    chat_prompt_ids as render_prompt_ids, record_accepted, respond, tokenize_blocking,
-};
+use crate::openai::{chat_prompt_ids as render_prompt_ids, record_accepted, tokenize_blocking};
 use crate::state::SharedState;
 use crate::timeline::ReceivedAt;
 

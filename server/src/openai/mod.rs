@@ -1,51 +1,25 @@
-//! The OpenAI-compatible API: request parsing and checks, choices, response shapes, streaming.
+//! The OpenAI-compatible API, folder by folder along a request's path: the endpoints (`chat`,
+//! `completions`, `tokenize`, `sagemaker`, `responses/`), then `request/` (parse → plan),
+//! `choices/` (the engine requests and their events), `reply/` (whole or streamed, in each
+//! endpoint's shape), `wire/` (the typed bodies written), `tools/` (tools and structured
+//! outputs); `error` is what every stage may answer.
 
-pub mod admission;
-pub mod bad_words;
 pub mod chat;
-pub mod chat_format;
-pub mod chat_plan;
-pub mod choice;
-pub mod choice_context;
-pub mod choice_event;
-pub mod choice_events;
-pub mod collect;
-pub mod completion_format;
+pub mod choices;
 pub mod completions;
-pub mod constrain;
-pub mod delta_batching;
 pub mod error;
-pub mod format;
-pub mod json_body;
-pub mod legacy_functions;
-pub mod logit_bias;
-pub mod logprob;
-pub mod model_select;
-pub mod output_spec;
-pub mod params;
-pub mod path_param;
-pub mod plan;
-pub mod prompt_side;
-pub mod prompt_truncation;
-pub mod requests;
-pub mod respond;
+pub mod reply;
+pub mod request;
 pub mod responses;
 pub mod sagemaker;
-pub mod start_choices;
-pub mod stop_reason;
-pub mod template_variables;
-pub mod thinking_budget;
 pub mod tokenize;
-pub mod tool_output;
 pub mod tools;
-pub mod unsupported_fields;
-pub mod usage;
 pub mod wire;
 
 use crate::chat_prompt::Conversation;
 use crate::state::AppState;
 use error::ApiError;
-use plan::RequestPlan;
+use request::plan::RequestPlan;
 
 /// Runs tokenizer or template work off the async threads (prompts may be megabytes long).
 pub async fn tokenize_blocking<T: Send + 'static>(

@@ -23,11 +23,11 @@ use serde_json::{json, Value};
 
 use crate::middleware::RequestIdValue;
 use crate::openai::chat::{count_prompt_tokens, start_chat, StartedChat};
-use crate::openai::collect::collect_json;
 use crate::openai::error::{ApiError, ErrorResponses};
-use crate::openai::json_body::JsonBody;
-use crate::openai::path_param::PathParam;
-use crate::openai::requests::{parse_body, ChatCompletionRequest};
+use crate::openai::reply::collect::collect_json;
+use crate::openai::request::body::{parse_body, ChatCompletionRequest};
+use crate::openai::request::json_body::JsonBody;
+use crate::openai::request::path_param::PathParam;
 use crate::openai::wire::responses_usage::ResponsesUsage;
 use crate::state::{unix_now_s, SharedState};
 use input_items::{input_items, page, ListQuery};

@@ -13,15 +13,15 @@ use serde_json::Value;
 
 use crate::metrics::Metrics;
 use crate::openai::chat::StartedChat;
-use crate::openai::chat_format::ChatFormat;
-use crate::openai::choice_event::ChoiceEvent;
-use crate::openai::choice_events::{delta_parts, merged};
-use crate::openai::format::ResponseFormat;
+use crate::openai::choices::events::ChoiceEvent;
+use crate::openai::choices::run::merged;
+use crate::openai::choices::usage::UsageTotals;
+use crate::openai::reply::chat_format::ChatFormat;
+use crate::openai::reply::format::ResponseFormat;
 use crate::openai::responses::background::{BackgroundRun, BackgroundRuns};
 use crate::openai::responses::events::ResponseEvents;
 use crate::openai::responses::object::ResponseShell;
 use crate::openai::responses::store::Keeping;
-use crate::openai::usage::UsageTotals;
 
 /// A streamed response while it is written.
 pub struct Streaming {
@@ -141,7 +141,9 @@ impl Streaming {
                 index, num_tokens, ..
             } => {
                 self.totals.note_streamed(index, num_tokens);
-                let Some(choice) = delta_parts(&event).and_then(|p| self.format.delta_choice(p))
+                let Some(choice) = event
+                    .delta_parts()
+                    .and_then(|p| self.format.delta_choice(p))
                 else {
                     return Some(());
                 };

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use super::logprobs::ChatLogprobs;
 use super::usage::Usage;
 use super::{Nullable, StopReasonSchema};
-use crate::openai::stop_reason::StopReason;
+use crate::openai::choices::stop_reason::StopReason;
 
 /// A chat completion (`object` `chat.completion`) or one chunk of a stream
 /// (`chat.completion.chunk`, with `C` = the chunk's already written choices).

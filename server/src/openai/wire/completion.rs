@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use super::logprobs::CompletionLogprobs;
 use super::usage::Usage;
 use super::{Nullable, StopReasonSchema};
-use crate::openai::stop_reason::StopReason;
+use crate::openai::choices::stop_reason::StopReason;
 
 /// The object of a completion and of each of its chunks (OpenAI uses `text_completion` for
 /// both); a stream's choices come already written (`C` = `Value`).

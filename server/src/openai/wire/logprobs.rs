@@ -4,7 +4,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use utoipa::ToSchema;
 
-use crate::openai::logprob::TokenLogprob;
+use crate::openai::choices::logprob::TokenLogprob;
 
 /// Chat's `logprobs`: `{"content": [...]}`.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

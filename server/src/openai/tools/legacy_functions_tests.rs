@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::openai::requests::parse_body;
+use crate::openai::request::body::parse_body;
 
 fn request(body: Value) -> ChatCompletionRequest {
     parse_body(&serde_json::to_vec(&body).expect("JSON")).expect("a chat request")

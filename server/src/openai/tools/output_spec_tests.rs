@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::openai::requests::{parse_body, ChatCompletionRequest};
+use crate::openai::request::body::{parse_body, ChatCompletionRequest};
 
 fn spec_of(body: Value) -> Result<Option<RequestedSpec>, ApiError> {
     let request: ChatCompletionRequest = parse_body(body.to_string().as_bytes())?;

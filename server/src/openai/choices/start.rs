@@ -5,11 +5,10 @@ use std::sync::Arc;
 
 use pagoda_engine::ValidRequest;
 
-use crate::openai::choice::{ChoiceRun, Submission};
-use crate::openai::choice_context::ChoiceContext;
+use crate::openai::choices::prompt_side::{EchoPrompt, PromptSide};
+use crate::openai::choices::run::{ChoiceContext, ChoiceRun, Submission};
 use crate::openai::error::ApiError;
-use crate::openai::plan::RequestPlan;
-use crate::openai::prompt_side::{EchoPrompt, PromptSide};
+use crate::openai::request::plan::RequestPlan;
 use crate::state::AppState;
 
 /// Checks one prompt with the request's plan against the engine, once: the only way to the

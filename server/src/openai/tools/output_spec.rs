@@ -7,7 +7,7 @@ use pagoda_structured::{strict_schema, OutputSpec};
 use serde_json::Value;
 
 use crate::openai::error::ApiError;
-use crate::openai::requests::CommonFields;
+use crate::openai::request::body::CommonFields;
 
 /// A request's constraint and the field it came from.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::openai::unsupported_fields::UnsupportedFields;
+use crate::openai::request::unsupported_fields::UnsupportedFields;
 
 /// `stop`: one string or a list of them.
 #[derive(Debug, Clone, Deserialize, PartialEq, ToSchema)]

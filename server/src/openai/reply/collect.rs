@@ -6,12 +6,12 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use crate::metrics::Metrics;
-use crate::openai::choice::ChoiceRun;
-use crate::openai::choice_event::ChoiceEvent;
-use crate::openai::choice_events::{delta_parts, merged};
+use crate::openai::choices::events::ChoiceEvent;
+use crate::openai::choices::run::merged;
+use crate::openai::choices::run::ChoiceRun;
+use crate::openai::choices::usage::UsageTotals;
 use crate::openai::error::ApiError;
-use crate::openai::format::{FinishedChoice, ResponseFormat};
-use crate::openai::usage::UsageTotals;
+use crate::openai::reply::format::{FinishedChoice, ResponseFormat};
 use crate::openai::wire::usage::Usage;
 use crate::timeline::RequestTrace;
 
@@ -45,7 +45,7 @@ pub async fn collect_json<F: ResponseFormat>(
     let mut choices: Vec<FinishedChoice> = Vec::with_capacity(runs.len());
     let mut events = merged(runs);
     while let Some(event) = events.next().await {
-        if let Some(parts) = delta_parts(&event) {
+        if let Some(parts) = event.delta_parts() {
             format.observe(parts);
         }
         match event {

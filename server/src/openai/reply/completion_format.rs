@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::openai::format::{DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
-use crate::openai::logprob::TokenLogprob;
+use crate::openai::choices::logprob::TokenLogprob;
+use crate::openai::reply::format::{DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
 use crate::openai::wire::completion::{Completion, CompletionChoice};
 use crate::openai::wire::logprobs::CompletionLogprobs;
 use crate::openai::wire::usage::Usage;

@@ -3,7 +3,7 @@
 //! `model_not_found`.
 
 use crate::openai::error::ApiError;
-use crate::openai::plan::SelectedModel;
+use crate::openai::request::plan::SelectedModel;
 use crate::state::AppState;
 
 /// Checks a `model` that needs no adapter loaded (tokenizing): absent, a served name or an

@@ -11,20 +11,20 @@ use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::metrics::Metrics;
-use crate::openai::choice::ChoiceRun;
-use crate::openai::choice_event::ChoiceEvent;
+use crate::openai::choices::events::ChoiceEvent;
+use crate::openai::choices::run::ChoiceRun;
+use crate::openai::choices::stop_reason::StopReason;
+use crate::openai::choices::usage::UsageTotals;
 use crate::openai::error::ApiError;
-use crate::openai::format::ResponseFormat;
-use crate::openai::plan::RequestPlan;
-use crate::openai::stop_reason::StopReason;
-use crate::openai::usage::UsageTotals;
+use crate::openai::reply::format::ResponseFormat;
+use crate::openai::request::plan::RequestPlan;
 use crate::openai::wire::usage::Usage;
 use crate::openai::wire::Nullable;
 use crate::state::AppState;
 use crate::timeline::{RequestTrace, WriteKind};
 
-use crate::openai::choice_events::{delta_parts, merged};
-use crate::openai::collect::collect;
+use crate::openai::choices::run::merged;
+use crate::openai::reply::collect::collect;
 
 /// Events as a stream writes them: alone, or a choice's last delta with its `Finished` when that
 /// is already there (the engine sends a sequence's last token and its end in the same step), so
@@ -249,7 +249,8 @@ fn last_chunks<F: ResponseFormat>(
                 usage,
                 ..
             },
-        ) if format.joins_last_delta() => delta_parts(&delta)
+        ) if format.joins_last_delta() => delta
+            .delta_parts()
             .and_then(|parts| format.delta_choice(parts))
             .map(|mut choice| {
                 choice["finish_reason"] = Value::from(*finish_reason);
@@ -291,7 +292,7 @@ fn chunk_of<F: ResponseFormat>(
             if let Ok(mut totals) = totals.lock() {
                 totals.note_streamed(index, num_tokens);
             }
-            let choice = format.delta_choice(delta_parts(&event)?)?;
+            let choice = format.delta_choice(event.delta_parts()?)?;
             let usage = usage_field.field(totals, index);
             Some((format.chunk(vec![choice], usage), WriteKind::Delta))
         }

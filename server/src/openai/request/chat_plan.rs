@@ -6,18 +6,18 @@ use pagoda_text::reasoning::ReasoningFormat;
 use pagoda_text::tool_calls::ToolCallFormat;
 
 use crate::chat_prompt::prompt_ending;
-use crate::openai::bad_words::bad_words_token_ids;
-use crate::openai::constrain::{compile_requested, TOOL_CALL_KIND};
 use crate::openai::error::ApiError;
-use crate::openai::legacy_functions::read_legacy_functions;
-use crate::openai::model_select::select_model;
-use crate::openai::output_spec::requested_spec;
-use crate::openai::params::CheckedFields;
-use crate::openai::plan::{RequestPlan, Resolved, SharedConstraint};
-use crate::openai::requests::ChatCompletionRequest;
-use crate::openai::thinking_budget::thinking_budget;
-use crate::openai::tool_output::ToolOutput;
-use crate::openai::tools::{parse_tools, ToolsRequest};
+use crate::openai::request::bad_words::bad_words_token_ids;
+use crate::openai::request::body::ChatCompletionRequest;
+use crate::openai::request::fields::CheckedFields;
+use crate::openai::request::model_select::select_model;
+use crate::openai::request::plan::{RequestPlan, Resolved, SharedConstraint};
+use crate::openai::request::thinking_budget::thinking_budget;
+use crate::openai::tools::constrain::{compile_requested, TOOL_CALL_KIND};
+use crate::openai::tools::legacy_functions::read_legacy_functions;
+use crate::openai::tools::output::ToolOutput;
+use crate::openai::tools::output_spec::requested_spec;
+use crate::openai::tools::request::{parse_tools, ToolsRequest};
 use crate::state::AppState;
 
 /// What a chat request asks for, checked and complete.

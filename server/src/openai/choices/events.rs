@@ -1,13 +1,83 @@
-//! vLLM's stream interval (`--stream-interval N`, a request's `stream_interval`): a streamed
-//! choice's token deltas go out N tokens at a time instead of one by one — fewer SSE events and
-//! JSON encodings per token at high concurrency. The first token's delta and the last one go out
-//! at once; anything that is not a token's delta (echoed prompt, prompt log-probabilities, the
-//! finish, an error) first sends what is held, so order and content never change, only how the
-//! deltas are cut.
+//! What a choice produces, in order: token deltas, then one finish (or one error), with the
+//! prompt log-probabilities before them when asked for; and vLLM's stream interval
+//! (`--stream-interval N`, a request's `stream_interval`), which joins a streamed choice's token
+//! deltas N tokens at a time instead of one by one — fewer SSE events and JSON encodings per
+//! token at high concurrency. The first token's delta and the last one go out at once; anything
+//! that is not a token's delta (echoed prompt, prompt log-probabilities, the finish, an error)
+//! first sends what is held, so order and content never change, only how the deltas are cut.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-use crate::openai::choice_event::ChoiceEvent;
+use pagoda_engine::{RequestTimings, Usage};
+use serde_json::Value;
+
+use crate::openai::choices::logprob::TokenLogprob;
+use crate::openai::choices::stop_reason::StopReason;
+use crate::openai::error::ApiError;
+use crate::openai::reply::format::DeltaParts;
+
+/// What a choice produces, in order: deltas, then one `Finished` (or one `Error`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChoiceEvent {
+    Delta {
+        index: usize,
+        text: String,
+        logprobs: Vec<TokenLogprob>,
+        /// Generated tokens it stands for: 1 for a token's delta, 0 for the echoed prompt or
+        /// text flushed at the end.
+        num_tokens: usize,
+        /// The engine ended the choice with this token: `Finished` comes next.
+        is_last: bool,
+        /// The generated tokens it stands for (vLLM's `token_ids`, when asked for).
+        token_ids: Vec<u32>,
+        /// The prompt's token ids, on the choice's first delta when `return_token_ids` asked.
+        prompt_token_ids: Option<Arc<[u32]>>,
+    },
+    Finished {
+        index: usize,
+        finish_reason: &'static str,
+        /// vLLM's `stop_reason` (`None`: `null`).
+        stop_reason: Option<StopReason>,
+        usage: Usage,
+        /// The engine's times for this choice (for `--request-timeline`).
+        timings: RequestTimings,
+    },
+    Error {
+        index: usize,
+        error: ApiError,
+    },
+    /// vLLM's `prompt_logprobs` of the choice's prompt (before its first delta).
+    PromptLogprobs {
+        index: usize,
+        logprobs: Value,
+    },
+}
+
+impl ChoiceEvent {
+    /// What a delta event writes (`None` for other events).
+    pub fn delta_parts(&self) -> Option<DeltaParts<'_>> {
+        match self {
+            ChoiceEvent::Delta {
+                index,
+                text,
+                logprobs,
+                num_tokens,
+                token_ids,
+                prompt_token_ids,
+                ..
+            } => Some(DeltaParts {
+                index: *index,
+                text,
+                logprobs,
+                num_tokens: *num_tokens,
+                token_ids,
+                prompt_token_ids: prompt_token_ids.as_deref(),
+            }),
+            _ => None,
+        }
+    }
+}
 
 /// Joins one choice's consecutive token deltas into deltas of `interval` tokens.
 #[derive(Debug)]
@@ -46,7 +116,7 @@ impl DeltaBatcher {
             return ready.push_back(event);
         }
         let held = match self.held.take() {
-            Some(held) => merged(held, event),
+            Some(held) => joined(held, event),
             None => event,
         };
         if is_last || tokens_of(&held) >= self.interval {
@@ -72,7 +142,7 @@ fn tokens_of(event: &ChoiceEvent) -> usize {
 }
 
 /// `earlier` then `later` as one delta.
-fn merged(earlier: ChoiceEvent, later: ChoiceEvent) -> ChoiceEvent {
+fn joined(earlier: ChoiceEvent, later: ChoiceEvent) -> ChoiceEvent {
     match (earlier, later) {
         (
             ChoiceEvent::Delta {

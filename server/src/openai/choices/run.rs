@@ -5,22 +5,24 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures_util::stream::{self, BoxStream, StreamExt};
+
 use pagoda_engine::{
-    FinishReason, GeneratedToken, PromptTokenLogprob, RequestStream, RequestTimings, TokenEvent,
-    Usage,
+    EngineHandle, FinishReason, GeneratedToken, PromptTokenLogprob, RequestStream, RequestTimings,
+    TokenEvent, Usage,
 };
 use pagoda_text::detokenizer::IncrementalDetokenizer;
 use pagoda_text::stop_strings::StopStringMatcher;
 
-use crate::metrics::FinishedSequence;
-use crate::openai::admission::WaitingSlot;
-use crate::openai::choice_context::ChoiceContext;
-use crate::openai::choice_event::ChoiceEvent;
-use crate::openai::delta_batching::DeltaBatcher;
+use crate::metrics::{FinishedSequence, Metrics};
+use crate::openai::choices::admission::WaitingSlot;
+use crate::openai::choices::events::{ChoiceEvent, DeltaBatcher};
+use crate::openai::choices::logprob::TokenLogprob;
+use crate::openai::choices::prompt_side::PromptSide;
+use crate::openai::choices::stop_reason::StopReason;
 use crate::openai::error::ApiError;
-use crate::openai::logprob::TokenLogprob;
-use crate::openai::prompt_side::PromptSide;
-use crate::openai::stop_reason::StopReason;
+use crate::openai::request::plan::RequestPlan;
+use pagoda_text::tokenizer::TextTokenizer;
 
 /// Drives one engine request to its end.
 #[derive(Debug)]
@@ -47,6 +49,15 @@ pub struct ChoiceRun {
     first_token_at: Option<Instant>,
     num_prompt_tokens: usize,
     prompt: PromptSide,
+}
+
+/// Everything one choice needs besides its engine stream.
+#[derive(Debug, Clone)]
+pub struct ChoiceContext {
+    pub engine: EngineHandle,
+    pub tokenizer: Arc<TextTokenizer>,
+    pub metrics: Metrics,
+    pub plan: Arc<RequestPlan>,
 }
 
 /// When and with what prompt an engine request was submitted.
@@ -312,6 +323,18 @@ impl ChoiceRun {
             text_offset,
         }]
     }
+}
+
+fn events_of(run: ChoiceRun) -> BoxStream<'static, ChoiceEvent> {
+    stream::unfold(run, |mut run| async move {
+        run.next().await.map(|event| (event, run))
+    })
+    .boxed()
+}
+
+/// Every choice's events, interleaved as they come.
+pub fn merged(runs: Vec<ChoiceRun>) -> BoxStream<'static, ChoiceEvent> {
+    stream::select_all(runs.into_iter().map(events_of)).boxed()
 }
 
 impl Drop for ChoiceRun {

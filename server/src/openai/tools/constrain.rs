@@ -6,8 +6,8 @@ use pagoda_structured::{GrammarCompiler, StructuredError};
 
 use crate::metrics::Metrics;
 use crate::openai::error::ApiError;
-use crate::openai::output_spec::RequestedSpec;
-use crate::openai::plan::SharedConstraint;
+use crate::openai::request::plan::SharedConstraint;
+use crate::openai::tools::output_spec::RequestedSpec;
 
 /// The label requests forced to call a tool carry in the metrics.
 pub const TOOL_CALL_KIND: &str = "tool_call";

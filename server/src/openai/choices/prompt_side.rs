@@ -8,7 +8,7 @@ use pagoda_engine::PromptTokenLogprob;
 use pagoda_text::tokenizer::TextTokenizer;
 use serde_json::{json, Map, Value};
 
-use crate::openai::logprob::{token_text, TokenLogprob, TokenNaming};
+use crate::openai::choices::logprob::{token_text, TokenLogprob, TokenNaming};
 
 /// What vLLM writes for a log-probability of `-inf` (JSON has no infinity).
 const MIN_LOGPROB: f32 = -9999.0;

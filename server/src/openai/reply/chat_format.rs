@@ -10,11 +10,11 @@ use serde_json::Value;
 
 use pagoda_text::reasoning::{ReasoningFormat, ReasoningStream};
 
-use crate::openai::chat_plan::ChatText;
-use crate::openai::format::{DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
-use crate::openai::legacy_functions::to_legacy_choice;
-use crate::openai::logprob::TokenLogprob;
-use crate::openai::tool_output::{
+use crate::openai::choices::logprob::TokenLogprob;
+use crate::openai::reply::format::{DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
+use crate::openai::request::chat_plan::ChatText;
+use crate::openai::tools::legacy_functions::to_legacy_choice;
+use crate::openai::tools::output::{
     finish_reason, message_parts, ChatDelta, ToolCallStream, ToolOutput,
 };
 use crate::openai::wire::chat::{

@@ -7,9 +7,9 @@ use pagoda_engine::models::generation_config::{SamplingDefaults, UnsetSampling};
 use pagoda_engine::{RepetitionDetection, SamplingParams, StopConditions};
 
 use crate::openai::error::ApiError;
-use crate::openai::logit_bias::parse_logit_bias;
-use crate::openai::prompt_truncation::PromptTruncation;
-use crate::openai::requests::CommonFields;
+use crate::openai::request::body::CommonFields;
+use crate::openai::request::logit_bias::parse_logit_bias;
+use crate::openai::request::prompt_truncation::PromptTruncation;
 
 /// The most choices one request may ask for.
 pub const MAX_N: u32 = 128;
@@ -17,7 +17,7 @@ pub const MAX_N: u32 = 128;
 pub const MAX_STOP_STRINGS: usize = 16;
 
 /// The shared fields of a request, checked: the first half of its plan
-/// ([`RequestPlan::new`](crate::openai::plan::RequestPlan::new) adds what the server resolves).
+/// ([`RequestPlan::new`](crate::openai::request::plan::RequestPlan::new) adds what the server resolves).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckedFields {
     pub sampling: SamplingParams,

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use pagoda_text::template::{AssistantToolCall, ChatMessage};
 
 use crate::openai::error::ApiError;
-use crate::openai::requests::ChatCompletionRequest;
+use crate::openai::request::body::ChatCompletionRequest;
 
 /// Rewrites a request that offers `functions` into its `tools` form; `true` when it did (the
 /// answer then takes the legacy shape, see [`to_legacy_choice`]).

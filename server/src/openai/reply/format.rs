@@ -8,9 +8,9 @@ use serde_json::Value;
 use crate::openai::wire::usage::{CompletionTokensDetails, Usage};
 use crate::openai::wire::Nullable;
 
-use crate::openai::logprob::TokenLogprob;
-use crate::openai::plan::RequestPlan;
-use crate::openai::stop_reason::StopReason;
+use crate::openai::choices::logprob::TokenLogprob;
+use crate::openai::choices::stop_reason::StopReason;
+use crate::openai::request::plan::RequestPlan;
 use crate::state::unix_now_s;
 
 /// How one endpoint writes its objects.

@@ -11,10 +11,10 @@ use pagoda_engine::{
     TokenConstraint,
 };
 
+use crate::openai::choices::logprob::TokenNaming;
 use crate::openai::error::ApiError;
-use crate::openai::logprob::TokenNaming;
-use crate::openai::params::CheckedFields;
-use crate::openai::prompt_truncation::PromptTruncation;
+use crate::openai::request::fields::CheckedFields;
+use crate::openai::request::prompt_truncation::PromptTruncation;
 
 /// What one request asks for, checked and complete.
 #[derive(Debug, Clone)]

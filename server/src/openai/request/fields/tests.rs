@@ -1,8 +1,8 @@
 use pagoda_engine::validate::RequestLimits;
 
 use super::*;
-use crate::openai::plan::{RequestPlan, Resolved};
-use crate::openai::requests::{StopField, StreamOptions};
+use crate::openai::request::body::{StopField, StreamOptions};
+use crate::openai::request::plan::{RequestPlan, Resolved};
 use pagoda_engine::RequestId;
 
 /// What the engine checks a request against in these tests.

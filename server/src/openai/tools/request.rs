@@ -15,8 +15,8 @@ use pagoda_text::tool_calls::ToolCallFormat;
 use serde_json::Value;
 
 use crate::openai::error::ApiError;
-use crate::openai::output_spec::RequestedSpec;
-use crate::openai::tool_output::ToolOutput;
+use crate::openai::tools::output::ToolOutput;
+use crate::openai::tools::output_spec::RequestedSpec;
 
 /// What `tool_choice` asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,5 +287,5 @@ fn tools_spec(schema: Value, strict: bool, field: String) -> RequestedSpec {
 }
 
 #[cfg(test)]
-#[path = "tools_tests.rs"]
+#[path = "request_tests.rs"]
 mod tests;
