@@ -11,24 +11,23 @@ use pagoda_structured::{CompileLimits, GrammarCompiler};
 use pagoda_text::prompt_side::{extra_stop_token_ids, PromptSide};
 use pagoda_text::reasoning::ReasoningFormat;
 use pagoda_text::tokenizer::TextTokenizer;
-use pagoda_text::tool_calls::ToolCallFormat;
 use tokio::net::TcpListener;
 
+use crate::admission::Admission;
 use crate::args::ServerArgs;
 use crate::chat_prompt::ChatPolicy;
 use crate::chat_template_arg::{chat_template_source, check_chat_template, with_chat_template};
+use crate::generation_defaults::ParamDefaults;
 use crate::http_limits::{fit_connections_to_fd_limit, HttpLimits};
 use crate::kv_events::wire::Medium;
 use crate::listener::{serve_http, ServeOptions};
 use crate::metrics::{HistogramBuckets, Metrics, MetricsConfig};
 use crate::mock_engine::start_mock;
-use crate::openai::choices::admission::Admission;
-use crate::openai::request::fields::ParamDefaults;
-use crate::openai::tools::request::ToolCallConfig;
 use crate::prompt_side_setup::{check_tokenizer_fits, load_prompt_side, with_content_format};
 use crate::routes::router;
 use crate::state::{AppParts, AppState, SharedState};
 use crate::tls::{spawn_refresh, TlsAcceptorCell};
+use crate::tool_call_config::tool_call_config;
 
 /// The engine configuration the flags describe (`--device auto` resolved; the mock engine
 /// always runs on the CPU).
@@ -218,26 +217,6 @@ pub fn reasoning_format(args: &ServerArgs) -> anyhow::Result<Option<ReasoningFor
             })
         })
         .transpose()
-}
-
-/// `--tool-call-parser` and `--enable-auto-tool-choice`, checked as vLLM checks them.
-pub fn tool_call_config(args: &ServerArgs) -> anyhow::Result<ToolCallConfig> {
-    let parser = match &args.tool_call_parser {
-        None => None,
-        Some(name) => Some(name.parse::<ToolCallFormat>().map_err(|_| {
-            anyhow::anyhow!(
-                "unknown --tool-call-parser {name:?}: expected one of {}",
-                ToolCallFormat::CLI_NAMES.join(", ")
-            )
-        })?),
-    };
-    if args.enable_auto_tool_choice && parser.is_none() {
-        bail!("--enable-auto-tool-choice needs --tool-call-parser");
-    }
-    Ok(ToolCallConfig {
-        parser,
-        enable_auto_tool_choice: args.enable_auto_tool_choice,
-    })
 }
 
 /// The structured-output compiler for the model's vocabulary. A tokenizer llguidance cannot read

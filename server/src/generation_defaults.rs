@@ -20,6 +20,24 @@ const OVERRIDE_KEYS: [&str; 6] = [
     "max_new_tokens",
 ];
 
+/// How the model's defaults and the server's settings apply to requests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParamDefaults {
+    pub sampling: SamplingDefaults,
+    /// Token ids that end a turn besides the model's EOS (chat templates' end-of-turn tokens).
+    pub extra_stop_token_ids: Vec<u32>,
+    /// The model's EOS ids (they end a choice unless `ignore_eos`).
+    pub eos_token_ids: Vec<u32>,
+    /// Log-probabilities name tokens `token_id:{id}` unless a request says otherwise
+    /// (`--return-tokens-as-token-ids`).
+    pub tokens_as_ids: bool,
+    /// Streamed token deltas go out this many tokens at a time at least (`--stream-interval`).
+    pub stream_interval: usize,
+    /// Every stream ends with a usage chunk, asked for or not (vLLM's
+    /// `--enable-force-include-usage`).
+    pub force_include_usage: bool,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct GenerationConfigArgs {
     /// Where requests' default sampling values come from: `auto` (the model's

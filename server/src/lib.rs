@@ -4,6 +4,7 @@
 //! [`generate::TextGenerator`] ties the text side to an engine for blocking,
 //! one-request-at-a-time use (the `pagoda-generate` command line and tests).
 
+pub mod admission;
 pub mod app;
 pub mod args;
 pub mod chat_prompt;
@@ -32,5 +33,6 @@ pub mod routes;
 pub mod state;
 pub mod timeline;
 pub mod tls;
+pub mod tool_call_config;
 pub mod vllm_compat_args;
 pub mod watchdog;

@@ -10,17 +10,17 @@ use pagoda_structured::GrammarCompiler;
 use pagoda_text::template::ChatTemplate;
 use pagoda_text::tokenizer::TextTokenizer;
 
+use crate::admission::Admission;
 use crate::chat_prompt::ChatPolicy;
 use crate::engine_health::EngineHealth;
+use crate::generation_defaults::ParamDefaults;
 use crate::http_limits::HttpLimits;
 use crate::lora::LoraRegistry;
 use crate::metrics::Metrics;
-use crate::openai::choices::admission::Admission;
-use crate::openai::request::fields::ParamDefaults;
 use crate::openai::responses::background::BackgroundRuns;
 use crate::openai::responses::store::ResponseStore;
-use crate::openai::tools::request::ToolCallConfig;
 use crate::timeline::{RequestTrace, TimelineWriter};
+use crate::tool_call_config::ToolCallConfig;
 
 /// Default time between keep-alive comments on an idle SSE stream (`--sse-keep-alive`).
 pub const DEFAULT_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);

@@ -10,6 +10,7 @@ use pagoda_text::prompt_side::PromptSideError;
 use pagoda_text::template::TemplateError;
 use pagoda_text::tokenizer::TokenizerError;
 
+use crate::admission::QueueFull;
 use crate::generate::GenerateError;
 
 /// An error as the API returns it.
@@ -244,6 +245,12 @@ impl From<GenerateError> for ApiError {
             GenerateError::PromptSide(PromptSideError::Template(e)) => e.into(),
             GenerateError::PromptSide(_) => ApiError::internal(error.to_string()),
         }
+    }
+}
+
+impl From<QueueFull> for ApiError {
+    fn from(full: QueueFull) -> Self {
+        ApiError::queue_full(full.max_waiting_requests)
     }
 }
 

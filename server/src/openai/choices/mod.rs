@@ -2,7 +2,6 @@
 //! token events to text deltas ([`run`], [`events`]), with the prompt's side, stop reasons,
 //! log-probabilities and usage totals they carry.
 
-pub mod admission;
 pub mod events;
 pub mod logprob;
 pub mod prompt_side;

@@ -14,8 +14,8 @@ use pagoda_engine::{
 use pagoda_text::detokenizer::IncrementalDetokenizer;
 use pagoda_text::stop_strings::StopStringMatcher;
 
+use crate::admission::WaitingSlot;
 use crate::metrics::{FinishedSequence, Metrics};
-use crate::openai::choices::admission::WaitingSlot;
 use crate::openai::choices::events::{ChoiceEvent, DeltaBatcher};
 use crate::openai::choices::logprob::TokenLogprob;
 use crate::openai::choices::prompt_side::PromptSide;

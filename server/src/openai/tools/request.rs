@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::openai::error::ApiError;
 use crate::openai::tools::output::ToolOutput;
 use crate::openai::tools::output_spec::RequestedSpec;
+use crate::tool_call_config::ToolCallConfig;
 
 /// What `tool_choice` asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,13 +36,6 @@ pub struct ToolsRequest {
     pub functions: Vec<ToolFunction>,
     pub choice: ToolChoice,
     pub parallel_tool_calls: bool,
-}
-
-/// How the server reads tool calls (its `--tool-call-parser` and `--enable-auto-tool-choice`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ToolCallConfig {
-    pub parser: Option<ToolCallFormat>,
-    pub enable_auto_tool_choice: bool,
 }
 
 /// The most tools one request may offer.

@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::tool_call_config::ToolCallConfig;
 
 fn weather() -> Value {
     json!({"type": "function", "function": {"name": "get_weather", "description": "Weather",

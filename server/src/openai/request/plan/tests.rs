@@ -1,8 +1,8 @@
 use pagoda_engine::validate::RequestLimits;
 
 use super::*;
+use crate::generation_defaults::ParamDefaults;
 use crate::openai::request::body::{CommonFields, StreamOptions};
-use crate::openai::request::fields::ParamDefaults;
 
 /// What the engine checks a request against in these tests.
 const LIMITS: RequestLimits = RequestLimits {

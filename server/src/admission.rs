@@ -4,7 +4,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::openai::error::ApiError;
+/// A request refused because the waiting queue is full (the API answers 429 with
+/// `Retry-After`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueFull {
+    pub max_waiting_requests: usize,
+}
 
 /// Counts sequences submitted that have not produced their first token yet.
 #[derive(Debug, Clone)]
@@ -37,8 +42,8 @@ impl Admission {
         self.num_waiting.load(Ordering::Acquire)
     }
 
-    /// Reserves `n` slots at once (all the choices of one request), or refuses with 429.
-    pub fn try_admit(&self, n: usize) -> Result<Vec<WaitingSlot>, ApiError> {
+    /// Reserves `n` slots at once (all the choices of one request), or refuses.
+    pub fn try_admit(&self, n: usize) -> Result<Vec<WaitingSlot>, QueueFull> {
         let admitted =
             self.num_waiting
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
@@ -51,7 +56,9 @@ impl Admission {
                     num_waiting: Arc::clone(&self.num_waiting),
                 })
                 .collect()),
-            Err(_) => Err(ApiError::queue_full(self.max_waiting_requests)),
+            Err(_) => Err(QueueFull {
+                max_waiting_requests: self.max_waiting_requests,
+            }),
         }
     }
 }
@@ -59,6 +66,7 @@ impl Admission {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::openai::error::ApiError;
 
     #[test]
     fn refuses_past_the_cap_and_frees_slots_on_drop() {
@@ -66,7 +74,7 @@ mod tests {
         let first = admission.try_admit(2).expect("fits");
         assert_eq!(admission.num_waiting(), 2);
         let refused = admission.try_admit(1).expect_err("full");
-        assert_eq!(refused.status.as_u16(), 429);
+        assert_eq!(ApiError::from(refused).status.as_u16(), 429);
         drop(first);
         assert_eq!(admission.num_waiting(), 0);
         assert!(admission.try_admit(1).is_ok());
