@@ -24,6 +24,25 @@ use crate::openai::wire::logprobs::{
 use crate::openai::wire::models::{
     ModelCard, ModelList, ResetPrefixCacheResponse, VersionResponse,
 };
+use crate::openai::wire::responses::{
+    DeletedResponse, FunctionCallItem, IncompleteDetails, IncompleteReason, InputTokensCount,
+    ItemStatus, MessageContent, OutputItem, OutputMessage, OutputText, ReasoningContent,
+    ReasoningItem, ReasoningText, ResponseError, ResponseObject, ResponseShell, ResponseStatus,
+};
+use crate::openai::wire::responses_events::{
+    ContentPartEvent, ContentPartEventType, FunctionCallArgumentsDeltaEvent,
+    FunctionCallArgumentsDeltaType, FunctionCallArgumentsDoneEvent, FunctionCallArgumentsDoneType,
+    OutputItemEvent, OutputItemEventType, OutputTextDeltaEvent, OutputTextDeltaType,
+    OutputTextDoneEvent, OutputTextDoneType, ReasoningTextDeltaEvent, ReasoningTextDeltaType,
+    ReasoningTextDoneEvent, ReasoningTextDoneType, ResponseEvent, ResponseEventType,
+    ResponseStreamEvent,
+};
+use crate::openai::wire::responses_input_items::{
+    InputContentPart, InputItem, InputItemList, InputMessage, InputMessageContent,
+};
+use crate::openai::wire::responses_usage::{
+    InputTokensDetails, OutputTokensDetails, ResponsesUsage,
+};
 use crate::openai::wire::tokenize::{DetokenizeResponse, TokenizeResponse};
 use crate::openai::wire::usage::{CompletionTokensDetails, PromptTokensDetails, Usage};
 use crate::openai::wire::StopReasonSchema;
@@ -68,7 +87,17 @@ const BEARER: &str = "api_key";
         CompletionChoice, ChatLogprobs, ChatTokenLogprob, ChatTopLogprob, CompletionLogprobs,
         Usage, PromptTokensDetails, CompletionTokensDetails, StopReasonSchema, ModelList,
         ModelCard, TokenizeResponse, DetokenizeResponse, VersionResponse,
-        ResetPrefixCacheResponse, ErrorBody, ErrorDetail,
+        ResetPrefixCacheResponse, ErrorBody, ErrorDetail, ResponseObject, ResponseShell,
+        ResponseStatus, IncompleteDetails, IncompleteReason, ResponseError, OutputItem,
+        ItemStatus, OutputMessage, MessageContent, OutputText, ReasoningItem, ReasoningContent,
+        ReasoningText, FunctionCallItem, ResponsesUsage, InputTokensDetails, OutputTokensDetails,
+        InputTokensCount, DeletedResponse, ResponseStreamEvent, ResponseEvent, ResponseEventType,
+        OutputItemEvent, OutputItemEventType, ContentPartEvent, ContentPartEventType,
+        OutputTextDeltaEvent, OutputTextDeltaType, OutputTextDoneEvent, OutputTextDoneType,
+        ReasoningTextDeltaEvent, ReasoningTextDeltaType, ReasoningTextDoneEvent,
+        ReasoningTextDoneType, FunctionCallArgumentsDeltaEvent, FunctionCallArgumentsDeltaType,
+        FunctionCallArgumentsDoneEvent, FunctionCallArgumentsDoneType, InputItemList, InputItem,
+        InputMessage, InputMessageContent, InputContentPart,
     ))
 )]
 struct ApiDoc;

@@ -2,30 +2,48 @@
 //! per output item `response.output_item.added`, its deltas (`response.reasoning_text.delta`,
 //! `response.output_text.delta`, `response.function_call_arguments.delta`), their `.done`
 //! events and `response.output_item.done`, and last `response.completed` (or `incomplete`).
-//! Every event carries its `sequence_number`.
+//! Every event carries its `sequence_number` (`event_sequence.rs` numbers them).
 
+use serde_json::Value;
+
+use crate::openai::responses::event_sequence::{EventSequence, ItemPlace};
+use crate::openai::responses::object::{
+    last_item_status, message_item, reasoning_item, status_of, text_part,
+};
+use crate::openai::wire::responses::{
+    FunctionCallItem, ItemStatus, OutputItem, ResponseError, ResponseObject, ResponseShell,
+    ResponseStatus,
+};
+use crate::openai::wire::responses_events::{
+    ContentPartEventType, OutputItemEventType, ResponseEventType, ResponseStreamEvent,
+};
 use crate::openai::wire::responses_usage::ResponsesUsage;
 use crate::openai::wire::usage::Usage;
-use serde_json::{json, Value};
-
-use crate::openai::responses::object::{
-    function_call_item, message_item, reasoning_item, status_of, text_part, ResponseShell,
-};
 
 /// The output item being written.
 #[derive(Debug, Clone, PartialEq)]
 enum OpenItem {
-    Reasoning { text: String },
-    Message { text: String, logprobs: Vec<Value> },
-    Call { call: Value, arguments: String },
+    Reasoning {
+        text: String,
+    },
+    Message {
+        text: String,
+        logprobs: Vec<Value>,
+    },
+    /// A chat call's id and function name (from its opening delta), its arguments so far.
+    Call {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
 }
 
 /// Turns one choice's chat deltas into Responses events, keeping the output for the end.
 #[derive(Debug, Clone)]
 pub struct ResponseEvents {
     shell: ResponseShell,
-    sequence_number: u64,
-    output: Vec<Value>,
+    sequence: EventSequence,
+    output: Vec<OutputItem>,
     open: Option<OpenItem>,
     /// Log-probabilities of tokens whose text is still held back (a possible stop string).
     pending_logprobs: Vec<Value>,
@@ -37,7 +55,7 @@ impl ResponseEvents {
     pub fn new(shell: ResponseShell) -> Self {
         Self {
             shell,
-            sequence_number: 0,
+            sequence: EventSequence::default(),
             output: Vec::new(),
             open: None,
             pending_logprobs: Vec::new(),
@@ -46,17 +64,21 @@ impl ResponseEvents {
     }
 
     /// `response.created` and `response.in_progress`.
-    pub fn opening(&mut self) -> Vec<Value> {
-        let response = self.shell.object("in_progress", Vec::new(), None);
+    pub fn opening(&mut self) -> Vec<ResponseStreamEvent> {
+        let response = self
+            .shell
+            .object(ResponseStatus::InProgress, Vec::new(), None);
         vec![
-            self.event("response.created", json!({"response": response})),
-            self.event("response.in_progress", json!({"response": response})),
+            self.sequence
+                .response(ResponseEventType::Created, response.clone()),
+            self.sequence
+                .response(ResponseEventType::InProgress, response),
         ]
     }
 
     /// The events of one streamed chat delta (`reasoning_content`, `content`, `tool_calls`) and
     /// its log-probabilities (chat's `logprobs.content`).
-    pub fn on_delta(&mut self, delta: &Value, logprobs: &[Value]) -> Vec<Value> {
+    pub fn on_delta(&mut self, delta: &Value, logprobs: &[Value]) -> Vec<ResponseStreamEvent> {
         let mut events = Vec::new();
         if let Some(text) = delta["reasoning_content"]
             .as_str()
@@ -67,7 +89,7 @@ impl ResponseEvents {
                     text: String::new(),
                 }));
             }
-            events.push(self.text_delta("response.reasoning_text.delta", text, &[]));
+            events.push(self.reasoning_delta(text));
         }
         self.pending_logprobs.extend(logprobs.iter().cloned());
         let text = delta["content"].as_str().unwrap_or("");
@@ -86,7 +108,7 @@ impl ResponseEvents {
 
     /// Text of the message (opened first when another item, or none, is open), after the
     /// whitespace held before it.
-    fn message_text(&mut self, text: &str) -> Vec<Value> {
+    fn message_text(&mut self, text: &str) -> Vec<ResponseStreamEvent> {
         let mut events = Vec::new();
         if !matches!(self.open, Some(OpenItem::Message { .. })) {
             let message = OpenItem::Message {
@@ -97,42 +119,65 @@ impl ResponseEvents {
         }
         let text = std::mem::take(&mut self.pending_text) + text;
         let logprobs = std::mem::take(&mut self.pending_logprobs);
-        events.push(self.text_delta("response.output_text.delta", &text, &logprobs));
+        if let Some(OpenItem::Message {
+            text: all,
+            logprobs: kept,
+        }) = &mut self.open
+        {
+            all.push_str(&text);
+            kept.extend(logprobs.iter().cloned());
+        }
+        let place = self.open_place();
+        events.push(self.sequence.text_delta(place, text, logprobs));
         events
     }
 
     /// The last events: the open item closed and `response.completed` (`response.incomplete`
     /// when the output hit `max_output_tokens`); also the final Response object.
-    pub fn finish(&mut self, finish_reason: &str, chat_usage: &Usage) -> (Vec<Value>, Value) {
+    pub fn finish(
+        &mut self,
+        finish_reason: &str,
+        chat_usage: &Usage,
+    ) -> (Vec<ResponseStreamEvent>, ResponseObject) {
         let status = status_of(finish_reason);
         let has_calls = self
             .output
             .iter()
-            .any(|item| item["type"] == "function_call")
+            .any(|item| matches!(item, OutputItem::FunctionCall(_)))
             || matches!(self.open, Some(OpenItem::Call { .. }));
         let mut events = match self.pending_text.is_empty() || has_calls {
             true => Vec::new(),
             // An answer of whitespace alone is still the answer.
             false => self.message_text(""),
         };
-        events.extend(self.close_item(status));
+        events.extend(self.close_item(last_item_status(status)));
         let usage = ResponsesUsage::from(chat_usage);
         let response = self.shell.object(status, self.output.clone(), Some(usage));
         let kind = match status {
-            "incomplete" => "response.incomplete",
-            _ => "response.completed",
+            ResponseStatus::Incomplete => ResponseEventType::Incomplete,
+            _ => ResponseEventType::Completed,
         };
-        events.push(self.event(kind, json!({"response": response})));
+        events.push(self.sequence.response(kind, response.clone()));
         (events, response)
     }
 
     /// The open item closed as incomplete, then `response.failed` with the error; also the
     /// failed Response object.
-    pub fn fail(&mut self, code: &str, message: &str) -> (Vec<Value>, Value) {
-        let mut events = self.close_item("incomplete");
-        let mut response = self.shell.object("failed", self.output.clone(), None);
-        response["error"] = json!({"code": code, "message": message});
-        events.push(self.event("response.failed", json!({"response": response})));
+    pub fn fail(
+        &mut self,
+        code: &str,
+        message: &str,
+    ) -> (Vec<ResponseStreamEvent>, ResponseObject) {
+        let mut events = self.close_item(ItemStatus::Incomplete);
+        let error = ResponseError {
+            code: code.into(),
+            message: message.into(),
+        };
+        let response = self.shell.failed(self.output.clone(), error);
+        events.push(
+            self.sequence
+                .response(ResponseEventType::Failed, response.clone()),
+        );
         (events, response)
     }
 
@@ -141,156 +186,152 @@ impl ResponseEvents {
     /// output written so far and the usage so far (the Responses API names no event for a
     /// cancellation; a follower of the stream needs a last one to tell it from a lost
     /// connection).
-    pub fn cancel(&mut self, chat_usage: &Usage) -> (Vec<Value>, Value) {
-        let mut events = self.close_item("incomplete");
+    pub fn cancel(&mut self, chat_usage: &Usage) -> (Vec<ResponseStreamEvent>, ResponseObject) {
+        let mut events = self.close_item(ItemStatus::Incomplete);
         let usage = ResponsesUsage::from(chat_usage);
+        let output = self.output.clone();
         let response = self
             .shell
-            .object("cancelled", self.output.clone(), Some(usage));
-        events.push(self.event("response.cancelled", json!({"response": response})));
+            .object(ResponseStatus::Cancelled, output, Some(usage));
+        events.push(
+            self.sequence
+                .response(ResponseEventType::Cancelled, response.clone()),
+        );
         (events, response)
     }
 
-    fn event(&mut self, kind: &str, mut fields: Value) -> Value {
-        fields["type"] = Value::from(kind);
-        fields["sequence_number"] = Value::from(self.sequence_number);
-        self.sequence_number += 1;
-        fields
-    }
-
-    fn open_index(&self) -> (String, usize) {
-        let index = self.output.len();
-        let prefix = match self.open {
-            Some(OpenItem::Reasoning { .. }) => "rs",
-            Some(OpenItem::Call { .. }) => "fc",
-            _ => "msg",
-        };
-        (self.shell.item_id(prefix, index), index)
-    }
-
-    fn text_delta(&mut self, kind: &str, text: &str, logprobs: &[Value]) -> Value {
-        match &mut self.open {
-            Some(OpenItem::Reasoning { text: all }) => all.push_str(text),
-            Some(OpenItem::Message {
-                text: all,
-                logprobs: kept,
-            }) => {
-                all.push_str(text);
-                kept.extend(logprobs.iter().cloned());
-            }
-            _ => {}
+    /// The open item's id and place (the next place when none is open).
+    fn open_place(&self) -> ItemPlace {
+        let output_index = self.output.len();
+        let prefix = self.open.as_ref().map_or("msg", OpenItem::id_prefix);
+        ItemPlace {
+            item_id: self.shell.item_id(prefix, output_index),
+            output_index,
         }
-        let (item_id, output_index) = self.open_index();
-        let mut fields = json!({"item_id": item_id, "output_index": output_index,
-            "content_index": 0, "delta": text});
-        if kind == "response.output_text.delta" {
-            fields["logprobs"] = json!(logprobs);
-        }
-        self.event(kind, fields)
     }
 
-    fn on_call_delta(&mut self, call: &Value) -> Vec<Value> {
+    fn reasoning_delta(&mut self, delta: &str) -> ResponseStreamEvent {
+        if let Some(OpenItem::Reasoning { text }) = &mut self.open {
+            text.push_str(delta);
+        }
+        let place = self.open_place();
+        self.sequence.reasoning_delta(place, delta.into())
+    }
+
+    fn on_call_delta(&mut self, call: &Value) -> Vec<ResponseStreamEvent> {
         let mut events = Vec::new();
+        let text = |pointer: &str| call.pointer(pointer).and_then(Value::as_str);
         if call.get("id").is_some_and(|id| !id.is_null()) {
-            let arguments = call.pointer("/function/arguments").and_then(Value::as_str);
             let opened = OpenItem::Call {
-                call: call.clone(),
+                call_id: text("/id").unwrap_or("").into(),
+                name: text("/function/name").unwrap_or("").into(),
                 arguments: String::new(),
             };
             events.extend(self.open_item(opened));
-            if let Some(arguments) = arguments.filter(|a| !a.is_empty()) {
+            if let Some(arguments) = text("/function/arguments").filter(|a| !a.is_empty()) {
                 events.push(self.arguments_delta(arguments));
             }
-        } else if let Some(arguments) = call.pointer("/function/arguments").and_then(Value::as_str)
-        {
+        } else if let Some(arguments) = text("/function/arguments") {
             events.push(self.arguments_delta(arguments));
         }
         events
     }
 
-    fn arguments_delta(&mut self, delta: &str) -> Value {
+    fn arguments_delta(&mut self, delta: &str) -> ResponseStreamEvent {
         if let Some(OpenItem::Call { arguments, .. }) = &mut self.open {
             arguments.push_str(delta);
         }
-        let (item_id, output_index) = self.open_index();
-        self.event(
-            "response.function_call_arguments.delta",
-            json!({"item_id": item_id, "output_index": output_index, "delta": delta}),
-        )
+        let place = self.open_place();
+        self.sequence.arguments_delta(place, delta.into())
     }
 
-    /// Closes the open item (as completed) and opens `item`.
-    fn open_item(&mut self, item: OpenItem) -> Vec<Value> {
-        let mut events = self.close_item("completed");
+    /// Closes the open item (as completed) and opens `item`: `response.output_item.added`
+    /// with it empty (and a message's empty part).
+    fn open_item(&mut self, item: OpenItem) -> Vec<ResponseStreamEvent> {
+        let mut events = self.close_item(ItemStatus::Completed);
         self.open = Some(item);
-        let (id, output_index) = self.open_index();
-        let (added, part) = match &self.open {
-            Some(OpenItem::Reasoning { .. }) => {
-                (reasoning_item(id.clone(), "", "in_progress"), None)
+        let place = self.open_place();
+        let (id, output_index) = (place.item_id.clone(), place.output_index);
+        match &self.open {
+            Some(OpenItem::Message { .. }) => {
+                let added = message_item(id, Vec::new(), ItemStatus::InProgress);
+                let kind = OutputItemEventType::Added;
+                events.push(self.sequence.item(kind, output_index, added));
+                let part = text_part("", &[]);
+                events.push(self.sequence.part(ContentPartEventType::Added, place, part));
             }
-            Some(OpenItem::Call { call, .. }) => {
-                let mut empty = call.clone();
-                empty["function"]["arguments"] = json!("");
-                (function_call_item(id.clone(), &empty, "in_progress"), None)
+            Some(open) => {
+                let added = open.output(id, ItemStatus::InProgress);
+                let kind = OutputItemEventType::Added;
+                events.push(self.sequence.item(kind, output_index, added));
             }
-            _ => (
-                message_item(id.clone(), Vec::new(), "in_progress"),
-                Some(text_part("", &[])),
-            ),
-        };
-        let item_added = json!({"output_index": output_index, "item": added});
-        events.push(self.event("response.output_item.added", item_added));
-        if let Some(part) = part {
-            let fields = json!({"item_id": id, "output_index": output_index, "content_index": 0,
-                "part": part});
-            events.push(self.event("response.content_part.added", fields));
+            None => {}
         }
         events
     }
 
     /// The open item's `.done` events with `status` (`incomplete` when the token limit or an
     /// error cut it short), the item kept in the output.
-    fn close_item(&mut self, status: &str) -> Vec<Value> {
+    fn close_item(&mut self, status: ItemStatus) -> Vec<ResponseStreamEvent> {
         let Some(item) = self.open.take() else {
             return Vec::new();
         };
         let output_index = self.output.len();
+        let place = ItemPlace {
+            item_id: self.shell.item_id(item.id_prefix(), output_index),
+            output_index,
+        };
+        let done = item.output(place.item_id.clone(), status);
         let mut events = Vec::new();
-        let done = match item {
+        match item {
             OpenItem::Reasoning { text } => {
-                let id = self.shell.item_id("rs", output_index);
-                let fields = json!({"item_id": id, "output_index": output_index,
-                    "content_index": 0, "text": text});
-                events.push(self.event("response.reasoning_text.done", fields));
-                reasoning_item(id, &text, status)
+                events.push(self.sequence.reasoning_done(place, text));
             }
             OpenItem::Message { text, logprobs } => {
-                let id = self.shell.item_id("msg", output_index);
                 let part = text_part(&text, &logprobs);
-                let fields = json!({"item_id": id, "output_index": output_index,
-                    "content_index": 0, "text": text, "logprobs": logprobs});
-                events.push(self.event("response.output_text.done", fields));
-                let fields = json!({"item_id": id, "output_index": output_index,
-                    "content_index": 0, "part": part});
-                events.push(self.event("response.content_part.done", fields));
-                message_item(id, vec![part], status)
+                events.push(self.sequence.text_done(place.clone(), text, logprobs));
+                events.push(self.sequence.part(ContentPartEventType::Done, place, part));
             }
             OpenItem::Call {
-                mut call,
-                arguments,
-            } => {
-                let id = self.shell.item_id("fc", output_index);
-                call["function"]["arguments"] = Value::from(arguments.clone());
-                let fields = json!({"item_id": id, "output_index": output_index,
-                    "arguments": arguments, "name": call["function"]["name"]});
-                events.push(self.event("response.function_call_arguments.done", fields));
-                function_call_item(id, &call, status)
-            }
-        };
-        let fields = json!({"output_index": output_index, "item": done});
-        events.push(self.event("response.output_item.done", fields));
+                name, arguments, ..
+            } => events.push(self.sequence.arguments_done(place, arguments, name)),
+        }
+        let kind = OutputItemEventType::Done;
+        events.push(self.sequence.item(kind, output_index, done.clone()));
         self.output.push(done);
         events
+    }
+}
+
+impl OpenItem {
+    /// The prefix of its item's id.
+    fn id_prefix(&self) -> &'static str {
+        match self {
+            Self::Reasoning { .. } => "rs",
+            Self::Message { .. } => "msg",
+            Self::Call { .. } => "fc",
+        }
+    }
+
+    /// Its output item, what was written so far, as `status`.
+    fn output(&self, id: String, status: ItemStatus) -> OutputItem {
+        match self {
+            Self::Reasoning { text } => reasoning_item(id, text, status),
+            Self::Message { text, logprobs } => {
+                message_item(id, vec![text_part(text, logprobs)], status)
+            }
+            Self::Call {
+                call_id,
+                name,
+                arguments,
+            } => OutputItem::FunctionCall(FunctionCallItem {
+                id,
+                call_id: call_id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+                status,
+            }),
+        }
     }
 }
 

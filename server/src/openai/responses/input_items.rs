@@ -3,9 +3,13 @@
 //! a time (`limit` 1–100, default 20; `order` `desc` (the default) or `asc`; `after` an item id).
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::openai::error::ApiError;
+use crate::openai::wire::responses::ItemStatus;
+use crate::openai::wire::responses_input_items::{
+    InputContentPart, InputItem, InputItemList, InputMessage, InputMessageContent,
+};
 
 const DEFAULT_LIMIT: usize = 20;
 const MAX_LIMIT: usize = 100;
@@ -21,72 +25,84 @@ pub struct ListQuery {
 
 /// `input` (already checked by the request's conversion) as items with ids: a string is one
 /// user message; an item without an `id` gets one from the response's id and its place.
-pub fn input_items(input: &Value, response_id: &str) -> Vec<Value> {
+pub fn input_items(input: &Value, response_id: &str) -> Vec<InputItem> {
     let suffix = response_id.strip_prefix("resp_").unwrap_or(response_id);
     let items = match input {
         Value::String(text) => vec![json!({"role": "user", "content": text})],
         Value::Array(items) => items.clone(),
         _ => Vec::new(),
     };
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(index, item)| with_id(item_of(item), suffix, index))
-        .collect()
+    let item = |(index, item)| item_of(item, |prefix| format!("{prefix}_{suffix}_in{index}"));
+    items.into_iter().enumerate().map(item).collect()
 }
 
-/// One input item in the shape the API returns it.
-fn item_of(item: Value) -> Value {
-    let kind = item
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("message");
+/// One input item in the shape the API returns it, `id` naming an item by its id prefix (for
+/// one that has no id of its own).
+fn item_of(item: Value, id: impl Fn(&str) -> String) -> InputItem {
+    let own_id = item.get("id").and_then(Value::as_str).map(String::from);
+    match (other_item_prefix(&item), item) {
+        (Some(prefix), Value::Object(fields)) => {
+            InputItem::Other(completed(fields, own_id.unwrap_or_else(|| id(prefix))))
+        }
+        (_, message) => {
+            InputItem::Message(message_of(&message, own_id.unwrap_or_else(|| id("msg"))))
+        }
+    }
+}
+
+/// The id prefix of an item other than a message (`None` for a message, whose `type` may be
+/// left out).
+fn other_item_prefix(item: &Value) -> Option<&'static str> {
+    let kind = item.get("type").and_then(Value::as_str)?;
     match kind {
-        "message" => {
-            let role = item["role"].as_str().unwrap_or("user").to_string();
-            let part_type = match role.as_str() {
-                "assistant" => "output_text",
-                _ => "input_text",
-            };
-            let content = match &item["content"] {
-                Value::String(text) if part_type == "output_text" => {
-                    json!([{"type": part_type, "text": text, "annotations": []}])
-                }
-                Value::String(text) => json!([{"type": part_type, "text": text}]),
-                parts => parts.clone(),
-            };
-            let mut message = json!({"type": "message", "role": role, "content": content,
-                "status": "completed"});
-            if let Some(id) = item.get("id") {
-                message["id"] = id.clone();
-            }
-            message
-        }
-        _ => {
-            let mut item = item;
-            if item.get("status").is_none_or(Value::is_null) {
-                item["status"] = json!("completed");
-            }
-            item
-        }
+        "message" => None,
+        "function_call" => Some("fc"),
+        "function_call_output" => Some("fco"),
+        "reasoning" => Some("rs"),
+        _ => Some("msg"),
     }
 }
 
-fn with_id(mut item: Value, suffix: &str, index: usize) -> Value {
-    if item.get("id").and_then(Value::as_str).is_none() {
-        let prefix = match item["type"].as_str() {
-            Some("function_call") => "fc",
-            Some("function_call_output") => "fco",
-            Some("reasoning") => "rs",
-            _ => "msg",
-        };
-        item["id"] = json!(format!("{prefix}_{suffix}_in{index}"));
+/// A message item: its role (`user` without one), its content (a string as one part).
+fn message_of(message: &Value, id: String) -> InputMessage {
+    let role = message["role"].as_str().unwrap_or("user").to_string();
+    let content = match &message["content"] {
+        Value::String(text) => InputMessageContent::Text(vec![string_part(&role, text)]),
+        parts => InputMessageContent::Parts(parts.clone()),
+    };
+    InputMessage {
+        kind: "message",
+        role,
+        content,
+        status: ItemStatus::Completed,
+        id,
     }
-    item
+}
+
+/// A string content's one part: an assistant's is `output_text`, anyone else's `input_text`.
+fn string_part(role: &str, text: &str) -> InputContentPart {
+    let text = text.to_string();
+    match role {
+        "assistant" => InputContentPart::OutputText {
+            text,
+            annotations: Vec::new(),
+        },
+        _ => InputContentPart::InputText { text },
+    }
+}
+
+/// A client's item with `status` `completed` when it has none (or `null`), and `id` (where its
+/// own is not a string: in its place, else last).
+fn completed(mut fields: Map<String, Value>, id: String) -> Map<String, Value> {
+    if fields.get("status").is_none_or(Value::is_null) {
+        fields.insert("status".into(), Value::from("completed"));
+    }
+    fields.insert("id".into(), Value::from(id));
+    fields
 }
 
 /// One page of `items` as a list object (`data`, `first_id`, `last_id`, `has_more`).
-pub fn page(items: &[Value], query: &ListQuery) -> Result<Value, ApiError> {
+pub fn page(items: &[InputItem], query: &ListQuery) -> Result<InputItemList, ApiError> {
     let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::invalid(
@@ -94,7 +110,7 @@ pub fn page(items: &[Value], query: &ListQuery) -> Result<Value, ApiError> {
             format!("`limit` must be between 1 and {MAX_LIMIT}, got {limit}"),
         ));
     }
-    let ordered: Vec<&Value> = match query.order.as_deref().unwrap_or("desc") {
+    let ordered: Vec<&InputItem> = match query.order.as_deref().unwrap_or("desc") {
         "desc" => items.iter().rev().collect(),
         "asc" => items.iter().collect(),
         other => {
@@ -107,31 +123,42 @@ pub fn page(items: &[Value], query: &ListQuery) -> Result<Value, ApiError> {
     let start = match &query.after {
         None => 0,
         Some(after) => {
-            let place = ordered.iter().position(|item| item["id"] == after.as_str());
+            let place = ordered.iter().position(|item| item.id() == after.as_str());
             1 + place.ok_or_else(|| {
                 ApiError::invalid("after", format!("no input item with id {after:?}"))
             })?
         }
     };
-    let data: Vec<Value> = ordered
+    let data: Vec<InputItem> = ordered
         .iter()
         .skip(start)
         .take(limit)
         .map(|item| (*item).clone())
         .collect();
-    let id_of = |item: Option<&Value>| item.map_or(Value::Null, |item| item["id"].clone());
-    Ok(json!({
-        "object": "list",
-        "first_id": id_of(data.first()),
-        "last_id": id_of(data.last()),
-        "has_more": start + data.len() < ordered.len(),
-        "data": data,
-    }))
+    let id_of = |item: Option<&InputItem>| item.map(|item| item.id().to_string());
+    Ok(InputItemList {
+        object: "list",
+        first_id: id_of(data.first()),
+        last_id: id_of(data.last()),
+        has_more: start + data.len() < ordered.len(),
+        data,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn as_json(items: &[InputItem]) -> Vec<Value> {
+        let json = |item| serde_json::to_value(item).expect("an item serializes");
+        items.iter().map(json).collect()
+    }
+
+    /// A page as the JSON it is written as (what the assertions read).
+    fn page(items: &[InputItem], query: &ListQuery) -> Result<Value, ApiError> {
+        let page = super::page(items, query)?;
+        Ok(serde_json::to_value(page).expect("a page serializes"))
+    }
 
     fn query(after: Option<&str>, limit: Option<usize>, order: Option<&str>) -> ListQuery {
         ListQuery {
@@ -143,7 +170,7 @@ mod tests {
 
     #[test]
     fn a_string_is_one_user_message_and_items_keep_their_ids() {
-        let items = input_items(&json!("Hi"), "resp_abc");
+        let items = as_json(&input_items(&json!("Hi"), "resp_abc"));
         assert_eq!(
             items,
             [
@@ -157,7 +184,7 @@ mod tests {
                 "arguments": "{}"},
             {"type": "function_call_output", "call_id": "c1", "output": "7"},
         ]);
-        let items = input_items(&input, "resp_abc");
+        let items = as_json(&input_items(&input, "resp_abc"));
         assert_eq!(items[0]["content"][0]["type"], "output_text");
         assert_eq!(items[0]["id"], "msg_abc_in0");
         assert_eq!(items[1]["id"], "fc_1", "the client's id is kept");

@@ -4,6 +4,7 @@
 //! forget stored responses, which `previous_response_id` continues.
 
 pub mod background;
+pub mod event_sequence;
 pub mod events;
 pub mod input_items;
 pub mod object;
@@ -19,7 +20,7 @@ use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::middleware::RequestIdValue;
 use crate::openai::chat::{count_prompt_tokens, start_chat, StartedChat};
@@ -28,12 +29,16 @@ use crate::openai::reply::collect::collect_json;
 use crate::openai::request::body::{parse_body, ChatCompletionRequest};
 use crate::openai::request::json_body::JsonBody;
 use crate::openai::request::path_param::PathParam;
+use crate::openai::wire::responses::{
+    DeletedResponse, InputTokensCount, ResponseObject, ResponseShell, ResponseStatus,
+};
+use crate::openai::wire::responses_input_items::InputItemList;
 use crate::openai::wire::responses_usage::ResponsesUsage;
 use crate::state::{unix_now_s, SharedState};
 use input_items::{input_items, page, ListQuery};
-use object::{output_items, status_of, ResponseShell};
+use object::{output_items, status_of};
 use request::{responses_param, ResponsesRequest};
-use store::{Keeping, StoredResponse};
+use store::Keeping;
 use streaming::{sse_response, start_in_background, stream_response, Streaming};
 
 /// A chat error in the Responses request's terms.
@@ -102,7 +107,7 @@ fn chat_request_of(
     summary = "Responses API: create a response (whole, streamed or in the background)",
     request_body = Object,
     responses(
-        (status = 200, description = "A Response object, or with `stream: true` its server-sent events", content((Object = "application/json"), (String = "text/event-stream"))),
+        (status = 200, description = "A Response object (`queued` for `background: true`), or with `stream: true` server-sent events whose data are ResponseStreamEvent objects", content((ResponseObject = "application/json"), (String = "text/event-stream"))),
         ErrorResponses,
     )
 )]
@@ -174,7 +179,7 @@ pub async fn create_response(
     summary = "Responses API: count a request's input tokens",
     request_body = Object,
     responses(
-        (status = 200, description = "`{object, input_tokens}`", body = Object),
+        (status = 200, description = "The prompt's token count", body = InputTokensCount),
         ErrorResponses,
     )
 )]
@@ -187,8 +192,7 @@ pub async fn count_input_tokens(
     let input_tokens = count_prompt_tokens(&state, chat_request)
         .await
         .map_err(renamed)?;
-    let counted = json!({"object": "response.input_tokens", "input_tokens": input_tokens});
-    Ok(Json(counted).into_response())
+    Ok(Json(InputTokensCount::new(input_tokens)).into_response())
 }
 
 /// A background response: stored as in progress, run on its own task; the answer is the queued
@@ -202,14 +206,10 @@ fn start_background(
     stream: bool,
 ) -> Response {
     if let Some(keeping) = &keeping {
-        let stored = StoredResponse {
-            response: shell.object("in_progress", Vec::new(), None),
-            messages: keeping.conversation.clone(),
-            input_items: keeping.input_items.clone(),
-        };
-        keeping.store.insert(shell.id.clone(), stored);
+        let running = shell.object(ResponseStatus::InProgress, Vec::new(), None);
+        keeping.keep_running(&shell.id, &running);
     }
-    let queued = shell.object("queued", Vec::new(), None);
+    let queued = shell.object(ResponseStatus::Queued, Vec::new(), None);
     let streaming = Streaming::new(chat, shell, metrics, keeping);
     let run = start_in_background(&state.background, streaming);
     match stream {
@@ -234,7 +234,7 @@ pub struct RetrieveQuery {
     summary = "Responses API: a stored response, or its events again",
     params(("id" = String, Path, description = "The response id"), ("stream" = Option<bool>, Query, description = "Replay a background response's events"), ("starting_after" = Option<u64>, Query, description = "Events after this sequence number")),
     responses(
-        (status = 200, description = "The Response object, or with `stream=true` its events", content((Object = "application/json"), (String = "text/event-stream"))),
+        (status = 200, description = "The Response object, or with `stream=true` its events (ResponseStreamEvent objects)", content((ResponseObject = "application/json"), (String = "text/event-stream"))),
         ErrorResponses,
     )
 )]
@@ -296,7 +296,7 @@ pub async fn retrieve_response(
     summary = "Responses API: a stored response's input items, a page at a time",
     params(("id" = String, Path, description = "The response id"), ("limit" = Option<u32>, Query, description = "Items per page (1-100)"), ("order" = Option<String>, Query, description = "`asc` or `desc`"), ("after" = Option<String>, Query, description = "An item id to start after")),
     responses(
-        (status = 200, description = "A list page of input items", body = Object),
+        (status = 200, description = "A list page of input items", body = InputItemList),
         ErrorResponses,
     )
 )]
@@ -324,7 +324,7 @@ pub async fn list_input_items(
     summary = "Responses API: cancel a background response",
     params(("id" = String, Path, description = "The response id")),
     responses(
-        (status = 200, description = "The cancelled Response object", body = Object),
+        (status = 200, description = "The cancelled Response object", body = ResponseObject),
         ErrorResponses,
     )
 )]
@@ -372,7 +372,7 @@ pub async fn cancel_response(
     summary = "Responses API: forget a stored response",
     params(("id" = String, Path, description = "The response id")),
     responses(
-        (status = 200, description = "`{id, object, deleted}`", body = Object),
+        (status = 200, description = "The response is forgotten", body = DeletedResponse),
         ErrorResponses,
     )
 )]
@@ -388,5 +388,5 @@ pub async fn delete_response(
     if !state.responses.remove(&id) {
         return Err(response_not_found(&id));
     }
-    Ok(Json(json!({"id": id, "object": "response", "deleted": true})).into_response())
+    Ok(Json(DeletedResponse::new(id)).into_response())
 }

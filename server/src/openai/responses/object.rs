@@ -1,78 +1,74 @@
 //! The Response object: the request's settings as OpenAI echoes them, the output items (reasoning,
-//! a message, function calls) read from a chat answer, and usage in Responses' names.
+//! a message, function calls) read from a chat answer, and usage in Responses' names. The shapes
+//! are `wire/responses.rs`'s; this builds them.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::openai::responses::request::ResponsesRequest;
+use crate::openai::wire::responses::{
+    FunctionCallItem, IncompleteDetails, IncompleteReason, ItemStatus, MessageContent, OutputItem,
+    OutputMessage, OutputText, ReasoningContent, ReasoningItem, ReasoningText, ResponseError,
+    ResponseObject, ResponseShell, ResponseStatus,
+};
 use crate::openai::wire::responses_usage::ResponsesUsage;
-
-/// What every state of one response shares: its id, time, model and the request's settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResponseShell {
-    pub id: String,
-    fields: Map<String, Value>,
-}
 
 impl ResponseShell {
     pub fn new(id: String, created_at_s: u64, model: String, request: &ResponsesRequest) -> Self {
-        let mut fields = Map::new();
-        let mut put = |key: &str, value: Value| {
-            fields.insert(key.into(), value);
-        };
-        put("id", Value::from(id.clone()));
-        put("object", Value::from("response"));
-        put("created_at", Value::from(created_at_s));
-        put("model", Value::from(model));
-        put("instructions", json!(request.instructions));
-        put("max_output_tokens", json!(request.max_output_tokens));
-        put(
-            "parallel_tool_calls",
-            json!(request.parallel_tool_calls.unwrap_or(true)),
-        );
-        put("temperature", json!(request.temperature));
-        put("top_p", json!(request.top_p));
-        put(
-            "tool_choice",
-            request.tool_choice.clone().unwrap_or(json!("auto")),
-        );
-        put("tools", json!(request.tools.clone().unwrap_or_default()));
-        let text = request.text.clone();
-        put(
-            "text",
-            text.unwrap_or_else(|| json!({"format": {"type": "text"}})),
-        );
-        put(
-            "metadata",
-            request.metadata.clone().unwrap_or_else(|| json!({})),
-        );
-        put("previous_response_id", json!(request.previous_response_id));
-        put(
-            "reasoning",
-            request.reasoning.clone().unwrap_or(Value::Null),
-        );
-        put("store", json!(request.store.unwrap_or(true)));
-        put(
-            "truncation",
-            json!(request.truncation.as_deref().unwrap_or("disabled")),
-        );
-        put("user", json!(request.user));
-        put("top_logprobs", json!(request.top_logprobs.unwrap_or(0)));
-        put("background", json!(request.background.unwrap_or(false)));
-        Self { id, fields }
+        Self {
+            id,
+            object: "response",
+            created_at: created_at_s,
+            model,
+            instructions: request.instructions.clone(),
+            max_output_tokens: request.max_output_tokens,
+            parallel_tool_calls: request.parallel_tool_calls.unwrap_or(true),
+            temperature: request.temperature.map(f64::from),
+            top_p: request.top_p.map(f64::from),
+            tool_choice: request.tool_choice.clone().unwrap_or(json!("auto")),
+            tools: request.tools.clone().unwrap_or_default(),
+            text: (request.text.clone()).unwrap_or_else(|| json!({"format": {"type": "text"}})),
+            metadata: request.metadata.clone().unwrap_or_else(|| json!({})),
+            previous_response_id: request.previous_response_id.clone(),
+            reasoning: request.reasoning.clone(),
+            store: request.store.unwrap_or(true),
+            truncation: request.truncation.as_deref().unwrap_or("disabled").into(),
+            user: request.user.clone(),
+            top_logprobs: request.top_logprobs.unwrap_or(0),
+            background: request.background.unwrap_or(false),
+        }
     }
 
-    /// The Response in a state: `in_progress`, `completed`, `incomplete` (`finish_reason`
-    /// `length`: the output hit `max_output_tokens`) or `failed`.
-    pub fn object(&self, status: &str, output: Vec<Value>, usage: Option<ResponsesUsage>) -> Value {
-        let mut object = self.fields.clone();
-        object.insert("status".into(), Value::from(status));
-        let incomplete = (status == "incomplete").then(|| json!({"reason": "max_output_tokens"}));
-        object.insert("incomplete_details".into(), json!(incomplete));
-        object.insert("error".into(), Value::Null);
-        object.insert("output".into(), Value::Array(output));
-        let usage = serde_json::to_value(usage).expect("usage serializes");
-        object.insert("usage".into(), usage);
-        Value::Object(object)
+    /// The Response in a state: `queued`, `in_progress`, `completed`, `incomplete`
+    /// (`finish_reason` `length`: the output hit `max_output_tokens`) or `cancelled`.
+    pub fn object(
+        &self,
+        status: ResponseStatus,
+        output: Vec<OutputItem>,
+        usage: Option<ResponsesUsage>,
+    ) -> ResponseObject {
+        let incomplete = status == ResponseStatus::Incomplete;
+        ResponseObject {
+            shell: self.clone(),
+            status,
+            incomplete_details: incomplete.then_some(IncompleteDetails {
+                reason: IncompleteReason::MaxOutputTokens,
+            }),
+            error: None,
+            output,
+            usage,
+        }
+    }
+
+    /// The Response `failed` with `error`, its output so far and no usage.
+    pub fn failed(&self, output: Vec<OutputItem>, error: ResponseError) -> ResponseObject {
+        ResponseObject {
+            shell: self.clone(),
+            status: ResponseStatus::Failed,
+            incomplete_details: None,
+            error: Some(error),
+            output,
+            usage: None,
+        }
     }
 
     /// An output item's id: its kind's prefix, the response's id, its place.
@@ -83,53 +79,82 @@ impl ResponseShell {
 }
 
 /// The status a chat `finish_reason` gives a response.
-pub fn status_of(finish_reason: &str) -> &'static str {
+pub fn status_of(finish_reason: &str) -> ResponseStatus {
     match finish_reason {
-        "length" => "incomplete",
-        _ => "completed",
+        "length" => ResponseStatus::Incomplete,
+        _ => ResponseStatus::Completed,
     }
 }
 
-pub fn reasoning_item(id: String, text: &str, status: &str) -> Value {
+/// The status of the item a response ended in: `incomplete` when the response is (the token
+/// limit cut it, as OpenAI marks it), else `completed`.
+pub fn last_item_status(status: ResponseStatus) -> ItemStatus {
+    match status {
+        ResponseStatus::Incomplete => ItemStatus::Incomplete,
+        _ => ItemStatus::Completed,
+    }
+}
+
+pub fn reasoning_item(id: String, text: &str, status: ItemStatus) -> OutputItem {
     let content = match text.is_empty() {
-        true => json!([]),
-        false => json!([{"type": "reasoning_text", "text": text}]),
+        true => Vec::new(),
+        false => vec![ReasoningContent::ReasoningText(ReasoningText {
+            text: text.into(),
+        })],
     };
-    json!({"type": "reasoning", "id": id, "summary": [], "content": content, "status": status})
-}
-
-pub fn text_part(text: &str, logprobs: &[Value]) -> Value {
-    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs})
-}
-
-pub fn message_item(id: String, content: Vec<Value>, status: &str) -> Value {
-    json!({"type": "message", "id": id, "status": status, "role": "assistant", "content": content})
-}
-
-pub fn function_call_item(id: String, call: &Value, status: &str) -> Value {
-    json!({
-        "type": "function_call",
-        "id": id,
-        "call_id": call["id"],
-        "name": call.pointer("/function/name").cloned().unwrap_or_default(),
-        "arguments": call.pointer("/function/arguments").cloned().unwrap_or(json!("")),
-        "status": status,
+    OutputItem::Reasoning(ReasoningItem {
+        id,
+        summary: Vec::new(),
+        content,
+        status,
     })
 }
 
-/// The output items of a finished chat choice: its reasoning, its text, its tool calls.
-pub fn output_items(shell: &ResponseShell, choice: &Value) -> Vec<Value> {
+pub fn text_part(text: &str, logprobs: &[Value]) -> MessageContent {
+    MessageContent::OutputText(OutputText {
+        text: text.into(),
+        annotations: Vec::new(),
+        logprobs: logprobs.to_vec(),
+    })
+}
+
+pub fn message_item(id: String, content: Vec<MessageContent>, status: ItemStatus) -> OutputItem {
+    OutputItem::Message(OutputMessage {
+        id,
+        status,
+        role: "assistant",
+        content,
+    })
+}
+
+/// A function call item of a whole chat call (`{"id", "function": {"name", "arguments"}}`).
+pub fn function_call_item(id: String, call: &Value, status: ItemStatus) -> OutputItem {
+    let text = |pointer: &str| call.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+    OutputItem::FunctionCall(FunctionCallItem {
+        id,
+        call_id: text("/id").into(),
+        name: text("/function/name").into(),
+        arguments: text("/function/arguments").into(),
+        status,
+    })
+}
+
+/// What a finished chat choice writes, in output order.
+enum Written<'a> {
+    Reasoning(&'a str),
+    Text(&'a str, &'a [Value]),
+    Call(&'a Value),
+}
+
+/// A finished chat choice's reasoning, text and tool calls.
+fn written(choice: &Value) -> Vec<Written<'_>> {
     let message = &choice["message"];
-    let mut output = Vec::new();
+    let mut written = Vec::new();
     if let Some(reasoning) = message["reasoning_content"]
         .as_str()
         .filter(|r| !r.is_empty())
     {
-        output.push(reasoning_item(
-            shell.item_id("rs", output.len()),
-            reasoning,
-            "completed",
-        ));
+        written.push(Written::Reasoning(reasoning));
     }
     let calls = message["tool_calls"]
         .as_array()
@@ -141,51 +166,59 @@ pub fn output_items(shell: &ResponseShell, choice: &Value) -> Vec<Value> {
         let logprobs = choice
             .pointer("/logprobs/content")
             .and_then(Value::as_array);
-        let part = text_part(text, logprobs.map_or(&[][..], Vec::as_slice));
-        output.push(message_item(
-            shell.item_id("msg", output.len()),
-            vec![part],
-            "completed",
-        ));
+        written.push(Written::Text(text, logprobs.map_or(&[][..], Vec::as_slice)));
     }
-    for call in calls {
-        let id = shell.item_id("fc", output.len());
-        output.push(function_call_item(id, call, "completed"));
-    }
-    // The item the token limit cut short is incomplete, as OpenAI marks it.
+    written.extend(calls.iter().map(Written::Call));
+    written
+}
+
+/// The output items of a finished chat choice: its reasoning, its text, its tool calls.
+pub fn output_items(shell: &ResponseShell, choice: &Value) -> Vec<OutputItem> {
+    let written = written(choice);
     let status = status_of(choice["finish_reason"].as_str().unwrap_or("stop"));
-    if let Some(last) = output.last_mut().filter(|_| status == "incomplete") {
-        last["status"] = Value::from(status);
-    }
-    output
+    let last = written.len().saturating_sub(1);
+    let item = |(index, written)| {
+        let status = match index == last {
+            true => last_item_status(status),
+            false => ItemStatus::Completed,
+        };
+        match written {
+            Written::Reasoning(text) => reasoning_item(shell.item_id("rs", index), text, status),
+            Written::Text(text, logprobs) => {
+                let part = text_part(text, logprobs);
+                message_item(shell.item_id("msg", index), vec![part], status)
+            }
+            Written::Call(call) => function_call_item(shell.item_id("fc", index), call, status),
+        }
+    };
+    written.into_iter().enumerate().map(item).collect()
 }
 
 /// The assistant's chat message an output stands for (what a later `previous_response_id`
 /// continues from; reasoning is left out, as chat templates leave it out).
-pub fn assistant_message(output: &[Value]) -> Value {
+pub fn assistant_message(output: &[OutputItem]) -> Value {
     let texts: Vec<&str> = output
         .iter()
-        .filter(|item| item["type"] == "message")
-        .flat_map(|item| item["content"].as_array().into_iter().flatten())
-        .filter_map(|part| part["text"].as_str())
+        .filter_map(|item| match item {
+            OutputItem::Message(message) => Some(&message.content),
+            _ => None,
+        })
+        .flatten()
+        .map(|MessageContent::OutputText(part)| part.text.as_str())
         .collect();
     let calls: Vec<Value> = output
         .iter()
-        .filter(|item| item["type"] == "function_call")
-        .map(|item| {
-            json!({"id": item["call_id"], "type": "function",
-                "function": {"name": item["name"], "arguments": item["arguments"]}})
+        .filter_map(|item| match item {
+            OutputItem::FunctionCall(call) => Some(json!({"id": call.call_id, "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments}})),
+            _ => None,
         })
         .collect();
-    let content = match texts.is_empty() {
-        true => Value::Null,
-        false => Value::from(texts.join("")),
-    };
-    let mut message = json!({"role": "assistant", "content": content});
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls);
+    let content = (!texts.is_empty()).then(|| texts.join(""));
+    match calls.is_empty() {
+        true => json!({"role": "assistant", "content": content}),
+        false => json!({"role": "assistant", "content": content, "tool_calls": calls}),
     }
-    message
 }
 
 #[cfg(test)]
@@ -196,6 +229,13 @@ mod tests {
         let request: ResponsesRequest =
             serde_json::from_value(json!({"input": "x"})).expect("request");
         ResponseShell::new("resp_t".into(), 1, "m".into(), &request)
+    }
+
+    /// The items as the JSON the Response writes (what the assertions read).
+    fn output_items(shell: &ResponseShell, choice: &Value) -> Vec<Value> {
+        let items = super::output_items(shell, choice);
+        let json = |item| serde_json::to_value(item).expect("an item serializes");
+        items.iter().map(json).collect()
     }
 
     #[test]
@@ -217,6 +257,31 @@ mod tests {
         assert_eq!(
             output_items(&shell(), &answer)[0]["content"][0]["text"],
             "\n"
+        );
+    }
+
+    #[test]
+    fn the_assistant_message_joins_the_text_and_carries_the_calls() {
+        let call = json!({"id": "call_a", "type": "function",
+            "function": {"name": "w", "arguments": "{}"}});
+        let choice = json!({"finish_reason": "tool_calls", "message": {"content": "Sure.",
+            "reasoning_content": "hmm", "tool_calls": [call]}});
+        let output = super::output_items(&shell(), &choice);
+        assert_eq!(
+            serde_json::to_string(&assistant_message(&output)).expect("serializes"),
+            concat!(
+                r#"{"role":"assistant","content":"Sure.","tool_calls":[{"id":"call_a","#,
+                r#""type":"function","function":{"name":"w","arguments":"{}"}}]}"#
+            )
+        );
+        let thinking_only = super::output_items(
+            &shell(),
+            &json!({"message":
+            {"reasoning_content": "hmm"}}),
+        );
+        assert_eq!(
+            assistant_message(&thinking_only),
+            json!({"role": "assistant", "content": null})
         );
     }
 }

@@ -4,7 +4,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use serde::Serialize;
+
 use crate::openai::responses::object::assistant_message;
+use crate::openai::wire::responses::ResponseObject;
+use crate::openai::wire::responses_input_items::InputItem;
 
 /// How many responses are kept (the oldest go first).
 pub const MAX_STORED_RESPONSES: usize = 4096;
@@ -12,24 +16,27 @@ pub const MAX_STORED_RESPONSES: usize = 4096;
 /// its responses, so a count alone would not bound the memory).
 pub const MAX_STORED_BYTES: usize = 64 << 20;
 
-/// A finished response and the conversation it ends.
+/// A finished (or running background) response and the conversation it ends.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredResponse {
-    /// The Response object as it was returned.
+    /// The Response object as it was returned, as its JSON (what `GET` answers again).
     pub response: serde_json::Value,
     /// The chat messages up to and including the response's own (without `instructions`, which
     /// do not carry over, as OpenAI documents).
     pub messages: Vec<serde_json::Value>,
     /// The request's own `input` as items with ids (`GET /v1/responses/{id}/input_items`).
-    pub input_items: Vec<serde_json::Value>,
+    pub input_items: Vec<InputItem>,
+}
+
+/// Bytes of the values' JSON.
+fn json_len<T: Serialize>(values: &[T]) -> usize {
+    let len = |value| serde_json::to_vec(value).map_or(0, |json| json.len());
+    values.iter().map(len).sum()
 }
 
 impl StoredResponse {
     /// Bytes of its JSON (what the store counts against its budget).
     fn num_bytes(&self) -> usize {
-        let json_len = |values: &[serde_json::Value]| -> usize {
-            values.iter().map(|v| v.to_string().len()).sum()
-        };
         self.response.to_string().len() + json_len(&self.messages) + json_len(&self.input_items)
     }
 }
@@ -42,7 +49,7 @@ pub struct Keeping {
     /// The chat messages before the response's own.
     pub conversation: Vec<serde_json::Value>,
     /// The request's `input` as items with ids.
-    pub input_items: Vec<serde_json::Value>,
+    pub input_items: Vec<InputItem>,
     /// A background response: its failure or cancellation is kept too (clients poll for it).
     pub background: bool,
 }
@@ -52,18 +59,32 @@ impl Keeping {
         self.background
     }
 
-    /// Stores `response` under `id`, its answer after the conversation.
-    pub fn keep(self, id: &str, response: &serde_json::Value) {
-        let mut messages = self.conversation;
-        let output = response["output"].as_array().map_or(&[][..], Vec::as_slice);
-        messages.push(assistant_message(output));
+    /// Stores a running background `response` under `id` (what clients poll until it ends),
+    /// the conversation so far.
+    pub fn keep_running(&self, id: &str, response: &ResponseObject) {
         let stored = StoredResponse {
-            response: response.clone(),
+            response: json_of(response),
+            messages: self.conversation.clone(),
+            input_items: self.input_items.clone(),
+        };
+        self.store.insert(id.to_string(), stored);
+    }
+
+    /// Stores the ended `response` under `id`, its answer after the conversation.
+    pub fn keep(self, id: &str, response: &ResponseObject) {
+        let mut messages = self.conversation;
+        messages.push(assistant_message(&response.output));
+        let stored = StoredResponse {
+            response: json_of(response),
             messages,
             input_items: self.input_items,
         };
         self.store.insert(id.to_string(), stored);
     }
+}
+
+fn json_of(response: &ResponseObject) -> serde_json::Value {
+    serde_json::to_value(response).expect("a Response serializes")
 }
 
 #[derive(Debug, Default)]

@@ -20,8 +20,9 @@ use crate::openai::reply::chat_format::ChatFormat;
 use crate::openai::reply::format::ResponseFormat;
 use crate::openai::responses::background::{BackgroundRun, BackgroundRuns};
 use crate::openai::responses::events::ResponseEvents;
-use crate::openai::responses::object::ResponseShell;
 use crate::openai::responses::store::Keeping;
+use crate::openai::wire::responses::{ResponseObject, ResponseShell};
+use crate::openai::wire::responses_events::ResponseStreamEvent;
 
 /// A streamed response while it is written.
 pub struct Streaming {
@@ -32,10 +33,10 @@ pub struct Streaming {
     metrics: Metrics,
     keeping: Option<Keeping>,
     id: String,
-    pending: VecDeque<Value>,
+    pending: VecDeque<ResponseStreamEvent>,
     done: bool,
     /// The Response object once it ended (completed, incomplete, failed or cancelled).
-    final_response: Option<Value>,
+    final_response: Option<ResponseObject>,
 }
 
 impl std::fmt::Debug for Streaming {
@@ -58,7 +59,7 @@ impl Streaming {
     ) -> Self {
         let id = shell.id.clone();
         let mut translator = ResponseEvents::new(shell);
-        let pending: VecDeque<Value> = translator.opening().into();
+        let pending: VecDeque<ResponseStreamEvent> = translator.opening().into();
         Self {
             events: merged(chat.runs),
             format: chat.format,
@@ -73,11 +74,12 @@ impl Streaming {
         }
     }
 
-    /// The next event to write; `None` once the response has ended and every event is out.
+    /// The next event to write, as its JSON; `None` once the response has ended and every
+    /// event is out.
     pub async fn next_event(&mut self) -> Option<Value> {
         loop {
-            if let Some(value) = self.pending.pop_front() {
-                return Some(value);
+            if let Some(event) = self.pending.pop_front() {
+                return Some(serde_json::to_value(event).expect("an event serializes"));
             }
             self.advance().await?;
         }
@@ -109,13 +111,13 @@ impl Streaming {
     }
 
     /// The final Response object, once the response has ended.
-    pub fn final_response(&self) -> Option<&Value> {
+    pub fn final_response(&self) -> Option<&ResponseObject> {
         self.final_response.as_ref()
     }
 
     /// Records the final object; keeps it when asked (a finished answer always, a failure or
     /// cancellation for a background response).
-    fn end(&mut self, response: Value, keep: bool) {
+    fn end(&mut self, response: ResponseObject, keep: bool) {
         if let Some(keeping) = self.keeping.take().filter(|_| keep) {
             keeping.keep(&self.id, &response);
         }

@@ -1,12 +1,55 @@
 use crate::openai::wire::usage::{PromptTokensDetails, Usage};
+use serde::Serialize;
 use serde_json::json;
 
 use super::*;
 use crate::openai::responses::request::ResponsesRequest;
 
-fn events() -> ResponseEvents {
+/// A translator whose events and Response objects come as the JSON they are written as (what
+/// the assertions read).
+struct Written(ResponseEvents);
+
+fn json_of(value: &impl Serialize) -> Value {
+    serde_json::to_value(value).expect("serializes")
+}
+
+fn all_json(events: Vec<ResponseStreamEvent>) -> Vec<Value> {
+    events.iter().map(json_of).collect()
+}
+
+impl Written {
+    fn opening(&mut self) -> Vec<Value> {
+        all_json(self.0.opening())
+    }
+
+    fn on_delta(&mut self, delta: &Value, logprobs: &[Value]) -> Vec<Value> {
+        all_json(self.0.on_delta(delta, logprobs))
+    }
+
+    fn finish(&mut self, finish_reason: &str, chat_usage: &Usage) -> (Vec<Value>, Value) {
+        let (events, response) = self.0.finish(finish_reason, chat_usage);
+        (all_json(events), json_of(&response))
+    }
+
+    fn fail(&mut self, code: &str, message: &str) -> (Vec<Value>, Value) {
+        let (events, response) = self.0.fail(code, message);
+        (all_json(events), json_of(&response))
+    }
+
+    fn cancel(&mut self, chat_usage: &Usage) -> (Vec<Value>, Value) {
+        let (events, response) = self.0.cancel(chat_usage);
+        (all_json(events), json_of(&response))
+    }
+}
+
+fn events() -> Written {
     let request: ResponsesRequest = serde_json::from_value(json!({"input": "x"})).expect("request");
-    ResponseEvents::new(ResponseShell::new("resp_t".into(), 1, "m".into(), &request))
+    Written(ResponseEvents::new(ResponseShell::new(
+        "resp_t".into(),
+        1,
+        "m".into(),
+        &request,
+    )))
 }
 
 fn usage() -> Usage {
@@ -222,4 +265,39 @@ fn held_tokens_logprobs_come_with_the_next_text() {
         response["output"][0]["content"][0]["logprobs"],
         json!([held[0], shown[0]])
     );
+}
+
+#[test]
+fn a_streamed_call_writes_exactly_these_events() {
+    let mut stream = events();
+    let call = json!({"index": 0, "id": "call_a", "type": "function",
+        "function": {"name": "w", "arguments": "{\"a"}});
+    let mut all = stream.on_delta(&json!({"tool_calls": [call]}), &[]);
+    let (last, _) = stream.finish("length", &usage());
+    all.extend(last);
+    let written: Vec<String> = all.iter().take(4).map(Value::to_string).collect();
+    assert_eq!(
+        written,
+        [
+            concat!(
+                r#"{"output_index":0,"item":{"type":"function_call","id":"fc_t_0","#,
+                r#""call_id":"call_a","name":"w","arguments":"","status":"in_progress"},"#,
+                r#""type":"response.output_item.added","sequence_number":0}"#
+            ),
+            concat!(
+                r#"{"item_id":"fc_t_0","output_index":0,"delta":"{\"a","#,
+                r#""type":"response.function_call_arguments.delta","sequence_number":1}"#
+            ),
+            concat!(
+                r#"{"item_id":"fc_t_0","output_index":0,"arguments":"{\"a","name":"w","#,
+                r#""type":"response.function_call_arguments.done","sequence_number":2}"#
+            ),
+            concat!(
+                r#"{"output_index":0,"item":{"type":"function_call","id":"fc_t_0","#,
+                r#""call_id":"call_a","name":"w","arguments":"{\"a","status":"incomplete"},"#,
+                r#""type":"response.output_item.done","sequence_number":3}"#
+            ),
+        ]
+    );
+    assert_eq!(kinds(&all[4..]), ["response.incomplete"]);
 }

@@ -1,0 +1,283 @@
+//! A streamed response's events (the `data:` of each server-sent event): each writes its own
+//! fields, then `type` and `sequence_number` (counting from 0 over the response's events).
+//! `responses/events.rs` writes them from a chat choice's deltas.
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::responses::{MessageContent, OutputItem, ResponseObject};
+
+/// Any event of a streamed response.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ResponseStreamEvent {
+    Response(ResponseEvent),
+    OutputItem(OutputItemEvent),
+    ContentPart(ContentPartEvent),
+    OutputTextDelta(OutputTextDeltaEvent),
+    OutputTextDone(OutputTextDoneEvent),
+    ReasoningTextDelta(ReasoningTextDeltaEvent),
+    ReasoningTextDone(ReasoningTextDoneEvent),
+    FunctionCallArgumentsDelta(FunctionCallArgumentsDeltaEvent),
+    FunctionCallArgumentsDone(FunctionCallArgumentsDoneEvent),
+}
+
+/// The Response in a new state: first `created` and `in_progress`, last one of the others.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct ResponseEvent {
+    pub response: Box<ResponseObject>,
+    #[serde(rename = "type")]
+    pub kind: ResponseEventType,
+    pub sequence_number: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub enum ResponseEventType {
+    #[serde(rename = "response.created")]
+    Created,
+    #[serde(rename = "response.in_progress")]
+    InProgress,
+    #[serde(rename = "response.completed")]
+    Completed,
+    /// The output hit `max_output_tokens`.
+    #[serde(rename = "response.incomplete")]
+    Incomplete,
+    /// An engine error; the Response carries it.
+    #[serde(rename = "response.failed")]
+    Failed,
+    /// A cancelled background response (OpenAI names no event for it; a follower of the
+    /// stream needs a last one to tell it from a lost connection).
+    #[serde(rename = "response.cancelled")]
+    Cancelled,
+}
+
+/// An output item opened (`added`: empty, `in_progress`) or closed (`done`: whole, with its
+/// final status).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct OutputItemEvent {
+    pub output_index: usize,
+    pub item: OutputItem,
+    #[serde(rename = "type")]
+    pub kind: OutputItemEventType,
+    pub sequence_number: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub enum OutputItemEventType {
+    #[serde(rename = "response.output_item.added")]
+    Added,
+    #[serde(rename = "response.output_item.done")]
+    Done,
+}
+
+/// A message's `output_text` part opened (empty) or closed (whole).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct ContentPartEvent {
+    pub item_id: String,
+    pub output_index: usize,
+    pub content_index: usize,
+    pub part: MessageContent,
+    #[serde(rename = "type")]
+    pub kind: ContentPartEventType,
+    pub sequence_number: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub enum ContentPartEventType {
+    #[serde(rename = "response.content_part.added")]
+    Added,
+    #[serde(rename = "response.content_part.done")]
+    Done,
+}
+
+/// Text added to the open message, with its tokens' log-probabilities (chat's
+/// `logprobs.content` entries; empty unless asked for).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct OutputTextDeltaEvent {
+    pub item_id: String,
+    pub output_index: usize,
+    pub content_index: usize,
+    pub delta: String,
+    pub logprobs: Vec<Value>,
+    #[serde(rename = "type")]
+    pub kind: OutputTextDeltaType,
+    pub sequence_number: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub enum OutputTextDeltaType {
+    #[serde(rename = "response.output_text.delta")]
+    OutputTextDelta,
+}
+
+/// The message's whole text, and all its tokens' log-probabilities.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct OutputTextDoneEvent {
+    pub item_id: String,
+    pub output_index: usize,
+    pub content_index: usize,
+    pub text: String,
+    pub logprobs: Vec<Value>,
+    #[serde(rename = "type")]
+    pub kind: OutputTextDoneType,
+    pub sequence_number: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub enum OutputTextDoneType {
+    #[serde(rename = "response.output_text.done")]
+    OutputTextDone,
+}
+
+/// Thinking added to the open reasoning item.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct ReasoningTextDeltaEvent {
+    pub item_id: String,
+    pub output_index: usize,
+    pub content_index: usize,
+    pub delta: String,
+    #[serde(rename = "type")]
+    pub kind: ReasoningTextDeltaType,
+    pub sequence_number: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub enum ReasoningTextDeltaType {
+    #[serde(rename = "response.reasoning_text.delta")]
+    ReasoningTextDelta,
+}
+
+/// The reasoning item's whole thinking.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct ReasoningTextDoneEvent {
+    pub item_id: String,
+    pub output_index: usize,
+    pub content_index: usize,
+    pub text: String,
+    #[serde(rename = "type")]
+    pub kind: ReasoningTextDoneType,
+    pub sequence_number: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub enum ReasoningTextDoneType {
+    #[serde(rename = "response.reasoning_text.done")]
+    ReasoningTextDone,
+}
+
+/// Arguments text added to the open function call.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct FunctionCallArgumentsDeltaEvent {
+    pub item_id: String,
+    pub output_index: usize,
+    pub delta: String,
+    #[serde(rename = "type")]
+    pub kind: FunctionCallArgumentsDeltaType,
+    pub sequence_number: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub enum FunctionCallArgumentsDeltaType {
+    #[serde(rename = "response.function_call_arguments.delta")]
+    FunctionCallArgumentsDelta,
+}
+
+/// The function call's whole arguments, and its name.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct FunctionCallArgumentsDoneEvent {
+    pub item_id: String,
+    pub output_index: usize,
+    pub arguments: String,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: FunctionCallArgumentsDoneType,
+    pub sequence_number: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub enum FunctionCallArgumentsDoneType {
+    #[serde(rename = "response.function_call_arguments.done")]
+    FunctionCallArgumentsDone,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::openai::wire::responses::{ItemStatus, OutputText, ReasoningItem};
+
+    #[test]
+    fn events_write_their_fields_then_type_and_sequence_number() {
+        let delta = ResponseStreamEvent::OutputTextDelta(OutputTextDeltaEvent {
+            item_id: "msg_1_0".into(),
+            output_index: 0,
+            content_index: 0,
+            delta: "Hi".into(),
+            logprobs: vec![json!({"token": "Hi", "logprob": -0.5})],
+            kind: OutputTextDeltaType::OutputTextDelta,
+            sequence_number: 4,
+        });
+        assert_eq!(
+            serde_json::to_string(&delta).expect("serializes"),
+            concat!(
+                r#"{"item_id":"msg_1_0","output_index":0,"content_index":0,"delta":"Hi","#,
+                r#""logprobs":[{"token":"Hi","logprob":-0.5}],"type":"response.output_text.delta","#,
+                r#""sequence_number":4}"#
+            )
+        );
+        let part = ResponseStreamEvent::ContentPart(ContentPartEvent {
+            item_id: "msg_1_0".into(),
+            output_index: 0,
+            content_index: 0,
+            part: MessageContent::OutputText(OutputText {
+                text: String::new(),
+                annotations: Vec::new(),
+                logprobs: Vec::new(),
+            }),
+            kind: ContentPartEventType::Added,
+            sequence_number: 3,
+        });
+        assert_eq!(
+            serde_json::to_string(&part).expect("serializes"),
+            concat!(
+                r#"{"item_id":"msg_1_0","output_index":0,"content_index":0,"part":{"type":"#,
+                r#""output_text","text":"","annotations":[],"logprobs":[]},"#,
+                r#""type":"response.content_part.added","sequence_number":3}"#
+            )
+        );
+    }
+
+    #[test]
+    fn item_and_call_events_name_their_kind() {
+        let added = ResponseStreamEvent::OutputItem(OutputItemEvent {
+            output_index: 1,
+            item: OutputItem::Reasoning(ReasoningItem {
+                id: "rs_1_1".into(),
+                summary: Vec::new(),
+                content: Vec::new(),
+                status: ItemStatus::InProgress,
+            }),
+            kind: OutputItemEventType::Added,
+            sequence_number: 2,
+        });
+        let done = ResponseStreamEvent::FunctionCallArgumentsDone(FunctionCallArgumentsDoneEvent {
+            item_id: "fc_1_2".into(),
+            output_index: 2,
+            arguments: "{}".into(),
+            name: "w".into(),
+            kind: FunctionCallArgumentsDoneType::FunctionCallArgumentsDone,
+            sequence_number: 9,
+        });
+        assert_eq!(
+            serde_json::to_string(&[added, done]).expect("serializes"),
+            concat!(
+                r#"[{"output_index":1,"item":{"type":"reasoning","id":"rs_1_1","summary":[],"#,
+                r#""content":[],"status":"in_progress"},"type":"response.output_item.added","#,
+                r#""sequence_number":2},{"item_id":"fc_1_2","output_index":2,"arguments":"{}","#,
+                r#""name":"w","type":"response.function_call_arguments.done","sequence_number":9}]"#
+            )
+        );
+    }
+}
