@@ -5,7 +5,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{middleware, Json, Router};
+use axum::{middleware, Extension, Json, Router};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::lora_routes;
@@ -13,6 +13,7 @@ use crate::middleware::{http_metrics, request_id, require_api_key};
 use crate::openai::error::ApiError;
 use crate::openai::error::ErrorResponses;
 use crate::openai::request::path_param::PathParam;
+use crate::openai::responses::api_state::ResponsesState;
 use crate::openai::wire::models::{
     ModelCard, ModelList, ResetPrefixCacheResponse, VersionResponse,
 };
@@ -83,6 +84,8 @@ pub fn router(state: SharedState) -> Router {
         true => protected.route(OPENAPI_PATH, openapi.clone()),
         false => protected,
     };
+    // The Responses API's stored responses and background runs travel with its routes.
+    let protected = protected.layer(Extension(ResponsesState::default()));
     let protected = protected.route_layer(middleware::from_fn_with_state(
         state.clone(),
         require_api_key,

@@ -17,8 +17,6 @@ use crate::generation_defaults::ParamDefaults;
 use crate::http_limits::HttpLimits;
 use crate::lora::LoraRegistry;
 use crate::metrics::Metrics;
-use crate::openai::responses::background::BackgroundRuns;
-use crate::openai::responses::store::ResponseStore;
 use crate::timeline::{RequestTrace, TimelineWriter};
 use crate::tool_call_config::ToolCallConfig;
 
@@ -70,10 +68,6 @@ pub struct AppState {
     pub started_unix_s: u64,
     /// `--request-timeline`: where each request's timeline line goes (`None`: not kept).
     pub timeline: Option<TimelineWriter>,
-    /// The Responses API's stored responses (`previous_response_id`, `GET /v1/responses/{id}`).
-    pub responses: Arc<ResponseStore>,
-    /// Background responses' event logs (`background: true`).
-    pub background: Arc<BackgroundRuns>,
     draining: AtomicBool,
 }
 
@@ -119,8 +113,6 @@ impl AppState {
             openapi_json: bytes::Bytes::from_static(b"{}"),
             started_unix_s: unix_now_s(),
             timeline: None,
-            responses: Arc::new(ResponseStore::default()),
-            background: Arc::new(BackgroundRuns::default()),
             draining: AtomicBool::new(false),
         }
     }

@@ -13,6 +13,7 @@ use crate::middleware::RequestIdValue;
 use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::request::body::parse_body;
 use crate::openai::request::json_body::JsonBody;
+use crate::openai::responses::api_state::ResponsesState;
 use crate::openai::{chat, completions, responses};
 use crate::state::SharedState;
 use crate::timeline::ReceivedAt;
@@ -61,6 +62,7 @@ fn invocation_kind(body: &[u8]) -> Result<InvocationKind, ApiError> {
 )]
 pub async fn invocations(
     State(state): State<SharedState>,
+    responses_state: Extension<ResponsesState>,
     Extension(request_id): Extension<RequestIdValue>,
     received: Option<Extension<ReceivedAt>>,
     JsonBody(body): JsonBody,
@@ -69,7 +71,9 @@ pub async fn invocations(
     match invocation_kind(&body.0)? {
         InvocationKind::Chat => chat::chat_completions(state, id, received, body).await,
         InvocationKind::Completion => completions::completions(state, id, received, body).await,
-        InvocationKind::Responses => responses::create_response(state, id, body).await,
+        InvocationKind::Responses => {
+            responses::create_response(state, responses_state, id, body).await
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! a Response object or its streamed events; `GET` and `DELETE /v1/responses/{id}` read and
 //! forget stored responses, which `previous_response_id` continues.
 
+pub mod api_state;
 pub mod background;
 pub mod event_sequence;
 pub mod events;
@@ -35,6 +36,7 @@ use crate::openai::wire::responses::{
 use crate::openai::wire::responses_input_items::InputItemList;
 use crate::openai::wire::responses_usage::ResponsesUsage;
 use crate::state::{unix_now_s, SharedState};
+use api_state::ResponsesState;
 use input_items::{input_items, page, ListQuery};
 use object::{output_items, status_of};
 use request::{responses_param, ResponsesRequest};
@@ -73,11 +75,11 @@ fn is_running(response: &Value) -> bool {
 }
 
 /// The conversation a `previous_response_id` continues: the stored one's, once it has ended.
-fn history(state: &SharedState, request: &ResponsesRequest) -> Result<Vec<Value>, ApiError> {
+fn history(stores: &ResponsesState, request: &ResponsesRequest) -> Result<Vec<Value>, ApiError> {
     let Some(id) = &request.previous_response_id else {
         return Ok(Vec::new());
     };
-    let stored = state.responses.get(id).ok_or_else(|| not_found(id))?;
+    let stored = stores.stored.get(id).ok_or_else(|| not_found(id))?;
     if is_running(&stored.response) {
         return Err(ApiError::invalid(
             "previous_response_id",
@@ -90,11 +92,11 @@ fn history(state: &SharedState, request: &ResponsesRequest) -> Result<Vec<Value>
 /// The conversation a request continues (a stored one, then its input) and the chat request
 /// it runs as.
 fn chat_request_of(
-    state: &SharedState,
+    stores: &ResponsesState,
     request: &ResponsesRequest,
 ) -> Result<(Vec<Value>, ChatCompletionRequest), ApiError> {
     settings::check_settings(request)?;
-    let conversation = request.conversation(&history(state, request)?)?;
+    let conversation = request.conversation(&history(stores, request)?)?;
     let chat_body = request.chat_body(&conversation)?;
     let chat_request = parse_body(chat_body.to_string().as_bytes()).map_err(renamed)?;
     Ok((conversation, chat_request))
@@ -113,11 +115,12 @@ fn chat_request_of(
 )]
 pub async fn create_response(
     State(state): State<SharedState>,
+    Extension(stores): Extension<ResponsesState>,
     Extension(request_id): Extension<RequestIdValue>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let request: ResponsesRequest = parse_body(&body)?;
-    let (conversation, chat_request) = chat_request_of(&state, &request)?;
+    let (conversation, chat_request) = chat_request_of(&stores, &request)?;
     let chat = start_chat(&state, &request_id, chat_request)
         .await
         .map_err(renamed)?;
@@ -133,7 +136,7 @@ pub async fn create_response(
     );
     let background = request.background == Some(true);
     let keeping = (request.store != Some(false)).then(|| Keeping {
-        store: Arc::clone(&state.responses),
+        store: Arc::clone(&stores.stored),
         conversation,
         input_items: input_items(&request.input, &shell.id),
         background,
@@ -141,7 +144,7 @@ pub async fn create_response(
     if background {
         let stream = request.stream == Some(true);
         return Ok(start_background(
-            &state, chat, shell, metrics, keeping, stream,
+            &state, &stores, chat, shell, metrics, keeping, stream,
         ));
     }
     if chat.plan.reply.stream {
@@ -185,10 +188,11 @@ pub async fn create_response(
 )]
 pub async fn count_input_tokens(
     State(state): State<SharedState>,
+    Extension(stores): Extension<ResponsesState>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let request: ResponsesRequest = parse_body(&body)?;
-    let (_, chat_request) = chat_request_of(&state, &request)?;
+    let (_, chat_request) = chat_request_of(&stores, &request)?;
     let input_tokens = count_prompt_tokens(&state, chat_request)
         .await
         .map_err(renamed)?;
@@ -199,6 +203,7 @@ pub async fn count_input_tokens(
 /// Response (or, streamed, the run's events as they come).
 fn start_background(
     state: &SharedState,
+    stores: &ResponsesState,
     chat: StartedChat,
     shell: ResponseShell,
     metrics: crate::metrics::Metrics,
@@ -211,7 +216,7 @@ fn start_background(
     }
     let queued = shell.object(ResponseStatus::Queued, Vec::new(), None);
     let streaming = Streaming::new(chat, shell, metrics, keeping);
-    let run = start_in_background(&state.background, streaming);
+    let run = start_in_background(&stores.background, streaming);
     match stream {
         true => sse_response(run.follow(None), state.sse_keep_alive),
         false => Json(queued).into_response(),
@@ -240,6 +245,7 @@ pub struct RetrieveQuery {
 )]
 pub async fn retrieve_response(
     State(state): State<SharedState>,
+    Extension(stores): Extension<ResponsesState>,
     PathParam(id): PathParam,
     query: Result<Query<RetrieveQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
@@ -251,14 +257,14 @@ pub async fn retrieve_response(
         };
         ApiError::invalid(param, format!("bad query: {text}"))
     })?;
-    let stored = state
-        .responses
+    let stored = stores
+        .stored
         .get(&id)
         .ok_or_else(|| response_not_found(&id))?;
     if !query.stream {
         return Ok(Json(stored.response.clone()).into_response());
     }
-    let run = state.background.get(&id).ok_or_else(|| {
+    let run = stores.background.get(&id).ok_or_else(|| {
         let message = match stored.response["background"].as_bool() {
             Some(true) => format!(
                 "the events of response '{id}' are no longer kept: retrieve it without `stream`"
@@ -301,15 +307,15 @@ pub async fn retrieve_response(
     )
 )]
 pub async fn list_input_items(
-    State(state): State<SharedState>,
+    Extension(stores): Extension<ResponsesState>,
     PathParam(id): PathParam,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|rejection| {
         ApiError::invalid("limit", format!("bad query: {}", rejection.body_text()))
     })?;
-    let stored = state
-        .responses
+    let stored = stores
+        .stored
         .get(&id)
         .ok_or_else(|| response_not_found(&id))?;
     Ok(Json(page(&stored.input_items, &query)?).into_response())
@@ -329,11 +335,11 @@ pub async fn list_input_items(
     )
 )]
 pub async fn cancel_response(
-    State(state): State<SharedState>,
+    Extension(stores): Extension<ResponsesState>,
     PathParam(id): PathParam,
 ) -> Result<Response, ApiError> {
-    let stored = state
-        .responses
+    let stored = stores
+        .stored
         .get(&id)
         .ok_or_else(|| response_not_found(&id))?;
     if stored.response["background"] != Value::Bool(true) {
@@ -343,12 +349,12 @@ pub async fn cancel_response(
              `background: true` can be cancelled.",
         ));
     }
-    if let Some(run) = state.background.get(&id) {
+    if let Some(run) = stores.background.get(&id) {
         run.request_cancel();
         run.wait_finished().await;
     }
-    let stored = state
-        .responses
+    let stored = stores
+        .stored
         .get(&id)
         .ok_or_else(|| response_not_found(&id))?;
     match stored.response["status"].as_str() {
@@ -377,15 +383,15 @@ pub async fn cancel_response(
     )
 )]
 pub async fn delete_response(
-    State(state): State<SharedState>,
+    Extension(stores): Extension<ResponsesState>,
     PathParam(id): PathParam,
 ) -> Result<Response, ApiError> {
-    if let Some(run) = state.background.get(&id) {
+    if let Some(run) = stores.background.get(&id) {
         run.request_cancel();
         run.wait_finished().await;
-        state.background.forget(&id);
+        stores.background.forget(&id);
     }
-    if !state.responses.remove(&id) {
+    if !stores.stored.remove(&id) {
         return Err(response_not_found(&id));
     }
     Ok(Json(DeletedResponse::new(id)).into_response())
