@@ -43,29 +43,12 @@ pub fn router(state: SharedState) -> Router {
     let protected = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/completions", post(completions::completions))
-        .route("/v1/responses", post(responses::create_response))
-        .route(
-            "/v1/responses/input_tokens",
-            post(responses::count_input_tokens),
-        )
-        .route(
-            "/v1/responses/{id}",
-            get(responses::retrieve_response).delete(responses::delete_response),
-        )
-        .route(
-            "/v1/responses/{id}/cancel",
-            post(responses::cancel_response),
-        )
-        .route(
-            "/v1/responses/{id}/input_items",
-            get(responses::list_input_items),
-        )
         .route("/v1/models", get(models))
         .route("/v1/models/{*model}", get(model))
         .route("/tokenize", post(tokenize::tokenize))
         .route("/detokenize", post(tokenize::detokenize))
         .route("/reset_prefix_cache", post(reset_prefix_cache))
-        .route("/invocations", post(sagemaker::invocations));
+        .merge(responses_routes());
     let protected = if state.runtime_lora_updating {
         protected
             .route(
@@ -84,8 +67,6 @@ pub fn router(state: SharedState) -> Router {
         true => protected.route(OPENAPI_PATH, openapi.clone()),
         false => protected,
     };
-    // The Responses API's stored responses and background runs travel with its routes.
-    let protected = protected.layer(Extension(ResponsesState::default()));
     let protected = protected.route_layer(middleware::from_fn_with_state(
         state.clone(),
         require_api_key,
@@ -108,6 +89,31 @@ pub fn router(state: SharedState) -> Router {
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(middleware::from_fn(request_id))
         .with_state(state)
+}
+
+/// The Responses API's routes (and SageMaker's, which may run one), with the stored responses
+/// and background runs they share travelling as their `Extension`.
+fn responses_routes() -> Router<SharedState> {
+    Router::new()
+        .route("/v1/responses", post(responses::create_response))
+        .route(
+            "/v1/responses/input_tokens",
+            post(responses::count_input_tokens),
+        )
+        .route(
+            "/v1/responses/{id}",
+            get(responses::retrieve_response).delete(responses::delete_response),
+        )
+        .route(
+            "/v1/responses/{id}/cancel",
+            post(responses::cancel_response),
+        )
+        .route(
+            "/v1/responses/{id}/input_items",
+            get(responses::list_input_items),
+        )
+        .route("/invocations", post(sagemaker::invocations))
+        .layer(Extension(ResponsesState::default()))
 }
 
 #[utoipa::path(

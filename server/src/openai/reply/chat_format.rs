@@ -6,14 +6,15 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use pagoda_text::reasoning::{ReasoningFormat, ReasoningStream};
 
 use crate::openai::choices::logprob::TokenLogprob;
-use crate::openai::reply::format::{DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
+use crate::openai::reply::format::{
+    ChoiceEnd, DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta,
+};
 use crate::openai::request::chat_plan::ChatText;
-use crate::openai::tools::legacy_functions::to_legacy_choice;
+use crate::openai::tools::legacy_functions::{legacy_choice, legacy_chunk_choice};
 use crate::openai::tools::output::{
     finish_reason, message_parts, ChatDelta, ToolCallStream, ToolOutput,
 };
@@ -127,11 +128,11 @@ impl ChatFormat {
     }
 
     /// A finished choice in the shape the request asked for.
-    fn shaped(&self, mut choice: Value) -> Value {
-        if self.legacy_functions {
-            to_legacy_choice(&mut choice);
+    fn shaped(&self, choice: ChatChoice) -> ChatChoice {
+        match self.legacy_functions {
+            true => legacy_choice(choice),
+            false => choice,
         }
-        choice
     }
 
     /// Runs `read` on choice `index`'s readers (made on first use).
@@ -164,18 +165,24 @@ impl ChatFormat {
     }
 
     /// A streamed choice, in the shape the request asked for.
-    fn chunk_choice(&self, choice: ChatChunkChoice) -> Value {
-        self.shaped(serde_json::to_value(choice).expect("a chunk choice serializes"))
+    fn chunk_choice(&self, choice: ChatChunkChoice) -> ChatChunkChoice {
+        match self.legacy_functions {
+            true => legacy_chunk_choice(choice),
+            false => choice,
+        }
     }
 }
 
 impl ResponseFormat for ChatFormat {
-    fn chunk(&self, choices: Vec<Value>, usage: Nullable<Usage>) -> Value {
-        let chunk = ChatCompletion {
+    type StreamChoice = ChatChunkChoice;
+    type Chunk = ChatCompletion<ChatChunkChoice>;
+    type Whole = ChatCompletion<ChatChoice>;
+
+    fn chunk(&self, choices: Vec<ChatChunkChoice>, usage: Nullable<Usage>) -> Self::Chunk {
+        ChatCompletion {
             usage: usage.map(|u| u.map(|u| self.with_details(u))),
             ..self.completion("chat.completion.chunk", choices)
-        };
-        serde_json::to_value(chunk).expect("a chunk serializes")
+        }
     }
 
     fn observe(&self, delta: DeltaParts<'_>) {
@@ -202,16 +209,29 @@ impl ResponseFormat for ChatFormat {
         })
     }
 
-    fn opening_choice(&self, index: usize) -> Option<Value> {
+    fn opening_chunk(
+        &self,
+        index: usize,
+        prompt_token_ids: Option<&[u32]>,
+        usage: Nullable<Usage>,
+    ) -> Option<Self::Chunk> {
         let delta = ChatChunkDelta {
             role: Some(self.role.clone()),
             content: Some(self.echo.clone().unwrap_or_default()),
             ..ChatChunkDelta::default()
         };
-        Some(serde_json::to_value(ChatChunkChoice::new(index, delta)).expect("serializes"))
+        Some(ChatCompletion {
+            // vLLM's place for `return_token_ids`: the opening chunk's.
+            prompt_token_ids: prompt_token_ids.map(<[u32]>::to_vec),
+            ..self.chunk(vec![ChatChunkChoice::new(index, delta)], usage)
+        })
     }
 
-    fn delta_choice(&self, parts: DeltaParts<'_>) -> Option<Value> {
+    fn delta_choice(
+        &self,
+        parts: DeltaParts<'_>,
+        end: Option<&ChoiceEnd>,
+    ) -> Option<ChatChunkChoice> {
         let DeltaParts {
             index,
             text,
@@ -238,6 +258,8 @@ impl ResponseFormat for ChatFormat {
         };
         Some(self.chunk_choice(ChatChunkChoice {
             logprobs,
+            finish_reason: end.map(|end| end.finish_reason.to_string()),
+            stop_reason: end.map(|end| end.stop_reason.clone()),
             token_ids: self.meta.token_ids(parts.token_ids),
             ..ChatChunkChoice::new(index, delta)
         }))
@@ -248,9 +270,11 @@ impl ResponseFormat for ChatFormat {
         self.tools.is_none() && self.reasoning.is_none()
     }
 
-    fn final_choice(&self, index: usize, reason: &str) -> Value {
+    fn final_choice(&self, index: usize, end: &ChoiceEnd) -> ChatChunkChoice {
+        let reason = end.finish_reason;
         let finished = |delta, reason: &str| ChatChunkChoice {
             finish_reason: Some(reason.to_string()),
+            stop_reason: Some(end.stop_reason.clone()),
             ..ChatChunkChoice::new(index, delta)
         };
         if self.tools.is_none() && self.reasoning.is_none() {
@@ -269,10 +293,10 @@ impl ResponseFormat for ChatFormat {
         self.chunk_choice(finished(read_delta(delta), reason))
     }
 
-    fn response(&self, mut choices: Vec<FinishedChoice>, usage: Usage) -> Value {
+    fn response(&self, mut choices: Vec<FinishedChoice>, usage: Usage) -> Self::Whole {
         let prompt_logprobs = choices.first_mut().and_then(|c| c.prompt_logprobs.take());
         let prompt_token_ids = choices.first_mut().and_then(|c| c.prompt_token_ids.take());
-        let choices: Vec<Value> = choices
+        let choices: Vec<ChatChoice> = choices
             .into_iter()
             .map(|c| {
                 let (message, finish_reason) = self.message(&c);
@@ -284,16 +308,15 @@ impl ResponseFormat for ChatFormat {
                     stop_reason: c.stop_reason,
                     token_ids: self.meta.token_ids(&c.token_ids),
                 };
-                self.shaped(serde_json::to_value(choice).expect("a choice serializes"))
+                self.shaped(choice)
             })
             .collect();
-        let completion = ChatCompletion {
+        ChatCompletion {
             usage: Some(Some(self.with_details(usage))),
             prompt_logprobs,
             prompt_token_ids: prompt_token_ids.map(|ids| ids.to_vec()),
             ..self.completion("chat.completion", choices)
-        };
-        serde_json::to_value(completion).expect("a completion serializes")
+        }
     }
 }
 
@@ -324,6 +347,7 @@ impl ChatFormat {
                 .reasoning
                 .is_some()
                 .then(|| reasoning.filter(|_| !self.hide_reasoning)),
+            function_call: None,
         };
         (message, reason)
     }
@@ -344,5 +368,6 @@ fn read_delta(delta: ReadDelta) -> ChatChunkDelta {
         reasoning_content: some(delta.reasoning),
         content: some(delta.chat.content),
         tool_calls: (!delta.chat.tool_calls.is_empty()).then_some(delta.chat.tool_calls),
+        function_call: None,
     }
 }

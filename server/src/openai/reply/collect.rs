@@ -1,9 +1,8 @@
-//! A non-streamed response: every choice's events gathered into one JSON object.
+//! A non-streamed response: every choice's events gathered into one typed body.
 
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::StreamExt;
-use serde_json::Value;
 
 use crate::metrics::Metrics;
 use crate::openai::choices::events::ChoiceEvent;
@@ -23,25 +22,25 @@ pub async fn collect<F: ResponseFormat>(
     metrics: &Metrics,
     trace: Option<&mut RequestTrace>,
 ) -> Result<Response, ApiError> {
-    let collected = collect_json(runs, format, totals, metrics, trace).await?;
+    let collected = collect_whole(runs, format, totals, metrics, trace).await?;
     Ok(Json(collected.response).into_response())
 }
 
-/// A whole response: its JSON, and its usage as typed (with the format's details).
+/// A whole response as the format writes it, and its usage (with the format's details).
 #[derive(Debug)]
-pub struct Collected {
-    pub response: Value,
+pub struct Collected<W> {
+    pub response: W,
     pub usage: Usage,
 }
 
 /// Waits for every choice and returns the whole response.
-pub async fn collect_json<F: ResponseFormat>(
+pub async fn collect_whole<F: ResponseFormat>(
     runs: Vec<ChoiceRun>,
     format: F,
     mut totals: UsageTotals,
     metrics: &Metrics,
     mut trace: Option<&mut RequestTrace>,
-) -> Result<Collected, ApiError> {
+) -> Result<Collected<F::Whole>, ApiError> {
     let mut choices: Vec<FinishedChoice> = Vec::with_capacity(runs.len());
     let mut events = merged(runs);
     while let Some(event) = events.next().await {

@@ -1,10 +1,10 @@
 //! Text completions (`/v1/completions`), full and streamed: the choices of the typed
 //! `Completion` (wire/completion.rs) as OpenAI writes them.
 
-use serde_json::Value;
-
 use crate::openai::choices::logprob::TokenLogprob;
-use crate::openai::reply::format::{DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta};
+use crate::openai::reply::format::{
+    ChoiceEnd, DeltaParts, FinishedChoice, ResponseFormat, ResponseMeta,
+};
 use crate::openai::wire::completion::{Completion, CompletionChoice};
 use crate::openai::wire::logprobs::CompletionLogprobs;
 use crate::openai::wire::usage::Usage;
@@ -14,17 +14,16 @@ use crate::openai::wire::Nullable;
 pub struct CompletionFormat(pub ResponseMeta);
 
 impl CompletionFormat {
-    fn completion<C: serde::Serialize>(&self, choices: Vec<C>, usage: Nullable<Usage>) -> Value {
+    fn completion<C>(&self, choices: Vec<C>, usage: Nullable<Usage>) -> Completion<C> {
         let meta = &self.0;
-        let completion = Completion {
+        Completion {
             id: meta.id.clone(),
             object: "text_completion",
             created: meta.created_unix_s,
             model: meta.model.clone(),
             choices,
             usage,
-        };
-        serde_json::to_value(completion).expect("a completion serializes")
+        }
     }
 
     fn logprobs(&self, logprobs: &[TokenLogprob]) -> Option<CompletionLogprobs> {
@@ -35,33 +34,47 @@ impl CompletionFormat {
 }
 
 impl ResponseFormat for CompletionFormat {
-    fn chunk(&self, choices: Vec<Value>, usage: Nullable<Usage>) -> Value {
+    type StreamChoice = CompletionChoice;
+    type Chunk = Completion<CompletionChoice>;
+    type Whole = Completion<CompletionChoice>;
+
+    fn chunk(&self, choices: Vec<CompletionChoice>, usage: Nullable<Usage>) -> Self::Chunk {
         self.completion(choices, usage)
     }
 
-    fn opening_choice(&self, _index: usize) -> Option<Value> {
+    fn opening_chunk(
+        &self,
+        _index: usize,
+        _prompt_token_ids: Option<&[u32]>,
+        _usage: Nullable<Usage>,
+    ) -> Option<Self::Chunk> {
         None
     }
 
-    fn delta_choice(&self, parts: DeltaParts<'_>) -> Option<Value> {
-        let choice = CompletionChoice {
+    fn delta_choice(
+        &self,
+        parts: DeltaParts<'_>,
+        end: Option<&ChoiceEnd>,
+    ) -> Option<CompletionChoice> {
+        Some(CompletionChoice {
             logprobs: self.logprobs(parts.logprobs),
+            finish_reason: end.map(|end| end.finish_reason.to_string()),
+            stop_reason: end.map(|end| end.stop_reason.clone()),
             prompt_token_ids: parts.prompt_token_ids.map(<[u32]>::to_vec),
             token_ids: self.0.token_ids(parts.token_ids),
             ..CompletionChoice::new(parts.index, parts.text.to_string())
-        };
-        Some(serde_json::to_value(choice).expect("a choice serializes"))
+        })
     }
 
-    fn final_choice(&self, index: usize, finish_reason: &str) -> Value {
-        let choice = CompletionChoice {
-            finish_reason: Some(finish_reason.to_string()),
+    fn final_choice(&self, index: usize, end: &ChoiceEnd) -> CompletionChoice {
+        CompletionChoice {
+            finish_reason: Some(end.finish_reason.to_string()),
+            stop_reason: Some(end.stop_reason.clone()),
             ..CompletionChoice::new(index, String::new())
-        };
-        serde_json::to_value(choice).expect("a choice serializes")
+        }
     }
 
-    fn response(&self, choices: Vec<FinishedChoice>, usage: Usage) -> Value {
+    fn response(&self, choices: Vec<FinishedChoice>, usage: Usage) -> Self::Whole {
         let choices = choices
             .into_iter()
             .map(|c| CompletionChoice {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::openai::wire::usage::{CompletionTokensDetails, Usage};
@@ -13,16 +14,33 @@ use crate::openai::choices::stop_reason::StopReason;
 use crate::openai::request::plan::RequestPlan;
 use crate::state::unix_now_s;
 
-/// How one endpoint writes its objects.
+/// How one endpoint writes its objects, as typed bodies (`wire/`).
 pub trait ResponseFormat: Send + Sync + 'static {
+    /// A choice of a streamed chunk.
+    type StreamChoice: Serialize + Send + 'static;
+    /// A streamed chunk.
+    type Chunk: Serialize + Send + 'static;
+    /// The whole non-streamed response.
+    type Whole: Serialize + Send + 'static;
     /// A streamed chunk with the given choices (`choices` may be empty for the usage chunk);
     /// `usage` absent, `null`, or a count.
-    fn chunk(&self, choices: Vec<Value>, usage: Nullable<Usage>) -> Value;
-    /// The opening delta of a choice (chat: the role), if the endpoint has one.
-    fn opening_choice(&self, index: usize) -> Option<Value>;
-    /// The streamed choice a delta becomes (`None`: nothing to send yet).
-    fn delta_choice(&self, delta: DeltaParts<'_>) -> Option<Value>;
-    fn final_choice(&self, index: usize, finish_reason: &str) -> Value;
+    fn chunk(&self, choices: Vec<Self::StreamChoice>, usage: Nullable<Usage>) -> Self::Chunk;
+    /// The opening chunk of a choice (chat: the role, and vLLM's `prompt_token_ids` when
+    /// asked), if the endpoint has one.
+    fn opening_chunk(
+        &self,
+        index: usize,
+        prompt_token_ids: Option<&[u32]>,
+        usage: Nullable<Usage>,
+    ) -> Option<Self::Chunk>;
+    /// The streamed choice a delta becomes (`None`: nothing to send yet); with `end`, the
+    /// choice's last delta, which carries its finish (see `joins_last_delta`).
+    fn delta_choice(
+        &self,
+        delta: DeltaParts<'_>,
+        end: Option<&ChoiceEnd>,
+    ) -> Option<Self::StreamChoice>;
+    fn final_choice(&self, index: usize, end: &ChoiceEnd) -> Self::StreamChoice;
     /// Whether a choice's last delta carries its finish reason (one chunk, as vLLM's server
     /// writes it), instead of a delta, then a final choice of its own. A separate empty final
     /// chunk would count as one more token for a client that times every chunk (vLLM's, on
@@ -31,7 +49,7 @@ pub trait ResponseFormat: Send + Sync + 'static {
         true
     }
     /// The whole non-streamed response.
-    fn response(&self, choices: Vec<FinishedChoice>, usage: Usage) -> Value;
+    fn response(&self, choices: Vec<FinishedChoice>, usage: Usage) -> Self::Whole;
     /// Reads a delta that will not be streamed (a whole response's), for what the format
     /// counts of it (chat: reasoning tokens).
     fn observe(&self, _delta: DeltaParts<'_>) {}
@@ -51,6 +69,13 @@ pub trait ResponseFormat: Send + Sync + 'static {
             ..usage
         }
     }
+}
+
+/// How a streamed choice ended: its finish reason and vLLM's `stop_reason`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChoiceEnd {
+    pub finish_reason: &'static str,
+    pub stop_reason: Option<StopReason>,
 }
 
 /// What one streamed delta of a choice writes.

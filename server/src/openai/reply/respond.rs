@@ -8,15 +8,14 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use futures_util::FutureExt;
-use serde_json::Value;
+use serde::Serialize;
 
 use crate::metrics::Metrics;
 use crate::openai::choices::events::ChoiceEvent;
 use crate::openai::choices::run::ChoiceRun;
-use crate::openai::choices::stop_reason::StopReason;
 use crate::openai::choices::usage::UsageTotals;
 use crate::openai::error::ApiError;
-use crate::openai::reply::format::ResponseFormat;
+use crate::openai::reply::format::{ChoiceEnd, ResponseFormat};
 use crate::openai::request::plan::RequestPlan;
 use crate::openai::wire::usage::Usage;
 use crate::openai::wire::Nullable;
@@ -92,8 +91,9 @@ pub async fn respond<F: ResponseFormat>(
     }
 }
 
-fn data(value: &Value) -> Result<Event, Infallible> {
-    Ok(Event::default().data(value.to_string()))
+fn data<T: Serialize>(value: &T) -> Result<Event, Infallible> {
+    let text = serde_json::to_string(value).expect("a typed body serializes");
+    Ok(Event::default().data(text))
 }
 
 /// How a stream is written: the usage chunk, keep-alive comments, the metrics it records into
@@ -163,12 +163,10 @@ pub fn stream_sse<F: ResponseFormat>(
     let openings: Vec<Tagged> = runs
         .iter()
         .filter_map(|run| {
-            let choice = format.opening_choice(run.index())?;
-            let mut chunk = format.chunk(vec![choice], usage.field(&totals, run.index()));
-            if let Some(ids) = run.prompt_token_ids() {
-                // vLLM's place for `return_token_ids`: the opening chunk's.
-                chunk["prompt_token_ids"] = Value::from(ids.to_vec());
-            }
+            let index = run.index();
+            let prompt_token_ids = run.prompt_token_ids();
+            let usage = usage.field(&totals, index);
+            let chunk = format.opening_chunk(index, prompt_token_ids.as_deref(), usage)?;
             Some((data(&chunk), WriteKind::Opening))
         })
         .collect();
@@ -189,7 +187,7 @@ pub fn stream_sse<F: ResponseFormat>(
                     last_chunks(format.as_ref(), &totals, delta, finished, usage)
                 }
             };
-            stream::iter(chunks.into_iter().map(|(value, kind)| (data(&value), kind)))
+            stream::iter(chunks)
         })
     };
     let ending = stream::once(async move {
@@ -237,7 +235,7 @@ fn last_chunks<F: ResponseFormat>(
     delta: ChoiceEvent,
     finished: ChoiceEvent,
     usage_field: ChunkUsage,
-) -> Vec<(Value, WriteKind)> {
+) -> Vec<Tagged> {
     let merged = match (&delta, &finished) {
         (
             ChoiceEvent::Delta {
@@ -249,14 +247,16 @@ fn last_chunks<F: ResponseFormat>(
                 usage,
                 ..
             },
-        ) if format.joins_last_delta() => delta
-            .delta_parts()
-            .and_then(|parts| format.delta_choice(parts))
-            .map(|mut choice| {
-                choice["finish_reason"] = Value::from(*finish_reason);
-                choice["stop_reason"] = StopReason::to_json(stop_reason.as_ref());
-                (choice, *index, *num_tokens, *usage)
-            }),
+        ) if format.joins_last_delta() => {
+            let end = ChoiceEnd {
+                finish_reason,
+                stop_reason: stop_reason.clone(),
+            };
+            delta
+                .delta_parts()
+                .and_then(|parts| format.delta_choice(parts, Some(&end)))
+                .map(|choice| (choice, *index, *num_tokens, *usage))
+        }
         _ => None,
     };
     match merged {
@@ -266,10 +266,8 @@ fn last_chunks<F: ResponseFormat>(
                 totals.add(index, &usage);
             }
             // A token's text: a delta write, as the timeline counts them.
-            vec![(
-                format.chunk(vec![choice], usage_field.field(totals, index)),
-                WriteKind::Delta,
-            )]
+            let chunk = format.chunk(vec![choice], usage_field.field(totals, index));
+            vec![(data(&chunk), WriteKind::Delta)]
         }
         None => [delta, finished]
             .into_iter()
@@ -284,7 +282,7 @@ fn chunk_of<F: ResponseFormat>(
     totals: &Mutex<UsageTotals>,
     event: ChoiceEvent,
     usage_field: ChunkUsage,
-) -> Option<(Value, WriteKind)> {
+) -> Option<Tagged> {
     match event {
         ChoiceEvent::Delta {
             index, num_tokens, ..
@@ -292,9 +290,9 @@ fn chunk_of<F: ResponseFormat>(
             if let Ok(mut totals) = totals.lock() {
                 totals.note_streamed(index, num_tokens);
             }
-            let choice = format.delta_choice(event.delta_parts()?)?;
+            let choice = format.delta_choice(event.delta_parts()?, None)?;
             let usage = usage_field.field(totals, index);
-            Some((format.chunk(vec![choice], usage), WriteKind::Delta))
+            Some((data(&format.chunk(vec![choice], usage)), WriteKind::Delta))
         }
         ChoiceEvent::Finished {
             index,
@@ -306,14 +304,17 @@ fn chunk_of<F: ResponseFormat>(
             if let Ok(mut totals) = totals.lock() {
                 totals.add(index, &usage);
             }
-            let mut choice = format.final_choice(index, finish_reason);
-            choice["stop_reason"] = StopReason::to_json(stop_reason.as_ref());
+            let end = ChoiceEnd {
+                finish_reason,
+                stop_reason,
+            };
+            let choice = format.final_choice(index, &end);
             let usage = usage_field.field(totals, index);
-            Some((format.chunk(vec![choice], usage), WriteKind::Finish))
+            Some((data(&format.chunk(vec![choice], usage)), WriteKind::Finish))
         }
-        ChoiceEvent::Error { error, .. } => serde_json::from_str(&error.to_json())
-            .ok()
-            .map(|value| (value, WriteKind::Error)),
+        ChoiceEvent::Error { error, .. } => {
+            Some((Ok(Event::default().data(error.to_json())), WriteKind::Error))
+        }
         // Not streamed (refused with `stream`, as vLLM does).
         ChoiceEvent::PromptLogprobs { .. } => None,
     }

@@ -26,7 +26,7 @@ use serde_json::Value;
 use crate::middleware::RequestIdValue;
 use crate::openai::chat::{count_prompt_tokens, start_chat, StartedChat};
 use crate::openai::error::{ApiError, ErrorResponses};
-use crate::openai::reply::collect::collect_json;
+use crate::openai::reply::collect::collect_whole;
 use crate::openai::request::body::{parse_body, ChatCompletionRequest};
 use crate::openai::request::json_body::JsonBody;
 use crate::openai::request::path_param::PathParam;
@@ -157,10 +157,11 @@ pub async fn create_response(
         totals,
         ..
     } = chat;
-    let collected = collect_json(runs, format, totals, &metrics, None)
+    let collected = collect_whole(runs, format, totals, &metrics, None)
         .await
         .map_err(renamed)?;
-    let chat_json = collected.response;
+    // The Responses API reads chat's answer as chat's clients see it.
+    let chat_json = serde_json::to_value(&collected.response).expect("a chat answer serializes");
     let choice = &chat_json["choices"][0];
     let status = status_of(choice["finish_reason"].as_str().unwrap_or("stop"));
     let output = output_items(&shell, choice);

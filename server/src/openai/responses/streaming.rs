@@ -17,7 +17,7 @@ use crate::openai::choices::events::ChoiceEvent;
 use crate::openai::choices::run::merged;
 use crate::openai::choices::usage::UsageTotals;
 use crate::openai::reply::chat_format::ChatFormat;
-use crate::openai::reply::format::ResponseFormat;
+use crate::openai::reply::format::{ChoiceEnd, ResponseFormat};
 use crate::openai::responses::background::{BackgroundRun, BackgroundRuns};
 use crate::openai::responses::events::ResponseEvents;
 use crate::openai::responses::store::Keeping;
@@ -145,10 +145,12 @@ impl Streaming {
                 self.totals.note_streamed(index, num_tokens);
                 let Some(choice) = event
                     .delta_parts()
-                    .and_then(|p| self.format.delta_choice(p))
+                    .and_then(|p| self.format.delta_choice(p, None))
                 else {
                     return Some(());
                 };
+                // The events are read from chat's streamed choice as chat's clients see it.
+                let choice = serde_json::to_value(choice).expect("a chunk choice serializes");
                 let logprobs = choice
                     .pointer("/logprobs/content")
                     .and_then(Value::as_array);
@@ -176,13 +178,18 @@ impl Streaming {
         self.end(response, keep);
     }
 
-    fn finish(&mut self, index: usize, finish_reason: &str, usage: &pagoda_engine::Usage) {
+    fn finish(&mut self, index: usize, finish_reason: &'static str, usage: &pagoda_engine::Usage) {
         self.done = true;
         self.totals.add(index, usage);
         self.metrics
             .record_max_num_generation_tokens(self.totals.max_choice_completion_tokens());
         // The readers' last text (a tool call the parser held, the reasoning's end).
-        let last = self.format.final_choice(index, finish_reason);
+        let end = ChoiceEnd {
+            finish_reason,
+            stop_reason: None,
+        };
+        let last = self.format.final_choice(index, &end);
+        let last = serde_json::to_value(last).expect("a chunk choice serializes");
         self.pending
             .extend(self.translator.on_delta(&last["delta"], &[]));
         let reason = last["finish_reason"].as_str().unwrap_or(finish_reason);

@@ -4,15 +4,17 @@
 //! "function_call"`, streamed as `delta.function_call` — with a conversation's assistant
 //! `function_call` messages and `function` results read as tool calls and tool results.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use pagoda_text::template::{AssistantToolCall, ChatMessage};
 
 use crate::openai::error::ApiError;
 use crate::openai::request::body::ChatCompletionRequest;
+use crate::openai::wire::chat::{ChatChoice, ChatChunkChoice};
+use crate::openai::wire::tool_calls::{ToolCall, ToolCallDelta};
 
 /// Rewrites a request that offers `functions` into its `tools` form; `true` when it did (the
-/// answer then takes the legacy shape, see [`to_legacy_choice`]).
+/// answer then takes the legacy shape, see [`legacy_choice`]).
 pub fn read_legacy_functions(request: &mut ChatCompletionRequest) -> Result<bool, ApiError> {
     let functions = match request.functions.take() {
         None | Some(Value::Null) => {
@@ -97,30 +99,39 @@ fn read_legacy_messages(messages: &mut [ChatMessage]) {
     }
 }
 
-/// A chat choice (its `message`, or a streamed `delta`) in the legacy shape: the first tool call
-/// as `function_call` (`name` and `arguments`, as far as the delta has them) and
-/// `finish_reason: "function_call"` for `"tool_calls"`.
-pub fn to_legacy_choice(choice: &mut Value) {
-    if choice["finish_reason"] == "tool_calls" {
-        choice["finish_reason"] = Value::from("function_call");
+/// The finish reason in the legacy shape: `function_call` for `tool_calls`.
+fn legacy_finish_reason(reason: String) -> String {
+    match reason.as_str() {
+        "tool_calls" => "function_call".to_string(),
+        _ => reason,
     }
-    for key in ["message", "delta"] {
-        let Some(body) = choice.get_mut(key).and_then(Value::as_object_mut) else {
-            continue;
-        };
-        let Some(calls) = body.remove("tool_calls") else {
-            continue;
-        };
-        let Some(function) = calls.get(0).map(|call| &call["function"]) else {
-            continue;
-        };
-        let mut call = Map::new();
-        for field in ["name", "arguments"] {
-            if let Some(value) = function.get(field) {
-                call.insert(field.to_string(), value.clone());
-            }
-        }
-        body.insert("function_call".to_string(), Value::Object(call));
+}
+
+/// A whole chat choice in the legacy shape: the first tool call as `function_call` and
+/// `finish_reason: "function_call"` for `"tool_calls"`.
+pub fn legacy_choice(choice: ChatChoice) -> ChatChoice {
+    let mut message = choice.message;
+    if let Some(calls) = message.tool_calls.take() {
+        message.function_call = calls.first().map(ToolCall::legacy);
+    }
+    ChatChoice {
+        message,
+        finish_reason: legacy_finish_reason(choice.finish_reason),
+        ..choice
+    }
+}
+
+/// A streamed chat choice in the legacy shape: the first call's piece as `function_call`
+/// (`name` and `arguments`, as far as the delta has them).
+pub fn legacy_chunk_choice(choice: ChatChunkChoice) -> ChatChunkChoice {
+    let mut delta = choice.delta;
+    if let Some(pieces) = delta.tool_calls.take() {
+        delta.function_call = pieces.first().map(ToolCallDelta::legacy);
+    }
+    ChatChunkChoice {
+        delta,
+        finish_reason: choice.finish_reason.map(legacy_finish_reason),
+        ..choice
     }
 }
 

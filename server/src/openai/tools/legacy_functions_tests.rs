@@ -2,6 +2,8 @@ use serde_json::json;
 
 use super::*;
 use crate::openai::request::body::parse_body;
+use crate::openai::wire::chat::{ChatChunkDelta, ChatMessage as WireMessage};
+use crate::openai::wire::tool_calls::ArgumentsDelta;
 
 fn request(body: Value) -> ChatCompletionRequest {
     parse_body(&serde_json::to_vec(&body).expect("JSON")).expect("a chat request")
@@ -67,37 +69,72 @@ fn a_legacy_conversation_reads_as_tool_calls_and_results() {
 
 #[test]
 fn calls_are_answered_as_function_call() {
-    let mut message = json!({"index": 0, "finish_reason": "tool_calls",
-        "message": {"role": "assistant", "content": null, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]}});
-    to_legacy_choice(&mut message);
+    let call = ToolCall::function("call_1".into(), "get_weather", "{\"city\":\"Paris\"}");
+    let message = ChatChoice {
+        index: 0,
+        message: WireMessage {
+            role: "assistant".into(),
+            content: None,
+            tool_calls: Some(vec![call]),
+            reasoning_content: None,
+            function_call: None,
+        },
+        logprobs: None,
+        finish_reason: "tool_calls".into(),
+        stop_reason: None,
+        token_ids: None,
+    };
+    let message = json_of(&legacy_choice(message));
+    assert_eq!(message["finish_reason"], "function_call");
     assert_eq!(
-        message,
-        json!({"index": 0, "finish_reason": "function_call",
-            "message": {"role": "assistant", "content": null, "function_call":
-                {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}})
+        message["message"],
+        json!({"role": "assistant", "content": null, "function_call":
+                {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}})
     );
     // Streamed: the first delta names the function, later ones carry argument text.
-    let mut first = json!({"index": 0, "finish_reason": null, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_1", "type": "function",
-         "function": {"name": "get_weather", "arguments": ""}}]}});
-    to_legacy_choice(&mut first);
+    let first = ToolCallDelta::opening(0, ToolCall::function("call_1".into(), "get_weather", ""));
+    let first = json_of(&legacy_chunk_choice(chunk_choice(first)));
     assert_eq!(
         first["delta"],
         json!({"function_call": {"name": "get_weather", "arguments": ""}})
     );
-    let mut later = json!({"index": 0, "finish_reason": null,
-        "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"ci"}}]}});
-    to_legacy_choice(&mut later);
+    let later = ToolCallDelta::Arguments {
+        index: 0,
+        function: ArgumentsDelta {
+            arguments: "{\"ci".into(),
+        },
+    };
+    let later = json_of(&legacy_chunk_choice(chunk_choice(later)));
     assert_eq!(
         later["delta"],
         json!({"function_call": {"arguments": "{\"ci"}})
     );
     // Text answers are left as they are.
-    let mut text = json!({"index": 0, "finish_reason": "stop",
-        "message": {"role": "assistant", "content": "Hello"}});
-    let before = text.clone();
-    to_legacy_choice(&mut text);
-    assert_eq!(text, before);
+    let text = ChatChoice {
+        index: 0,
+        message: WireMessage {
+            role: "assistant".into(),
+            content: Some("Hello".into()),
+            tool_calls: None,
+            reasoning_content: None,
+            function_call: None,
+        },
+        logprobs: None,
+        finish_reason: "stop".into(),
+        stop_reason: None,
+        token_ids: None,
+    };
+    assert_eq!(json_of(&legacy_choice(text.clone())), json_of(&text));
+}
+
+fn json_of<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).expect("serializes")
+}
+
+fn chunk_choice(piece: ToolCallDelta) -> ChatChunkChoice {
+    let delta = ChatChunkDelta {
+        tool_calls: Some(vec![piece]),
+        ..ChatChunkDelta::default()
+    };
+    ChatChunkChoice::new(0, delta)
 }

@@ -8,7 +8,8 @@
 //! arguments text.
 
 use pagoda_text::tool_calls::{StreamingToolCallParser, ToolCallFormat, ToolStreamDelta};
-use serde_json::{json, Value};
+
+use crate::openai::wire::tool_calls::{ArgumentsDelta, ToolCall, ToolCallDelta};
 
 /// How a choice's output is read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,30 +33,27 @@ pub fn new_call_id() -> String {
     format!("call_{suffix}")
 }
 
-/// A call as a whole message carries it.
-fn call_json(name: &str, arguments: &str) -> Value {
-    json!({"id": new_call_id(), "type": "function",
-        "function": {"name": name, "arguments": arguments}})
+/// A call as a whole message carries it, with a new id.
+fn new_call(name: &str, arguments: &str) -> ToolCall {
+    ToolCall::function(new_call_id(), name, arguments)
 }
 
-/// A streamed call's opening chunk: the call with its `index` among the choice's calls.
-fn opening_json(index: usize, name: &str) -> Value {
-    let mut call = call_json(name, "");
-    call["index"] = Value::from(index);
-    call
+/// A streamed call's opening piece: the call with its `index` among the choice's calls.
+fn opening(index: usize, name: &str) -> ToolCallDelta {
+    ToolCallDelta::opening(index, new_call(name, ""))
 }
 
 /// A finished choice's message fields: `content` (`None` when all of it was calls) and the calls.
-pub fn message_parts(output: &ToolOutput, text: &str) -> (Option<String>, Vec<Value>) {
+pub fn message_parts(output: &ToolOutput, text: &str) -> (Option<String>, Vec<ToolCall>) {
     match output {
-        ToolOutput::Named(name) => (None, vec![call_json(name, text)]),
+        ToolOutput::Named(name) => (None, vec![new_call(name, text)]),
         ToolOutput::Parsed { format, parallel } => {
             let parsed = format.parse(text);
             let calls = parsed
                 .tool_calls
                 .iter()
                 .take(max_calls(*parallel))
-                .map(|call| call_json(&call.name, &call.arguments))
+                .map(|call| new_call(&call.name, &call.arguments))
                 .collect();
             (parsed.content, calls)
         }
@@ -75,7 +73,7 @@ fn max_calls(parallel: bool) -> usize {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChatDelta {
     pub content: String,
-    pub tool_calls: Vec<Value>,
+    pub tool_calls: Vec<ToolCallDelta>,
 }
 
 impl ChatDelta {
@@ -87,13 +85,14 @@ impl ChatDelta {
     /// index per chunk, as OpenAI and vLLM stream; the SDKs' stream helpers and instructor read
     /// a repeated index as another call), else as an entry of its own.
     fn push_arguments(&mut self, index: usize, fragment: &str) {
-        let entry = self.tool_calls.iter_mut().find(|c| c["index"] == index);
-        match entry {
-            Some(call) => {
-                let before = call["function"]["arguments"].as_str().unwrap_or("");
-                call["function"]["arguments"] = Value::from(format!("{before}{fragment}"));
-            }
-            None => self.tool_calls.push(arguments_json(index, fragment)),
+        match self.tool_calls.iter_mut().find(|c| c.index() == index) {
+            Some(call) => call.push_arguments(fragment),
+            None => self.tool_calls.push(ToolCallDelta::Arguments {
+                index,
+                function: ArgumentsDelta {
+                    arguments: fragment.to_string(),
+                },
+            }),
         }
     }
 }
@@ -141,7 +140,7 @@ impl ToolCallStream {
             Reader::Named { name } => {
                 let mut delta = ChatDelta::default();
                 if self.num_calls == 0 {
-                    delta.tool_calls.push(opening_json(0, name));
+                    delta.tool_calls.push(opening(0, name));
                     self.num_calls = 1;
                 }
                 if !text.is_empty() {
@@ -173,7 +172,7 @@ impl ToolCallStream {
                     if index >= self.max_calls => {}
                 ToolStreamDelta::CallStart { index, name } => {
                     self.num_calls = self.num_calls.max(index + 1);
-                    delta.tool_calls.push(opening_json(index, &name));
+                    delta.tool_calls.push(opening(index, &name));
                 }
                 ToolStreamDelta::Arguments { index, fragment } => {
                     delta.push_arguments(index, &fragment);
@@ -182,10 +181,6 @@ impl ToolCallStream {
         }
         delta
     }
-}
-
-fn arguments_json(index: usize, fragment: &str) -> Value {
-    json!({"index": index, "function": {"arguments": fragment}})
 }
 
 /// The finish reason of a choice that made `num_calls` calls: `tool_calls` when it stopped
@@ -199,21 +194,35 @@ pub fn finish_reason<'a>(output: &ToolOutput, num_calls: usize, reason: &'a str)
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
+
+    /// What a call or a piece of one writes.
+    fn json<T: serde::Serialize>(value: &T) -> Value {
+        serde_json::to_value(value).expect("serializes")
+    }
+
+    fn calls_json(calls: &[ToolCall]) -> Vec<Value> {
+        calls.iter().map(json).collect()
+    }
+
+    fn pieces(delta: &ChatDelta) -> Vec<Value> {
+        delta.tool_calls.iter().map(json).collect()
+    }
 
     fn arguments_of(deltas: &[ChatDelta], index: usize) -> String {
         deltas
             .iter()
-            .flat_map(|d| &d.tool_calls)
+            .flat_map(pieces)
             .filter(|c| c["index"] == index)
-            .filter_map(|c| c["function"]["arguments"].as_str())
+            .filter_map(|c| c["function"]["arguments"].as_str().map(str::to_string))
             .collect()
     }
 
     fn assert_one_entry_per_index(deltas: &[ChatDelta]) {
         for delta in deltas {
-            let mut indices: Vec<u64> = delta
-                .tool_calls
+            let mut indices: Vec<u64> = pieces(delta)
                 .iter()
                 .filter_map(|c| c["index"].as_u64())
                 .collect();
@@ -231,6 +240,7 @@ mod tests {
             parallel: true,
         };
         let (content, calls) = message_parts(&output, text);
+        let calls = calls_json(&calls);
         assert_eq!(content.as_deref(), Some("Let me check."));
         assert_eq!(calls.len(), 1);
         assert!(
@@ -248,9 +258,9 @@ mod tests {
         let streamed_content: String = deltas.iter().map(|d| d.content.as_str()).collect();
         assert_eq!(streamed_content, "Let me check.");
         assert_eq!(arguments_of(&deltas, 0), calls[0]["function"]["arguments"]);
-        let starts: Vec<&Value> = deltas
+        let starts: Vec<Value> = deltas
             .iter()
-            .flat_map(|d| &d.tool_calls)
+            .flat_map(pieces)
             .filter(|c| c.get("id").is_some())
             .collect();
         assert_eq!(starts.len(), 1, "one opening chunk per call");
@@ -274,17 +284,18 @@ mod tests {
                 parallel,
             };
             let (_, calls) = message_parts(&output, &text);
+            let calls = calls_json(&calls);
             assert_eq!(calls.len(), num_calls);
             assert_eq!(calls[0]["function"]["arguments"], "{\"city\": \"Paris\"}");
             let mut stream = ToolCallStream::new(&output);
             let deltas = vec![stream.push(&text), stream.finish()];
             assert_one_entry_per_index(&deltas);
-            let indices: Vec<&Value> = deltas
+            let indices: Vec<Value> = deltas
                 .iter()
-                .flat_map(|d| &d.tool_calls)
-                .map(|c| &c["index"])
+                .flat_map(pieces)
+                .map(|c| c["index"].clone())
                 .collect();
-            assert!(indices.iter().all(|&i| i.as_u64() < Some(num_calls as u64)));
+            assert!(indices.iter().all(|i| i.as_u64() < Some(num_calls as u64)));
             assert_eq!(arguments_of(&deltas, 0), "{\"city\": \"Paris\"}");
             assert_eq!(stream.num_calls(), num_calls);
         }
@@ -295,14 +306,15 @@ mod tests {
         let output = ToolOutput::Named("add".into());
         let mut stream = ToolCallStream::new(&output);
         let first = stream.push("{\"a\":");
-        assert_eq!(first.tool_calls[0]["function"]["name"], "add");
+        assert_eq!(pieces(&first)[0]["function"]["name"], "add");
         // The opening entry carries the first fragment: one entry per index in a chunk.
         assert_eq!(first.tool_calls.len(), 1);
-        assert_eq!(first.tool_calls[0]["function"]["arguments"], "{\"a\":");
+        assert_eq!(pieces(&first)[0]["function"]["arguments"], "{\"a\":");
         let deltas = vec![first, stream.push(" 1}"), stream.finish()];
         assert_one_entry_per_index(&deltas);
         assert_eq!(arguments_of(&deltas, 0), "{\"a\": 1}");
         let (content, calls) = message_parts(&output, "{\"a\": 1}");
+        let calls = calls_json(&calls);
         assert_eq!(content, None);
         assert_eq!(calls[0]["function"]["arguments"], "{\"a\": 1}");
         assert_eq!(finish_reason(&output, 1, "stop"), "stop");

@@ -6,6 +6,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::logprobs::ChatLogprobs;
+use super::tool_calls::{LegacyFunctionCall, ToolCall, ToolCallDelta};
 use super::usage::Usage;
 use super::{Nullable, StopReasonSchema};
 use crate::openai::choices::stop_reason::StopReason;
@@ -51,10 +52,13 @@ pub struct ChatMessage {
     /// `null` when the reply is only tool calls.
     pub content: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_calls: Option<Vec<Value>>,
+    pub tool_calls: Option<Vec<ToolCall>>,
     /// With a reasoning parser: the thinking (`null` when there was none, or it is hidden).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Nullable<String>,
+    /// The deprecated `functions`' answer: the first call (instead of `tool_calls`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function_call: Option<LegacyFunctionCall>,
 }
 
 /// A choice of a streamed chunk.
@@ -65,6 +69,10 @@ pub struct ChatChunkChoice {
     pub logprobs: Option<ChatLogprobs>,
     /// `null` until the choice's last chunk.
     pub finish_reason: Option<String>,
+    /// vLLM's, on the choice's last chunk: the stop string or token that ended it, or `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<StopReasonSchema>)]
+    pub stop_reason: Nullable<StopReason>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_ids: Option<Vec<u32>>,
 }
@@ -80,7 +88,10 @@ pub struct ChatChunkDelta {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_calls: Option<Vec<Value>>,
+    pub tool_calls: Option<Vec<ToolCallDelta>>,
+    /// The deprecated `functions`' answer: the first call's piece (instead of `tool_calls`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function_call: Option<LegacyFunctionCall>,
 }
 
 impl ChatChunkChoice {
@@ -90,6 +101,7 @@ impl ChatChunkChoice {
             delta,
             logprobs: None,
             finish_reason: None,
+            stop_reason: None,
             token_ids: None,
         }
     }
@@ -119,12 +131,14 @@ mod tests {
         let message = ChatMessage {
             role: "assistant".into(),
             content: None,
-            tool_calls: Some(vec![json!({"id": "call_0"})]),
+            tool_calls: Some(vec![ToolCall::function("call_0".into(), "f", "{}")]),
             reasoning_content: Some(None),
+            function_call: None,
         };
         assert_eq!(
             serde_json::to_value(message).expect("serializes"),
-            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0"}],
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0",
+                "type": "function", "function": {"name": "f", "arguments": "{}"}}],
                 "reasoning_content": null})
         );
     }

@@ -10,7 +10,7 @@ use super::{Nullable, StopReasonSchema};
 use crate::openai::choices::stop_reason::StopReason;
 
 /// The object of a completion and of each of its chunks (OpenAI uses `text_completion` for
-/// both); a stream's choices come already written (`C` = `Value`).
+/// both).
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Completion<C = CompletionChoice> {
     pub id: String,
@@ -32,7 +32,8 @@ pub struct CompletionChoice {
     pub logprobs: Option<CompletionLogprobs>,
     /// `null` until the choice's last chunk.
     pub finish_reason: Option<String>,
-    /// vLLM's, in a whole response only: the stop string or token that ended the choice.
+    /// vLLM's, in a whole response and a stream's last chunk of the choice: the stop string or
+    /// token that ended it.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<StopReasonSchema>)]
     pub stop_reason: Nullable<StopReason>,

@@ -11,6 +11,7 @@ pub mod responses_events;
 pub mod responses_input_items;
 pub mod responses_usage;
 pub mod tokenize;
+pub mod tool_calls;
 pub mod usage;
 
 use utoipa::ToSchema;
