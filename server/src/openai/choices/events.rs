@@ -10,12 +10,12 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use pagoda_engine::{RequestTimings, Usage};
-use serde_json::Value;
 
 use crate::openai::choices::logprob::TokenLogprob;
 use crate::openai::choices::stop_reason::StopReason;
 use crate::openai::error::ApiError;
 use crate::openai::reply::format::DeltaParts;
+use crate::openai::wire::prompt_logprobs::PromptLogprobs;
 
 /// What a choice produces, in order: deltas, then one `Finished` (or one `Error`).
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +50,7 @@ pub enum ChoiceEvent {
     /// vLLM's `prompt_logprobs` of the choice's prompt (before its first delta).
     PromptLogprobs {
         index: usize,
-        logprobs: Value,
+        logprobs: PromptLogprobs,
     },
 }
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use pagoda_engine::PromptTokenLogprob;
 use pagoda_text::tokenizer::TextTokenizer;
-use serde_json::{json, Map, Value};
 
 use crate::openai::choices::logprob::{token_text, TokenLogprob, TokenNaming};
+use crate::openai::wire::prompt_logprobs::{PromptLogprobs, PromptPosition, PromptTokenEntry};
 
 /// What vLLM writes for a log-probability of `-inf` (JSON has no infinity).
 const MIN_LOGPROB: f32 = -9999.0;
@@ -63,7 +63,7 @@ impl PromptSide {
         &mut self,
         entries: Vec<PromptTokenLogprob>,
         tokenizer: &TextTokenizer,
-    ) -> Option<Value> {
+    ) -> Option<PromptLogprobs> {
         let json = self
             .num_prompt_logprobs
             .map(|num_top| vllm_prompt_logprobs(&entries, num_top, tokenizer));
@@ -90,30 +90,31 @@ fn clamped(logprob: f32) -> f32 {
     logprob.max(MIN_LOGPROB)
 }
 
-/// vLLM's shape: `null` for the first token, then per token an object keyed by token id with
-/// `logprob`, `rank` and `decoded_token` for the prompt token and each alternative.
+/// vLLM's shape: `null` for the first token, then per token the prompt token's and each
+/// alternative's `logprob`, `rank` and `decoded_token`, by token id.
 fn vllm_prompt_logprobs(
     entries: &[PromptTokenLogprob],
     num_top: usize,
     tokenizer: &TextTokenizer,
-) -> Value {
+) -> PromptLogprobs {
     let position = |entry: &PromptTokenLogprob| {
-        let mut map = Map::new();
+        let mut position = PromptPosition::default();
         let mut put = |id: u32, logprob: f32, rank: u32| {
-            map.entry(id.to_string()).or_insert_with(|| {
-                json!({"logprob": clamped(logprob), "rank": rank,
-                    "decoded_token": token_text(tokenizer, id)})
+            position.put(id, || PromptTokenEntry {
+                logprob: clamped(logprob),
+                rank,
+                decoded_token: token_text(tokenizer, id),
             });
         };
         put(entry.token_id, entry.logprob, entry.rank);
         for (i, &(id, logprob)) in entry.top_logprobs.iter().take(num_top).enumerate() {
             put(id, logprob, i as u32 + 1);
         }
-        Value::Object(map)
+        Some(position)
     };
-    let mut list = vec![Value::Null];
+    let mut list = vec![None];
     list.extend(entries.iter().map(position));
-    Value::Array(list)
+    PromptLogprobs(list)
 }
 
 /// The echoed tokens' log-probabilities: none for the first token, then each from its entry

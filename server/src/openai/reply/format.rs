@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
 
+use crate::openai::wire::prompt_logprobs::PromptLogprobs;
 use crate::openai::wire::usage::{CompletionTokensDetails, Usage};
 use crate::openai::wire::Nullable;
 
@@ -102,7 +102,7 @@ pub struct FinishedChoice {
     pub stop_reason: Option<StopReason>,
     pub logprobs: Vec<TokenLogprob>,
     /// vLLM's `prompt_logprobs`, when asked for.
-    pub prompt_logprobs: Option<Value>,
+    pub prompt_logprobs: Option<PromptLogprobs>,
     /// The generated token ids.
     pub token_ids: Vec<u32>,
     /// The prompt's token ids, when `return_token_ids` asked for them.

@@ -2,8 +2,9 @@
 //! `chat.completion.chunk`s of a stream.
 
 use serde::Serialize;
-use serde_json::Value;
 use utoipa::ToSchema;
+
+use super::prompt_logprobs::PromptLogprobs;
 
 use super::logprobs::ChatLogprobs;
 use super::tool_calls::{LegacyFunctionCall, ToolCall, ToolCallDelta};
@@ -25,7 +26,8 @@ pub struct ChatCompletion<C = ChatChoice> {
     pub usage: Nullable<Usage>,
     /// vLLM's `prompt_logprobs`: the response's, as every choice has the same prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt_logprobs: Option<Value>,
+    #[schema(value_type = Option<Value>)]
+    pub prompt_logprobs: Option<PromptLogprobs>,
     /// vLLM's `return_token_ids`: the prompt's ids, the response's in chat.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_token_ids: Option<Vec<u32>>,

@@ -1,8 +1,9 @@
 //! `/v1/completions` bodies: the whole `text_completion` object and its streamed chunks.
 
 use serde::Serialize;
-use serde_json::Value;
 use utoipa::ToSchema;
+
+use super::prompt_logprobs::PromptLogprobs;
 
 use super::logprobs::CompletionLogprobs;
 use super::usage::Usage;
@@ -39,7 +40,8 @@ pub struct CompletionChoice {
     pub stop_reason: Nullable<StopReason>,
     /// vLLM's `prompt_logprobs`, when asked for (whole responses).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt_logprobs: Option<Value>,
+    #[schema(value_type = Option<Value>)]
+    pub prompt_logprobs: Option<PromptLogprobs>,
     /// vLLM's `return_token_ids`: the prompt's ids (a stream's first chunk of the choice).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_token_ids: Option<Vec<u32>>,

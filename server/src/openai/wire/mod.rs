@@ -6,6 +6,7 @@ pub mod chat;
 pub mod completion;
 pub mod logprobs;
 pub mod models;
+pub mod prompt_logprobs;
 pub mod responses;
 pub mod responses_events;
 pub mod responses_input_items;
