@@ -79,22 +79,13 @@ impl ChatPlan {
             Some(tools) => tools.output(state.tool_calls)?,
             None => None,
         };
-        let constraint = constrain(state, request, tools.as_ref()).await?;
-        // `[TOOL_CALLS]` is a special token: it stays in the text the parser reads.
-        let keep_special_tokens = matches!(
-            tool_output,
-            Some(ToolOutput::Parsed {
-                format: ToolCallFormat::Mistral,
-                ..
-            })
-        );
         let resolved = Resolved {
             model,
             bad_words,
             thinking_budget,
-            constraint,
+            constraint: constrain(state, request, tools.as_ref()).await?,
             echo: false,
-            keep_special_tokens,
+            keep_special_tokens: reads_special_tokens(tool_output.as_ref()),
             hide_reasoning,
         };
         let text = ChatText {
@@ -111,6 +102,18 @@ impl ChatPlan {
             text,
         })
     }
+}
+
+/// Whether the tool-call parser reads special tokens from the text: Mistral's calls start with
+/// `[TOOL_CALLS]`, a special token, which then stays in the text.
+fn reads_special_tokens(tool_output: Option<&ToolOutput>) -> bool {
+    matches!(
+        tool_output,
+        Some(ToolOutput::Parsed {
+            format: ToolCallFormat::Mistral,
+            ..
+        })
+    )
 }
 
 /// Chat's `logprobs` and `top_logprobs` as the number of alternatives asked for.
