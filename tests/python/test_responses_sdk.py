@@ -71,6 +71,11 @@ class TextTest(unittest.TestCase):
         ).http_response.json()
         response = openai.types.responses.Response.model_validate(raw)
         self.assertEqual(response.id, raw["id"])
+        # Sampling settings are echoed as the client wrote them (0.7, not 0.699999988…).
+        echoed = CLIENT.responses.create(
+            model=MODEL, input=QUESTION, max_output_tokens=2, temperature=0.7, top_p=0.9
+        )
+        self.assertEqual((echoed.temperature, echoed.top_p), (0.7, 0.9))
         with CLIENT.responses.stream(model=MODEL, input=QUESTION, max_output_tokens=4) as stream:
             for event in stream:
                 kind = type(event).__name__

@@ -18,8 +18,9 @@ pub struct ResponsesRequest {
     pub parallel_tool_calls: Option<bool>,
     pub text: Option<Value>,
     pub max_output_tokens: Option<u64>,
-    pub temperature: Option<f32>,
-    pub top_p: Option<f32>,
+    /// Kept as the client wrote it (the response echoes it; chat reads it as its `f32`).
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
     pub top_logprobs: Option<u32>,
     pub stream: Option<bool>,
     pub store: Option<bool>,

@@ -25,8 +25,7 @@ pub struct ResponseShell {
     pub instructions: Option<String>,
     pub max_output_tokens: Option<u64>,
     pub parallel_tool_calls: bool,
-    /// The request's value, read as an `f32` and written widened (0.7 is written
-    /// 0.699999988079071).
+    /// The request's value as it wrote it (0.7 is written 0.7, as OpenAI echoes it).
     pub temperature: Option<f64>,
     /// As `temperature`.
     pub top_p: Option<f64>,
@@ -235,7 +234,7 @@ mod tests {
             instructions: None,
             max_output_tokens: Some(3),
             parallel_tool_calls: true,
-            temperature: Some(f64::from(0.7_f32)),
+            temperature: Some(0.7),
             top_p: None,
             tool_choice: json!("auto"),
             tools: Vec::new(),
@@ -288,7 +287,7 @@ mod tests {
         };
         let expected = concat!(
             r#"{"id":"resp_1","object":"response","created_at":7,"model":"m","instructions":null,"#,
-            r#""max_output_tokens":3,"parallel_tool_calls":true,"temperature":0.699999988079071,"#,
+            r#""max_output_tokens":3,"parallel_tool_calls":true,"temperature":0.7,"#,
             r#""top_p":null,"tool_choice":"auto","tools":[],"text":{"format":{"type":"text"}},"#,
             r#""metadata":{},"previous_response_id":null,"reasoning":null,"store":true,"#,
             r#""truncation":"disabled","user":null,"top_logprobs":0,"background":false,"#,
