@@ -34,5 +34,6 @@ pub mod state;
 pub mod timeline;
 pub mod tls;
 pub mod tool_call_config;
+pub mod unix_time;
 pub mod vllm_compat_args;
 pub mod watchdog;

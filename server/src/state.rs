@@ -19,6 +19,7 @@ use crate::lora::LoraRegistry;
 use crate::metrics::Metrics;
 use crate::timeline::{RequestTrace, TimelineWriter};
 use crate::tool_call_config::ToolCallConfig;
+use crate::unix_time::unix_now_s;
 
 /// Default time between keep-alive comments on an idle SSE stream (`--sse-keep-alive`).
 pub const DEFAULT_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
@@ -149,11 +150,4 @@ impl AppState {
     pub fn start_draining(&self) {
         self.draining.store(true, Ordering::Release);
     }
-}
-
-pub fn unix_now_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }

@@ -15,10 +15,10 @@
 //! decode). `extra_keys` holds, per block, what besides tokens went into its hash: the LoRA
 //! adapter's name and the cache salt.
 
-use std::time::UNIX_EPOCH;
-
 use pagoda_engine::{KvCacheEvent, KvEventBatch, StoredBlocks};
 use serde::Serialize;
+
+use crate::unix_time::unix_s;
 
 /// Which memory the blocks live in, as vLLM names it (`GPU`; `CPU` for an engine on the CPU).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,11 +82,7 @@ impl Serialize for WireStored<'_> {
 
 /// One batch's msgpack bytes; `data_parallel_rank` is always 0 (one engine per server).
 pub fn encode_batch(batch: &KvEventBatch, medium: Medium) -> Vec<u8> {
-    let ts = batch
-        .at
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
+    let ts = unix_s(batch.at);
     let events = batch.events.iter().map(|e| wire_event(e, medium)).collect();
     rmp_serde::to_vec(&WireBatch(ts, events, 0)).expect("msgpack of plain values")
 }

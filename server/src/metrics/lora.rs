@@ -6,7 +6,9 @@
 //! and `vllm:num_{gpu,cpu}_loaded_lora_adapters`.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+
+use crate::unix_time::unix_s;
 
 use pagoda_engine::EngineHandle;
 use prometheus::core::{Collector, Desc};
@@ -98,9 +100,7 @@ impl LoraCollector {
 
     fn info_families(&self) -> Vec<MetricFamily> {
         let stats = self.engine.stats();
-        let now_s = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
+        let now_s = unix_s(SystemTime::now());
         let mut families = Vec::new();
         for opts in &self.info_opts {
             let opts = opts

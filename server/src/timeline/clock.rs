@@ -1,6 +1,8 @@
 //! Unix seconds from the monotonic clock, and when a request arrived.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime};
+
+use crate::unix_time::unix_s;
 
 /// Converts monotonic instants to Unix seconds from one reading of the wall clock.
 #[derive(Debug, Clone, Copy)]
@@ -11,10 +13,7 @@ pub struct UnixClock {
 
 impl UnixClock {
     pub fn now() -> Self {
-        let anchor_unix_s = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
+        let anchor_unix_s = unix_s(SystemTime::now());
         Self {
             anchor: Instant::now(),
             anchor_unix_s,
@@ -37,7 +36,7 @@ pub struct ReceivedAt(pub Instant);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn instants_map_to_unix_seconds_on_both_sides_of_the_anchor() {

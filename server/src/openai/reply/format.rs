@@ -12,7 +12,7 @@ use crate::openai::wire::Nullable;
 use crate::openai::choices::logprob::TokenLogprob;
 use crate::openai::choices::stop_reason::StopReason;
 use crate::openai::request::plan::RequestPlan;
-use crate::state::unix_now_s;
+use crate::unix_time::unix_now_s;
 
 /// How one endpoint writes its objects, as typed bodies (`wire/`).
 pub trait ResponseFormat: Send + Sync + 'static {

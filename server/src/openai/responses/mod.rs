@@ -35,7 +35,8 @@ use crate::openai::wire::responses::{
 };
 use crate::openai::wire::responses_input_items::InputItemList;
 use crate::openai::wire::responses_usage::ResponsesUsage;
-use crate::state::{unix_now_s, SharedState};
+use crate::state::SharedState;
+use crate::unix_time::unix_now_s;
 use api_state::ResponsesState;
 use input_items::{input_items, page, ListQuery};
 use object::{output_items, status_of};
