@@ -11,6 +11,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+. bench/common.sh
 RATE=800
 SECONDS_PER_RUN=10
 ROUNDS=3
@@ -34,14 +35,15 @@ done
 MODEL=$(scripts/fetch-default-model.sh)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-PORT=18663
+PORT=$(free_port)
 TICKS=$(getconf CLK_TCK)
 run_one() {  # run_one LABEL BINARY ROUND
   local label=$1 binary=$2 round=$3
   "$binary" --mock --mock-tpot-ms 10 --port $PORT --host 127.0.0.1 --max-num-seqs 4096 \
-    --max-waiting-requests 1000000 --kv-cache-memory 64GiB --disable-log-requests 2>/dev/null &
+    --max-waiting-requests 1000000 --kv-cache-memory 64GiB --disable-log-requests \
+    >"$TMP/$label-$round.log" 2>&1 &
   local server=$!
-  for _ in $(seq 200); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.05; done
+  wait_healthy "http://127.0.0.1:$PORT/health" $server "$TMP/$label-$round.log" 60
   local cpu_before
   cpu_before=$(awk '{print $14 + $15}' /proc/$server/stat)
   "$BENCH" serve --base-url "http://127.0.0.1:$PORT" --model mock --tokenizer "$MODEL" \
@@ -51,7 +53,7 @@ run_one() {  # run_one LABEL BINARY ROUND
     --result-filename "$label-$round.json" >/dev/null 2>&1
   local cpu_after
   cpu_after=$(awk '{print $14 + $15}' /proc/$server/stat)
-  kill -TERM $server; wait $server 2>/dev/null || true
+  stop_pid $server
   python3 - "$TMP/$label-$round.json" "$label" "$round" "$cpu_before" "$cpu_after" "$TICKS" <<'PY'
 import json, sys
 path, label, round_, before, after, ticks = sys.argv[1:]

@@ -12,6 +12,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+. bench/common.sh
 BINARY=target/release/pagoda-server
 ENDPOINT=chat
 STREAM=true
@@ -30,17 +31,14 @@ done
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 MODEL=$(scripts/fetch-default-model.sh)
 TMP=$(mktemp -d)
-PORT=${PORT:-18657}
+PORT=${PORT:-$(free_port)}
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$TMP/cg.out" \
   "$BINARY" --model "$MODEL" --port "$PORT" --host 127.0.0.1 --max-model-len 1024 \
   --max-num-seqs 4 --disable-log-requests >"$TMP/server.log" 2>&1 &
 SERVER=$!
-trap 'rc=$?; kill -TERM $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; rm -rf "$TMP"; exit $rc' EXIT
-for _ in $(seq 600); do
-  curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break
-  kill -0 $SERVER 2>/dev/null || { cat "$TMP/server.log" >&2; exit 1; }
-  sleep 0.5
-done
+trap 'rc=$?; stop_pid $SERVER; rm -rf "$TMP"; exit $rc' EXIT
+# Start-up under valgrind is slow (the model loads at a tenth of its speed).
+wait_healthy "http://127.0.0.1:$PORT/health" $SERVER "$TMP/server.log" 900
 case "$ENDPOINT" in
   chat) URL=/v1/chat/completions
         BODY="{\"messages\":[{\"role\":\"user\",\"content\":\"Name a colour.\"}],\"max_tokens\":$MAX_TOKENS,\"stream\":$STREAM}" ;;
@@ -63,7 +61,7 @@ request() { curl -sf "http://127.0.0.1:$PORT$URL" -H 'Content-Type: application/
 REQUEST_S=$(record request request)
 IDLE_S=$(python3 -c "print(max(2.0, 1.5 * $REQUEST_S))")
 record idle sleep "$IDLE_S" >/dev/null
-kill -TERM $SERVER; wait $SERVER 2>/dev/null || true
+stop_pid $SERVER 120
 python3 - "$TMP" "$ROOT" "$BINARY" "$ENDPOINT" "$STREAM" "$JSON_OUT" <<'PY'
 import glob, json, os, re, subprocess, sys
 tmp, root, binary, endpoint, stream, json_out = sys.argv[1:]

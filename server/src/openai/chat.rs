@@ -26,7 +26,7 @@ use crate::openai::request::template_variables::request_template_kwargs;
 use crate::openai::tools::legacy_functions::read_legacy_functions;
 use crate::openai::tools::request::{parse_tools, ToolsRequest};
 use crate::openai::wire::chat::ChatCompletion;
-use crate::openai::{chat_prompt_ids as render_prompt_ids, record_accepted, tokenize_blocking};
+use crate::openai::{record_accepted, render_chat_prompt, tokenize_blocking};
 use crate::state::SharedState;
 use crate::timeline::ReceivedAt;
 
@@ -126,7 +126,7 @@ async fn chat_prompt_ids(
             continue_final_message,
             template_kwargs: &kwargs,
         };
-        render_prompt_ids(&state, conversation, add_special_tokens)
+        render_chat_prompt(&state, conversation, add_special_tokens)
     })
     .await
 }

@@ -32,7 +32,7 @@ pub async fn tokenize_blocking<T: Send + 'static>(
 
 /// The prompt ids of a conversation, under the server's chat policy (blocking: call it off the
 /// async threads).
-pub fn chat_prompt_ids(
+pub fn render_chat_prompt(
     state: &AppState,
     conversation: Conversation<'_>,
     add_special_tokens: bool,

@@ -14,7 +14,7 @@ use crate::openai::request::json_body::JsonBody;
 use crate::openai::request::model_select::check_model;
 use crate::openai::request::template_variables::request_template_kwargs;
 use crate::openai::wire::tokenize::{DetokenizeResponse, TokenizeResponse};
-use crate::openai::{chat_prompt_ids, tokenize_blocking};
+use crate::openai::{render_chat_prompt, tokenize_blocking};
 use crate::state::SharedState;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -83,7 +83,7 @@ pub async fn tokenize(
                     continue_final_message,
                     template_kwargs: &kwargs,
                 };
-                chat_prompt_ids(&state, conversation, add_special_tokens)
+                render_chat_prompt(&state, conversation, add_special_tokens)
             }
             _ => Err(ApiError::invalid(
                 "prompt",

@@ -15,9 +15,7 @@ use crate::openai::reply::format::{
 };
 use crate::openai::request::chat_plan::ChatText;
 use crate::openai::tools::legacy_functions::{legacy_choice, legacy_chunk_choice};
-use crate::openai::tools::output::{
-    finish_reason, message_parts, ChatDelta, ToolCallStream, ToolOutput,
-};
+use crate::openai::tools::output::{finish_reason, message_parts, ChatDelta, ToolCallStream};
 use crate::openai::wire::chat::{
     ChatChoice, ChatChunkChoice, ChatChunkDelta, ChatCompletion, ChatMessage,
 };
@@ -30,18 +28,10 @@ use crate::openai::wire::Nullable;
 #[derive(Debug)]
 pub struct ChatFormat {
     meta: ResponseMeta,
-    tools: Option<ToolOutput>,
-    reasoning: Option<ReasoningFormat>,
+    /// How the replies' text is read (tools, reasoning) and written (echo, role, legacy shape).
+    text: ChatText,
     /// Each streamed choice's readers, by choice index.
     streams: Mutex<HashMap<usize, ChoiceReader>>,
-    /// vLLM's chat `echo`: the final assistant message the output continues, written first.
-    echo: Option<String>,
-    /// The replies' role (`assistant` unless `--response-role` or the prompt's ending says).
-    role: String,
-    /// The request offered deprecated `functions`: calls are answered as `function_call`.
-    legacy_functions: bool,
-    /// vLLM's `include_reasoning: false`: the thinking is split off and left out.
-    hide_reasoning: bool,
 }
 
 /// One streamed choice's text readers: reasoning first, then tool calls on the content.
@@ -104,13 +94,8 @@ impl ChatFormat {
     pub fn new(meta: ResponseMeta, text: ChatText) -> Self {
         Self {
             meta,
-            tools: text.tool_output,
-            reasoning: text.reasoning,
+            text,
             streams: Mutex::new(HashMap::new()),
-            echo: text.echo,
-            role: text.role,
-            legacy_functions: text.legacy_functions,
-            hide_reasoning: text.hide_reasoning,
         }
     }
 
@@ -121,7 +106,7 @@ impl ChatFormat {
         read: impl FnOnce(&mut ChoiceReader) -> ReadDelta,
     ) -> ReadDelta {
         let mut delta = self.with_reader(index, read);
-        if self.hide_reasoning {
+        if self.text.hide_reasoning {
             delta.reasoning.clear();
         }
         delta
@@ -129,7 +114,7 @@ impl ChatFormat {
 
     /// A finished choice in the shape the request asked for.
     fn shaped(&self, choice: ChatChoice) -> ChatChoice {
-        match self.legacy_functions {
+        match self.text.legacy_functions {
             true => legacy_choice(choice),
             false => choice,
         }
@@ -139,8 +124,8 @@ impl ChatFormat {
     fn with_reader<T>(&self, index: usize, read: impl FnOnce(&mut ChoiceReader) -> T) -> T {
         let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
         let reader = streams.entry(index).or_insert_with(|| ChoiceReader {
-            reasoning: self.reasoning.map(ReasoningFormat::streaming),
-            tools: self.tools.as_ref().map(ToolCallStream::new),
+            reasoning: self.text.reasoning.map(ReasoningFormat::streaming),
+            tools: self.text.tool_output.as_ref().map(ToolCallStream::new),
         });
         read(reader)
     }
@@ -166,7 +151,7 @@ impl ChatFormat {
 
     /// A streamed choice, in the shape the request asked for.
     fn chunk_choice(&self, choice: ChatChunkChoice) -> ChatChunkChoice {
-        match self.legacy_functions {
+        match self.text.legacy_functions {
             true => legacy_chunk_choice(choice),
             false => choice,
         }
@@ -186,7 +171,7 @@ impl ResponseFormat for ChatFormat {
     }
 
     fn observe(&self, delta: DeltaParts<'_>) {
-        if self.reasoning.is_some() {
+        if self.text.reasoning.is_some() {
             self.with_reader(delta.index, |reader| {
                 if let Some(stream) = &mut reader.reasoning {
                     stream.push_tokens(delta.text, delta.num_tokens);
@@ -196,7 +181,7 @@ impl ResponseFormat for ChatFormat {
     }
 
     fn completion_tokens_details(&self) -> Option<CompletionTokensDetails> {
-        self.reasoning?;
+        self.text.reasoning?;
         let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
         let reasoning_tokens = streams
             .values()
@@ -216,8 +201,8 @@ impl ResponseFormat for ChatFormat {
         usage: Nullable<Usage>,
     ) -> Option<Self::Chunk> {
         let delta = ChatChunkDelta {
-            role: Some(self.role.clone()),
-            content: Some(self.echo.clone().unwrap_or_default()),
+            role: Some(self.text.role.clone()),
+            content: Some(self.text.echo.clone().unwrap_or_default()),
             ..ChatChunkDelta::default()
         };
         Some(ChatCompletion {
@@ -239,14 +224,14 @@ impl ResponseFormat for ChatFormat {
             ..
         } = parts;
         let logprobs = self.logprobs(parts.logprobs);
-        let delta = match self.tools.is_none() && self.reasoning.is_none() {
+        let delta = match self.text.tool_output.is_none() && self.text.reasoning.is_none() {
             true => content_delta(text.to_string()),
             false => {
                 let read = self.read_shown(index, |reader| reader.read(text, num_tokens));
                 let empty = read.reasoning.is_empty() && read.chat.is_empty();
                 // Held text still sends its tokens' ids or log-probabilities (as vLLM does).
                 let carries_tokens = self.meta.return_token_ids && !parts.token_ids.is_empty();
-                match (empty, self.tools.is_some()) {
+                match (empty, self.text.tool_output.is_some()) {
                     // With tools, text the parser holds gives no delta otherwise.
                     (true, true) if logprobs.is_none() && !carries_tokens => return None,
                     (true, true) => ChatChunkDelta::default(),
@@ -267,7 +252,7 @@ impl ResponseFormat for ChatFormat {
 
     fn joins_last_delta(&self) -> bool {
         // With tools or reasoning the end flushes the readers: a final choice of its own.
-        self.tools.is_none() && self.reasoning.is_none()
+        self.text.tool_output.is_none() && self.text.reasoning.is_none()
     }
 
     fn final_choice(&self, index: usize, end: &ChoiceEnd) -> ChatChunkChoice {
@@ -277,7 +262,7 @@ impl ResponseFormat for ChatFormat {
             stop_reason: Some(end.stop_reason.clone()),
             ..ChatChunkChoice::new(index, delta)
         };
-        if self.tools.is_none() && self.reasoning.is_none() {
+        if self.text.tool_output.is_none() && self.text.reasoning.is_none() {
             return self.chunk_choice(finished(ChatChunkDelta::default(), reason));
         }
         let mut num_calls = 0;
@@ -286,7 +271,7 @@ impl ResponseFormat for ChatFormat {
             num_calls = reader.tools.as_ref().map_or(0, ToolCallStream::num_calls);
             delta
         });
-        let reason = match &self.tools {
+        let reason = match &self.text.tool_output {
             Some(output) => finish_reason(output, num_calls, reason),
             None => reason,
         };
@@ -323,30 +308,31 @@ impl ResponseFormat for ChatFormat {
 impl ChatFormat {
     /// A finished choice's message and finish reason.
     fn message(&self, choice: &FinishedChoice) -> (ChatMessage, String) {
-        let (reasoning, text) = match self.reasoning {
+        let (reasoning, text) = match self.text.reasoning {
             Some(format) => format.split(&choice.text),
             None => (None, choice.text.clone()),
         };
-        let (content, calls) = match &self.tools {
+        let (content, calls) = match &self.text.tool_output {
             None => (Some(text), Vec::new()),
             Some(output) => message_parts(output, &text),
         };
-        let content = match &self.echo {
+        let content = match &self.text.echo {
             Some(echo) => Some(format!("{echo}{}", content.unwrap_or_default())),
             None => content,
         };
-        let reason = match &self.tools {
+        let reason = match &self.text.tool_output {
             Some(output) => finish_reason(output, calls.len(), &choice.finish_reason).to_string(),
             None => choice.finish_reason.clone(),
         };
         let message = ChatMessage {
-            role: self.role.clone(),
+            role: self.text.role.clone(),
             content,
             tool_calls: (!calls.is_empty()).then_some(calls),
             reasoning_content: self
+                .text
                 .reasoning
                 .is_some()
-                .then(|| reasoning.filter(|_| !self.hide_reasoning)),
+                .then(|| reasoning.filter(|_| !self.text.hide_reasoning)),
             function_call: None,
         };
         (message, reason)
