@@ -6,16 +6,22 @@
 
 Every engine query reads `${namespace}:<name>`, so the same dashboard shows pagoda-server with
 `--metrics-namespace pagoda` or `vllm` (and vLLM itself). Panel meanings: docs/observability.md.
+Every series a query reads must be in docs/metric-names.txt (under both namespaces, for an engine
+series), the list the server's tests keep equal to what it exports: a misspelt or retired name
+stops the generator.
 """
 
 import json
 import pathlib
+import re
 import sys
 
 from dashboard_kit import (custom_variable, dashboard, datasource_variable, heatmap,
                            query_variable, row, stat, steps, timeseries)
 
-OUT = pathlib.Path(__file__).resolve().parent / "dashboards" / "pagoda-overview.json"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "grafana" / "dashboards" / "pagoda-overview.json"
+METRIC_LIST = ROOT / "docs" / "metric-names.txt"
 
 ENGINE = 'job=~"$job", instance=~"$instance", model_name=~"$model_name"'
 HTTP = 'job=~"$job", instance=~"$instance"'
@@ -318,8 +324,41 @@ def overview():
         ["pagoda", "vllm", "llm-serving"], variables(), panels)
 
 
+def listed_series():
+    """docs/metric-names.txt: exported family name -> type."""
+    lines = (line.strip() for line in METRIC_LIST.read_text().splitlines())
+    return dict(line.split(" ", 1) for line in lines if line and not line.startswith("#"))
+
+
+def family(series, name):
+    """A histogram sample's family (`..._bucket` -> the histogram), else the name itself."""
+    for suffix in ("_bucket", "_sum", "_count"):
+        base = name[:-len(suffix)] if name.endswith(suffix) else None
+        if base and series.get(base) == "histogram":
+            return base
+    return name
+
+
+def unlisted_series(text, series):
+    """The series the dashboard reads that the list does not have, as `${namespace}:<name>` or
+    `http_...`."""
+    missing = set()
+    for name in re.findall(r"\$\{namespace\}:([a-z0-9_]+)", text):
+        for namespace in ("pagoda", "vllm"):
+            if family(series, f"{namespace}:{name}") not in series:
+                missing.add(f"{namespace}:{name}")
+    for name in re.findall(r"\b(http_[a-z0-9_]+)", text):
+        if family(series, name) not in series:
+            missing.add(name)
+    return sorted(missing)
+
+
 def render():
-    return json.dumps(overview(), indent=2, sort_keys=False) + "\n"
+    text = json.dumps(overview(), indent=2, sort_keys=False) + "\n"
+    missing = unlisted_series(text, listed_series())
+    if missing:
+        raise SystemExit(f"series not in {METRIC_LIST.relative_to(ROOT)}: {', '.join(missing)}")
+    return text
 
 
 def main(argv):

@@ -21,6 +21,7 @@
 
 pub mod histogram;
 pub mod prometheus;
+pub mod series;
 pub mod spec_decode;
 
 use std::time::Duration;
@@ -206,7 +207,7 @@ pub fn detect_namespace(exposition: &Exposition) -> Option<String> {
         .family_names()
         .filter_map(|name| {
             let (namespace, base) = name.split_once(':')?;
-            base.starts_with("time_to_first_token_seconds")
+            base.starts_with(series::TIME_TO_FIRST_TOKEN[0])
                 .then_some(namespace)
         })
         .collect();
@@ -278,35 +279,29 @@ fn server_side_stats(
     };
     let peak =
         |get: fn(&GaugeSample) -> Option<f64>| timeline.iter().filter_map(get).reduce(f64::max);
-    let prefix_cache_queries = counter(&[
-        "prefix_cache_queries_total",
-        "gpu_prefix_cache_queries_total",
-    ]);
-    let prefix_cache_hits = counter(&["prefix_cache_hits_total", "gpu_prefix_cache_hits_total"]);
+    let prefix_cache_queries = counter(series::PREFIX_CACHE_QUERIES);
+    let prefix_cache_hits = counter(series::PREFIX_CACHE_HITS);
     ServerSideStats {
         metrics_url: String::new(),
         namespace: namespace.to_string(),
         window_s: after.unix_s - before.unix_s,
         num_scrapes: 2,
         num_failed_scrapes: 0,
-        num_finished: counter(&["request_success_total"]),
-        ttft_s: summary(&["time_to_first_token_seconds"]),
-        itl_s: summary(&[
-            "inter_token_latency_seconds",
-            "time_per_output_token_seconds",
-        ]),
-        tpot_s: summary(&["request_time_per_output_token_seconds"]),
-        e2e_s: summary(&["e2e_request_latency_seconds"]),
-        queue_time_s: summary(&["request_queue_time_seconds"]),
-        prefill_time_s: summary(&["request_prefill_time_seconds"]),
-        decode_time_s: summary(&["request_decode_time_seconds"]),
-        mean_queue_time_s: histogram(&["request_queue_time_seconds"]).and_then(|h| h.mean()),
+        num_finished: counter(series::REQUEST_SUCCESS),
+        ttft_s: summary(series::TIME_TO_FIRST_TOKEN),
+        itl_s: summary(series::INTER_TOKEN_LATENCY),
+        tpot_s: summary(series::TIME_PER_OUTPUT_TOKEN),
+        e2e_s: summary(series::E2E_LATENCY),
+        queue_time_s: summary(series::QUEUE_TIME),
+        prefill_time_s: summary(series::PREFILL_TIME),
+        decode_time_s: summary(series::DECODE_TIME),
+        mean_queue_time_s: histogram(series::QUEUE_TIME).and_then(|h| h.mean()),
         peak_num_requests_waiting: peak(|g| g.num_requests_waiting),
         peak_num_requests_running: peak(|g| g.num_requests_running),
         peak_kv_cache_usage: peak(|g| g.kv_cache_usage),
-        num_preemptions: counter(&["num_preemptions_total"]),
-        num_prompt_tokens: counter(&["prompt_tokens_total"]),
-        num_generation_tokens: counter(&["generation_tokens_total"]),
+        num_preemptions: counter(series::NUM_PREEMPTIONS),
+        num_prompt_tokens: counter(series::PROMPT_TOKENS),
+        num_generation_tokens: counter(series::GENERATION_TOKENS),
         prefix_cache_hit_rate: match (prefix_cache_hits, prefix_cache_queries) {
             (Some(hits), Some(queries)) if queries > 0.0 => Some(hits / queries),
             _ => None,
@@ -363,11 +358,10 @@ impl Names {
         let exposition = &scrape.exposition;
         GaugeSample {
             unix_s: scrape.unix_s,
-            num_requests_running: self.gauge(exposition, &["num_requests_running"]),
-            num_requests_waiting: self.gauge(exposition, &["num_requests_waiting"]),
-            kv_cache_usage: self
-                .gauge(exposition, &["kv_cache_usage_perc", "gpu_cache_usage_perc"]),
-            num_preemptions: self.gauge(exposition, &["num_preemptions_total"]),
+            num_requests_running: self.gauge(exposition, series::NUM_REQUESTS_RUNNING),
+            num_requests_waiting: self.gauge(exposition, series::NUM_REQUESTS_WAITING),
+            kv_cache_usage: self.gauge(exposition, series::KV_CACHE_USAGE),
+            num_preemptions: self.gauge(exposition, series::NUM_PREEMPTIONS),
         }
     }
 }

@@ -8,58 +8,20 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use common::api::{client, engine_idle, get, post_json, scrape, wait_for_metrics, SseReader};
+use common::lora::{module_args, write_adapters};
 use common::model_path;
 use common::server::ServerProcess;
-use pagoda_engine::models::ModelConfig;
-use pagoda_engine::testing::TinyLoraSpec;
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 
 /// A prompt of several full KV blocks (16 tokens each) once templated.
 const LONG_PROMPT: &str = "Describe, in a few careful sentences, how a lighthouse keeper spent \
     the long winter nights on a remote island far from the coast, and what she saw.";
-
-/// The default model's shape (SmolLM2-135M: `ModelConfig::mock` is that shape), all an
-/// adapter's files depend on.
-fn default_model_config() -> ModelConfig {
-    ModelConfig::mock(49_152, vec![], 2048)
-}
-
-/// Writes adapters `seeds.len()` adapters named `a0`, `a1`, … under `dir`.
-fn write_adapters(dir: &Path, seeds: &[u64]) -> Vec<(String, PathBuf)> {
-    let config = default_model_config();
-    seeds
-        .iter()
-        .enumerate()
-        .map(|(i, &seed)| {
-            let path = dir.join(format!("a{i}"));
-            let spec = TinyLoraSpec {
-                rank: 8,
-                alpha: 16.0,
-                seed,
-                b_scale: 0.08,
-                ..TinyLoraSpec::default()
-            };
-            spec.write(&config, &path).unwrap();
-            (format!("a{i}"), path)
-        })
-        .collect()
-}
-
-fn module_args(adapters: &[(String, PathBuf)]) -> Vec<String> {
-    let mut args = vec!["--lora-modules".to_string()];
-    args.extend(
-        adapters
-            .iter()
-            .map(|(name, path)| format!("{name}={}", path.display())),
-    );
-    args
-}
 
 fn start(extra: &[String]) -> ServerProcess {
     let model = model_path().display().to_string();

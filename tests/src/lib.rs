@@ -5,6 +5,7 @@ pub mod bench;
 pub mod binaries;
 pub mod browser;
 pub mod html;
+pub mod metric_names;
 pub mod prometheus;
 pub mod server;
 pub mod tls;

@@ -1,6 +1,7 @@
 //! The Grafana dashboards as files: generated from `grafana/build_dashboards.py` and up to date,
 //! every panel described, with a unit and the datasource variable, laid out on the grid, reading
-//! engine series only through the namespace variable and only series docs/metrics.md promises,
+//! engine series only through the namespace variable and only series of the metric list
+//! (docs/metric-names.txt, kept equal to what the server exports) under both namespaces,
 //! and covering every signal the overview must show. (Their queries run against a real
 //! Prometheus in observability_prometheus.rs.)
 
@@ -11,6 +12,7 @@ mod observability;
 use std::collections::BTreeSet;
 
 use observability::dashboards::{dashboard_files, load, panels};
+use pagoda_e2e::metric_names;
 use pagoda_e2e::tools::{repo_file, run_tool_ok};
 use serde_json::Value;
 
@@ -119,8 +121,8 @@ fn engine_series(expr: &str) -> BTreeSet<String> {
 }
 
 #[test]
-fn engine_series_are_read_through_the_namespace_variable_and_are_documented() {
-    let contract = std::fs::read_to_string(repo_file("docs/metrics.md")).expect("docs/metrics.md");
+fn engine_series_are_read_through_the_namespace_variable_and_are_listed() {
+    let list = metric_names::listed();
     for (_, panel) in all_panels() {
         for expr in exprs(&panel) {
             for literal in ["pagoda:", "vllm:"] {
@@ -131,10 +133,11 @@ fn engine_series_are_read_through_the_namespace_variable_and_are_documented() {
                 );
             }
             for series in engine_series(&expr) {
-                let documented = format!("`vllm:{series}`");
-                assert!(
-                    contract.contains(&documented),
-                    "{series} is not in docs/metrics.md"
+                assert_eq!(
+                    metric_names::namespaces_of(&list, &series),
+                    metric_names::NAMESPACES,
+                    "{series}: not in {} under both namespaces",
+                    metric_names::LIST_PATH
                 );
             }
         }

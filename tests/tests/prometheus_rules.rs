@@ -2,8 +2,11 @@
 //! (`deploy/prometheus/tests/*.test.yml`), run with `promtool` (Debian package `prometheus`):
 //! the rule files and `prometheus.yml` are valid, every unit test passes, every alert is tested
 //! both firing and silent, every recording rule has an expected value, every alert carries its
-//! runbook and severity, and the unit tests fail when a rule changes (so they test something).
+//! runbook and severity, rules and their tests read only series of the metric list
+//! (docs/metric-names.txt, kept equal to what the server exports), and the unit tests fail when
+//! a rule changes (so they test something).
 
+use pagoda_e2e::metric_names::{self, MetricList, NAMESPACES};
 use pagoda_e2e::tools::{repo_file, run_tool, run_tool_ok};
 use serde_yaml::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -179,6 +182,67 @@ fn every_alert_is_tested_firing_and_silent() {
             "no alert_rule_test where {name} must not fire (empty exp_alerts)"
         );
     }
+}
+
+/// The exported series a PromQL expression reads that the metric list lacks: `(pagoda|vllm):<base>`
+/// must be listed under both namespaces, a literal `vllm:…`, `pagoda:…`, `http_…` or
+/// `pagoda_…` name as it is.
+fn unlisted_in(expr: &str, list: &MetricList) -> Vec<String> {
+    let mut missing = Vec::new();
+    for token in names_in(expr) {
+        if let Some(base) = token.strip_prefix(':') {
+            for namespace in NAMESPACES {
+                let name = format!("{namespace}:{base}");
+                if !list.contains_key(metric_names::family_of(list, &name)) {
+                    missing.push(name);
+                }
+            }
+        } else if ["vllm:", "pagoda:", "http_", "pagoda_"]
+            .iter()
+            .any(|prefix| token.starts_with(prefix))
+            && !list.contains_key(metric_names::family_of(list, token))
+        {
+            missing.push(token.to_string());
+        }
+    }
+    missing
+}
+
+#[test]
+fn rules_and_their_tests_read_only_listed_series() {
+    let list = metric_names::listed();
+    let mut missing: BTreeSet<(String, String)> = BTreeSet::new();
+    for file in [RECORDING_RULES, ALERT_RULES] {
+        for (_, rules) in rule_groups(&repo_file(file)) {
+            for rule in rules {
+                let expr = str_at(&rule, "expr").expect("every rule has an expr");
+                missing.extend(
+                    unlisted_in(expr, &list)
+                        .into_iter()
+                        .map(|n| (file.into(), n)),
+                );
+            }
+        }
+    }
+    for (file, group) in test_groups() {
+        for input in seq(&group, "input_series") {
+            let series = str_at(input, "series").expect("input_series without series");
+            let name = series.split('{').next().unwrap_or(series);
+            missing.extend(
+                unlisted_in(name, &list)
+                    .into_iter()
+                    .map(|n| (file.clone(), n)),
+            );
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "series not in {} (a misspelt or retired name): {missing:?}",
+        metric_names::LIST_PATH
+    );
+    // The check sees a misspelling.
+    let misspelt = r#"rate({__name__=~"(pagoda|vllm):request_sucess_total"}[5m])"#;
+    assert_eq!(unlisted_in(misspelt, &list).len(), 2);
 }
 
 #[test]

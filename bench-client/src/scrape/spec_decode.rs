@@ -18,10 +18,11 @@ use serde::{Deserialize, Serialize};
 
 use super::prometheus::{counter_delta, Exposition};
 
-const NUM_DRAFTS: &str = "spec_decode_num_drafts_total";
-const NUM_DRAFT_TOKENS: &str = "spec_decode_num_draft_tokens_total";
-const NUM_ACCEPTED_TOKENS: &str = "spec_decode_num_accepted_tokens_total";
-const NUM_ACCEPTED_TOKENS_PER_POS: &str = "spec_decode_num_accepted_tokens_per_pos_total";
+use super::series::{
+    SPEC_DECODE_NUM_ACCEPTED_TOKENS as NUM_ACCEPTED_TOKENS,
+    SPEC_DECODE_NUM_ACCEPTED_TOKENS_PER_POS as NUM_ACCEPTED_TOKENS_PER_POS,
+    SPEC_DECODE_NUM_DRAFTS as NUM_DRAFTS, SPEC_DECODE_NUM_DRAFT_TOKENS as NUM_DRAFT_TOKENS,
+};
 const LABEL_POSITION: &str = "position";
 
 /// Speculative decoding over the run's window, from the server's counters. Present only when

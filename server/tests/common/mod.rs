@@ -7,6 +7,7 @@ pub mod api;
 pub mod bad_inputs;
 pub mod default_model_api;
 pub mod known_requests;
+pub mod lora;
 pub mod prom;
 pub mod python;
 pub mod reference;

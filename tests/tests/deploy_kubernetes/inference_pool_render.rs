@@ -144,9 +144,11 @@ fn the_picker_scores_queue_kv_cache_and_prefix() {
     );
 }
 
-/// Every series the picker reads is one of the router contract's (docs/metrics.md).
+/// Every series the picker reads is one of the router contract's (docs/metrics.md) and of the
+/// metric list (docs/metric-names.txt).
 #[test]
 fn the_picker_reads_the_router_contracts_series() {
+    let list = pagoda_e2e::metric_names::listed();
     let docs =
         std::fs::read_to_string(pagoda_e2e::tools::repo_file("docs/metrics.md")).expect("docs");
     let contract = docs
@@ -159,6 +161,10 @@ fn the_picker_reads_the_router_contracts_series() {
         assert!(
             contract.contains(&format!("| `{series}` |")),
             "{field}: {series} is no router series"
+        );
+        assert!(
+            list.contains_key(&series),
+            "{field}: {series} is not listed"
         );
     }
 }
