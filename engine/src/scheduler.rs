@@ -220,6 +220,8 @@ impl Scheduler {
     fn schedule_running(&mut self, plan: &mut BatchPlan, budget: &mut StepBudget) -> bool {
         let mut preempted = false;
         let mut index = 0;
+        let num_running = self.running.len();
+        let speculating = self.speculation.as_ref().is_some_and(|s| s.is_on_at(num_running));
         while index < self.running.len() && budget.num_tokens > 0 {
             let num_uncomputed = self.running[index].num_uncomputed_tokens();
             let chunked = self.limits.enable_chunked_prefill;
@@ -229,7 +231,8 @@ impl Scheduler {
                 index += 1;
                 continue;
             }
-            let drafts = match (&self.speculation, num_uncomputed == 1 && num_new == 1) {
+            let decoding = num_uncomputed == 1 && num_new == 1;
+            let drafts = match (&self.speculation, speculating && decoding) {
                 (Some(spec), true) => {
                     spec.propose(&self.running[index], budget.num_tokens - 1, self.limits.max_model_len)
                 }

@@ -215,6 +215,13 @@ fn log_speculation(info: &EngineInfo) {
         return;
     };
     let k = config.num_speculative_tokens;
+    if let Some(max_num_running) = config.disable_by_batch_size {
+        tracing::info!(
+            disable_by_batch_size = max_num_running,
+            "speculative decoding: no proposals in steps with {max_num_running} or more running \
+             requests"
+        );
+    }
     match &config.method {
         SpeculativeMethod::Ngram(ngram) => tracing::info!(
             num_speculative_tokens = k,

@@ -179,6 +179,7 @@ fn constrained_sequences_follow_their_grammar_and_leave_the_others_alone() {
                 },
             ),
             num_speculative_tokens: 3,
+            disable_by_batch_size: None,
         }),
         ..tight.clone()
     };

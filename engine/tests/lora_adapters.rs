@@ -348,12 +348,14 @@ fn speculative_decoding_keeps_each_adapters_output() {
             prompt_lookup_max: 3,
         }),
         num_speculative_tokens: 3,
+        disable_by_batch_size: None,
     };
     let draft = SpeculativeConfig {
         method: SpeculativeMethod::DraftModel(DraftModelConfig {
             model: case.gguf.clone(),
         }),
         num_speculative_tokens: 3,
+        disable_by_batch_size: None,
     };
     for speculative in [ngram, draft] {
         let name = speculative.method.name();

@@ -22,6 +22,7 @@ fn prompt_lookup(num_speculative_tokens: usize) -> Option<SpeculativeConfig> {
             prompt_lookup_max: 3,
         }),
         num_speculative_tokens,
+        disable_by_batch_size: None,
     })
 }
 

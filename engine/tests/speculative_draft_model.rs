@@ -27,6 +27,7 @@ fn draft_at(path: &Path, num_speculative_tokens: usize) -> Option<SpeculativeCon
             model: path.to_path_buf(),
         }),
         num_speculative_tokens,
+        disable_by_batch_size: None,
     })
 }
 

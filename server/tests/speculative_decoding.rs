@@ -98,6 +98,26 @@ async fn counters_equal_the_usage_of_the_requests_in_both_namespaces() {
     check_counters_equal_usage("vllm").await;
 }
 
+/// vLLM's `disable_by_batch_size` is taken: a request running alone (below the threshold)
+/// still speculates. (Which steps propose at which batch size: the scheduler's tests.)
+#[tokio::test]
+async fn disable_by_batch_size_is_taken_and_a_lone_request_still_speculates() {
+    let config = r#"{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":2,"prompt_lookup_max":3,"disable_by_batch_size":2}"#;
+    let server = ServerProcess::start(&[
+        "--mock",
+        "--mock-tpot-ms",
+        "1",
+        "--speculative-config",
+        config,
+    ]);
+    let client = client();
+    let body = json!({"prompt": "alone", "max_tokens": 60, "ignore_eos": true});
+    let reply = post_json(&client, &server.url("/v1/completions"), &body).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let (accepted, _) = predictions(&reply.json()["usage"]);
+    assert!(accepted > 0, "{}", reply.text());
+}
+
 #[tokio::test]
 async fn a_server_that_does_not_speculate_reports_none_of_it() {
     let server = ServerProcess::start_mock("0", "1");
@@ -133,6 +153,10 @@ fn unsupported_speculation_is_refused_at_startup_by_name() {
         (
             r#"{"method":"ngram","num_speculative_tokens":0}"#,
             "num_speculative_tokens",
+        ),
+        (
+            r#"{"method":"ngram","num_speculative_tokens":3,"disable_by_batch_size":1}"#,
+            "disable_by_batch_size must be at least 2",
         ),
     ] {
         let failure = mock_start_failure(&["--speculative-config", config]);

@@ -17,6 +17,7 @@ use crate::spec_decode::{SpeculativeConfig, SpeculativeMethod, PLACEHOLDER_TOKEN
 pub struct Speculation {
     proposer: Proposer,
     num_speculative_tokens: usize,
+    disable_by_batch_size: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -35,7 +36,15 @@ impl Speculation {
         Self {
             proposer,
             num_speculative_tokens: config.num_speculative_tokens,
+            disable_by_batch_size: config.disable_by_batch_size,
         }
+    }
+
+    /// Whether a step that starts with `num_running` running sequences proposes tokens
+    /// (`disable_by_batch_size` turns proposals off from that many on).
+    pub fn is_on_at(&self, num_running: usize) -> bool {
+        self.disable_by_batch_size
+            .is_none_or(|max_num_running| num_running < max_num_running)
     }
 
     /// Whether the proposals are tokens (prompt lookup) rather than reserved rows.
@@ -88,13 +97,18 @@ mod tests {
     use crate::spec_decode::NgramConfig;
 
     fn speculation(k: usize) -> Speculation {
-        Speculation::new(&SpeculativeConfig {
+        Speculation::new(&speculation_config(k))
+    }
+
+    fn speculation_config(k: usize) -> SpeculativeConfig {
+        SpeculativeConfig {
             method: SpeculativeMethod::Ngram(NgramConfig {
                 prompt_lookup_min: 1,
                 prompt_lookup_max: 3,
             }),
             num_speculative_tokens: k,
-        })
+            disable_by_batch_size: None,
+        }
     }
 
     /// A sequence whose prompt repeats "1 2 3 4 5 6 7 8" and ends on "1 2".
@@ -107,6 +121,62 @@ mod tests {
             StopConditions::default(),
         );
         Sequence::new(request, max_output_tokens)
+    }
+
+    #[test]
+    fn disable_by_batch_size_turns_proposals_off_from_that_many_running_on() {
+        let config = |disable_by_batch_size| SpeculativeConfig {
+            disable_by_batch_size,
+            ..speculation_config(4)
+        };
+        let capped = Speculation::new(&config(Some(3)));
+        assert!(capped.is_on_at(1) && capped.is_on_at(2));
+        assert!(!capped.is_on_at(3) && !capped.is_on_at(30));
+        assert!(Speculation::new(&config(None)).is_on_at(10_000));
+    }
+
+    /// A scheduler speculating with `disable_by_batch_size`, after the prefill of `num_seqs`
+    /// sequences (each now decoding, its sampled token `7` found earlier in its prompt).
+    fn decoding(num_seqs: u64, disable_by_batch_size: Option<usize>) -> crate::scheduler::Scheduler {
+        use crate::kv::KvCacheManager;
+        use crate::runner::StepOutput;
+        use crate::scheduler::{Scheduler, SchedulerLimits};
+        let limits = SchedulerLimits {
+            max_num_seqs: 8,
+            max_num_batched_tokens: 256,
+            max_model_len: 512,
+            enable_chunked_prefill: false,
+            max_loras: None,
+        };
+        let config = SpeculativeConfig {
+            disable_by_batch_size,
+            ..speculation_config(3)
+        };
+        let kv = KvCacheManager::new(256, 4, false);
+        let mut scheduler = Scheduler::new(limits, kv, vec![2]).with_speculation(&config);
+        for id in 1..=num_seqs {
+            let mut seq = seq(100);
+            seq.id = RequestId(id);
+            scheduler.add(seq);
+        }
+        let prefill = scheduler.schedule();
+        let sampled = vec![Some(7); prefill.num_sampled()];
+        scheduler.update(&prefill, &StepOutput::from_ids(sampled));
+        assert_eq!(scheduler.num_decoding(), num_seqs as usize);
+        scheduler
+    }
+
+    #[test]
+    fn a_step_with_disable_by_batch_size_running_sequences_proposes_nothing() {
+        let num_drafts = |scheduler: &mut crate::scheduler::Scheduler| {
+            let plan = scheduler.schedule();
+            assert_eq!(plan.seqs.len(), 2, "both sequences decode");
+            let drafts: Vec<usize> = plan.seqs.iter().map(|s| s.draft_token_ids().len()).collect();
+            drafts
+        };
+        assert_eq!(num_drafts(&mut decoding(2, None)), [3, 3]);
+        assert_eq!(num_drafts(&mut decoding(2, Some(3))), [3, 3]);
+        assert_eq!(num_drafts(&mut decoding(2, Some(2))), [0, 0]);
     }
 
     #[test]
@@ -130,6 +200,7 @@ mod tests {
                 model: "draft.gguf".into(),
             }),
             num_speculative_tokens: 4,
+            disable_by_batch_size: None,
         });
         assert_eq!(spec.propose(&seq(100), 100, 1000), vec![PLACEHOLDER_TOKEN_ID; 4]);
         assert_eq!(spec.propose(&seq(3), 100, 1000).len(), 2);

@@ -3,6 +3,7 @@
 //! ```json
 //! {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4}
 //! {"method": "draft_model", "model": "/models/small.gguf", "num_speculative_tokens": 4}
+//! {"method": "ngram", "num_speculative_tokens": 5, "disable_by_batch_size": 8}
 //! ```
 //!
 //! Unknown fields and methods are refused by name (a typo must not silently serve without
@@ -24,6 +25,10 @@ pub struct SpeculativeConfig {
     pub method: SpeculativeMethod,
     /// Most tokens proposed for a sequence per step.
     pub num_speculative_tokens: usize,
+    /// vLLM's `disable_by_batch_size`: a step that starts with at least this many running
+    /// sequences proposes nothing (a full batch already keeps the device busy, and each proposal
+    /// adds a row). `None`: proposals at every batch size.
+    pub disable_by_batch_size: Option<usize>,
 }
 
 /// Where proposals come from.
@@ -79,6 +84,7 @@ struct SpeculativeJson {
     prompt_lookup_max: Option<usize>,
     /// vLLM's draft model (`method: draft_model`, or a model name without a method).
     model: Option<String>,
+    disable_by_batch_size: Option<usize>,
 }
 
 fn fail(message: String) -> EngineError {
@@ -121,6 +127,7 @@ impl SpeculativeConfig {
         let config = Self {
             method,
             num_speculative_tokens,
+            disable_by_batch_size: json.disable_by_batch_size,
         };
         config.validate()?;
         Ok(config)
@@ -132,6 +139,12 @@ impl SpeculativeConfig {
         if k == 0 || k > MAX_NUM_SPECULATIVE_TOKENS {
             return Err(fail(format!(
                 "num_speculative_tokens must be in 1..={MAX_NUM_SPECULATIVE_TOKENS}, got {k}"
+            )));
+        }
+        if let Some(n) = self.disable_by_batch_size.filter(|&n| n < 2) {
+            return Err(fail(format!(
+                "disable_by_batch_size must be at least 2, got {n} (at {n} no step would ever \
+                 speculate: leave --speculative-config out instead)"
             )));
         }
         match &self.method {
@@ -263,5 +276,21 @@ mod tests {
         )
         .contains("prompt_lookup_min"));
         assert!(refusal("not json").contains("--speculative-config"));
+        assert!(refusal(
+            r#"{"method":"ngram","num_speculative_tokens":2,"disable_by_batch_size":1}"#
+        )
+        .contains("disable_by_batch_size must be at least 2, got 1"));
+    }
+
+    #[test]
+    fn disable_by_batch_size_is_read_for_either_method() {
+        let ngram = r#"{"method":"ngram","num_speculative_tokens":2,"disable_by_batch_size":8}"#;
+        let config = SpeculativeConfig::from_json(ngram).expect("valid");
+        assert_eq!(config.disable_by_batch_size, Some(8));
+        let draft = r#"{"model":"/m/d.gguf","num_speculative_tokens":2,"disable_by_batch_size":4}"#;
+        let config = SpeculativeConfig::from_json(draft).expect("valid");
+        assert_eq!(config.disable_by_batch_size, Some(4));
+        let unset = SpeculativeConfig::from_json(r#"{"num_speculative_tokens":2}"#).expect("valid");
+        assert_eq!(unset.disable_by_batch_size, None);
     }
 }
