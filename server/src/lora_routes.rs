@@ -12,8 +12,8 @@ use utoipa::ToSchema;
 
 use crate::lora::{LoraModuleSpec, LoraRegistry, LoraRegistryError};
 use crate::openai::error::{ApiError, ErrorResponses};
-use crate::openai::request::body::parse_body;
 use crate::openai::request::json_body::JsonBody;
+use crate::openai::request::parse::parse_body;
 use crate::openai::wire::models::ModelCard;
 use crate::state::SharedState;
 

@@ -17,10 +17,11 @@ use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::reply::chat_format::ChatFormat;
 use crate::openai::reply::format::ResponseMeta;
 use crate::openai::reply::respond;
-use crate::openai::request::body::{parse_body, ChatCompletionRequest};
+use crate::openai::request::body::ChatCompletionRequest;
 use crate::openai::request::chat_plan::ChatPlan;
 use crate::openai::request::json_body::JsonBody;
 use crate::openai::request::model_select::check_model;
+use crate::openai::request::parse::parse_body;
 use crate::openai::request::plan::RequestPlan;
 use crate::openai::request::template_variables::request_template_kwargs;
 use crate::openai::tools::legacy_functions::read_legacy_functions;
@@ -105,19 +106,19 @@ async fn chat_prompt_ids(
     tools: Option<&ToolsRequest>,
 ) -> Result<Vec<u32>, ApiError> {
     let (add_generation_prompt, continue_final_message) = prompt_ending(
-        request.add_generation_prompt,
-        request.continue_final_message,
+        request.options.add_generation_prompt,
+        request.options.continue_final_message,
     )?;
     let kwargs = request_template_kwargs(
-        request.chat_template_kwargs.as_ref(),
-        request.reasoning_effort.as_ref(),
-        request.documents.as_ref(),
+        request.options.chat_template_kwargs.as_ref(),
+        request.options.reasoning_effort.as_ref(),
+        request.options.documents.as_ref(),
     )?;
     let state = state.clone();
     let messages = request.messages;
     let offered: Option<Vec<Value>> = tools.and_then(|t| t.offered().map(<[Value]>::to_vec));
     // vLLM's: special tokens (BOS) on top of what the template writes; off by default.
-    let add_special_tokens = request.add_special_tokens.unwrap_or(false);
+    let add_special_tokens = request.options.add_special_tokens.unwrap_or(false);
     tokenize_blocking(move || {
         let conversation = Conversation {
             messages: &messages,
@@ -137,12 +138,12 @@ pub async fn count_prompt_tokens(
     state: &SharedState,
     mut request: ChatCompletionRequest,
 ) -> Result<usize, ApiError> {
-    check_model(state, request.fields.model.as_deref())?;
+    check_model(state, request.options.fields.model.as_deref())?;
     read_legacy_functions(&mut request)?;
     let tools = parse_tools(
-        request.tools.as_ref(),
-        request.tool_choice.as_ref(),
-        request.parallel_tool_calls,
+        request.options.tools.as_ref(),
+        request.options.tool_choice.as_ref(),
+        request.options.parallel_tool_calls,
     )?;
     if let Some(tools) = &tools {
         // What the request could not run with is refused here too.

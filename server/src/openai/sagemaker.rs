@@ -11,8 +11,8 @@ use serde::Deserialize;
 
 use crate::middleware::RequestIdValue;
 use crate::openai::error::{ApiError, ErrorResponses};
-use crate::openai::request::body::parse_body;
 use crate::openai::request::json_body::JsonBody;
+use crate::openai::request::parse::parse_body;
 use crate::openai::responses::api_state::ResponsesState;
 use crate::openai::{chat, completions, responses};
 use crate::state::SharedState;

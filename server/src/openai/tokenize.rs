@@ -9,9 +9,9 @@ use utoipa::ToSchema;
 
 use crate::chat_prompt::{prompt_ending, Conversation};
 use crate::openai::error::{ApiError, ErrorResponses};
-use crate::openai::request::body::parse_body;
 use crate::openai::request::json_body::JsonBody;
 use crate::openai::request::model_select::check_model;
+use crate::openai::request::parse::parse_body;
 use crate::openai::request::template_variables::request_template_kwargs;
 use crate::openai::wire::tokenize::{DetokenizeResponse, TokenizeResponse};
 use crate::openai::{render_chat_prompt, tokenize_blocking};

@@ -106,13 +106,21 @@ pub struct CommonFields {
     pub unsupported: UnsupportedFields,
 }
 
-/// `POST /v1/chat/completions`.
+/// `POST /v1/chat/completions`: the messages, and everything else the request says.
 #[derive(Debug, Clone, Deserialize, PartialEq, ToSchema)]
 pub struct ChatCompletionRequest {
     /// OpenAI's messages: `role` and `content` (a string or text parts), with `name`,
     /// `tool_calls` and `tool_call_id` where the role has them.
     #[schema(value_type = Vec<Object>)]
     pub messages: Vec<ChatMessage>,
+    #[serde(flatten)]
+    pub options: ChatOptions,
+}
+
+/// A chat request's fields besides its messages: also what a Responses API request passes to
+/// the chat request it runs as.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, ToSchema)]
+pub struct ChatOptions {
     pub max_completion_tokens: Option<u64>,
     pub logprobs: Option<bool>,
     pub top_logprobs: Option<u32>,
@@ -144,7 +152,7 @@ pub struct ChatCompletionRequest {
     pub fields: CommonFields,
 }
 
-impl ChatCompletionRequest {
+impl ChatOptions {
     /// The shared fields; `max_completion_tokens` wins over the older `max_tokens`.
     pub fn common(&self) -> CommonFields {
         CommonFields {
@@ -195,93 +203,10 @@ impl CompletionRequest {
     }
 }
 
-/// Parses a JSON body, naming the field at fault on error.
-pub fn parse_body<T: serde::de::DeserializeOwned>(
-    body: &[u8],
-) -> Result<T, crate::openai::error::ApiError> {
-    use crate::openai::error::ApiError;
-    let text = std::str::from_utf8(body).map_err(|e| {
-        ApiError::invalid("body", format!("the request body is not valid UTF-8 ({e})"))
-    })?;
-    // A derived struct reader would also take a JSON array, field by field: only objects are bodies.
-    if !text.trim_start().starts_with('{') {
-        let what = if text.trim().is_empty() {
-            "empty"
-        } else {
-            "not a JSON object"
-        };
-        return Err(ApiError::invalid(
-            "body",
-            format!("the request body is {what}"),
-        ));
-    }
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            return ApiError::invalid(
-                "body",
-                format!(
-                    "the request body is not valid JSON: {inner}{}",
-                    surrogate_hint(&inner)
-                ),
-            );
-        }
-        let missing = missing_field(&inner).map(|field| match path.as_str() {
-            "." => field.to_string(),
-            _ => format!("{path}.{field}"),
-        });
-        let (param, inner) = match (missing, path.as_str()) {
-            // A required field that is absent: name it (`messages`, `messages[0].role`).
-            (Some(param), _) => (param, inner),
-            // Fields read through `#[serde(flatten)]` lose their path: find it in the shared
-            // fields alone.
-            (None, ".") => shared_field_error(text).unwrap_or_else(|| ("body".to_string(), inner)),
-            (None, _) => (path, inner),
-        };
-        ApiError::invalid(param.clone(), format!("invalid `{param}`: {inner}"))
-    })?;
-    // Only whitespace may follow the object: `{...} garbage` is not a JSON body.
-    deserializer.end().map_err(|error| {
-        ApiError::invalid(
-            "body",
-            format!("the request body is not valid JSON: {error}"),
-        )
-    })?;
-    Ok(value)
-}
-
-/// What a bad `\u` escape most likely is: half of a UTF-16 surrogate pair (serde's own message
-/// speaks of hex escapes only).
-fn surrogate_hint(error: &serde_json::Error) -> &'static str {
-    match error.to_string().contains("hex escape") {
-        true => {
-            " (a \\uD800-\\uDFFF escape must be one half of a surrogate pair, high then low: \
-             a lone surrogate is not a Unicode character)"
-        }
-        false => "",
-    }
-}
-
-/// The field serde found missing (its message is "missing field `name`").
-fn missing_field(error: &serde_json::Error) -> Option<String> {
-    let message = error.to_string();
-    let rest = message.strip_prefix("missing field `")?;
-    Some(rest[..rest.find('`')?].to_string())
-}
-
-/// The path and error of a bad value among the [`CommonFields`] of `text`, if one is bad.
-fn shared_field_error(text: &str) -> Option<(String, serde_json::Error)> {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let error = serde_path_to_error::deserialize::<_, CommonFields>(&mut deserializer).err()?;
-    let path = error.path().to_string();
-    (path != ".").then(|| (path, error.into_inner()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::openai::request::parse::parse_body;
 
     #[test]
     fn chat_request_parses_text_and_part_messages_ignoring_unknown_fields() {
@@ -290,7 +215,7 @@ mod tests {
             "stop":"x","max_completion_tokens":5,"max_tokens":9,"whatever":{"a":1}}"#;
         let request: ChatCompletionRequest = parse_body(body).expect("parses");
         assert_eq!(request.messages.len(), 2);
-        let common = request.common();
+        let common = request.options.common();
         assert_eq!(common.max_tokens, Some(5));
         assert_eq!(
             common.stop.map(StopField::into_vec),
@@ -318,80 +243,5 @@ mod tests {
             assert_eq!(got, kind);
             assert_eq!(request.common().max_tokens, Some(16));
         }
-    }
-
-    #[test]
-    fn errors_name_the_field() {
-        let wrong_type =
-            parse_body::<ChatCompletionRequest>(br#"{"messages":[],"temperature":"hot"}"#)
-                .expect_err("string temperature");
-        assert_eq!(wrong_type.param.as_deref(), Some("temperature"));
-        let completion =
-            parse_body::<CompletionRequest>(br#"{"prompt":"x","stop":[1],"best_of":2}"#)
-                .expect_err("numbers as stop strings");
-        assert_eq!(
-            completion.param.as_deref(),
-            Some("stop"),
-            "{}",
-            completion.message
-        );
-        let own_field =
-            parse_body::<CompletionRequest>(br#"{"prompt":"x","echo":"yes"}"#).expect_err("echo");
-        assert_eq!(
-            own_field.param.as_deref(),
-            Some("echo"),
-            "{}",
-            own_field.message
-        );
-        let missing =
-            parse_body::<ChatCompletionRequest>(br#"{"model":"m"}"#).expect_err("no messages");
-        assert!(missing.message.contains("messages"), "{}", missing.message);
-        assert_eq!(missing.param.as_deref(), Some("messages"));
-        let missing = parse_body::<CompletionRequest>(br#"{"model":"m"}"#).expect_err("prompt");
-        assert_eq!(
-            missing.param.as_deref(),
-            Some("prompt"),
-            "{}",
-            missing.message
-        );
-        let nested = parse_body::<ChatCompletionRequest>(br#"{"messages":[{"content":"hi"}]}"#)
-            .expect_err("no role");
-        assert_eq!(
-            nested.param.as_deref(),
-            Some("messages[0].role"),
-            "{}",
-            nested.message
-        );
-        let array = parse_body::<ChatCompletionRequest>(b"[null, [], 3]").expect_err("array");
-        assert_eq!(array.param.as_deref(), Some("body"));
-        let malformed = parse_body::<ChatCompletionRequest>(b"{\"model\":").expect_err("eof");
-        assert_eq!(malformed.param.as_deref(), Some("body"));
-        for lone in [r#"{"model":"\ud800 x"}"#, r#"{"model":"\udc00"}"#] {
-            let error = parse_body::<ChatCompletionRequest>(lone.as_bytes()).expect_err("lone");
-            assert_eq!(error.param.as_deref(), Some("body"));
-            assert!(
-                error.message.contains("lone surrogate"),
-                "{}",
-                error.message
-            );
-        }
-        let pair =
-            parse_body::<ChatCompletionRequest>(br#"{"model":"\ud83d\ude00","messages":[]}"#)
-                .expect("a surrogate pair is one character");
-        assert_eq!(pair.fields.model.as_deref(), Some("\u{1F600}"));
-        let bad_utf8 =
-            parse_body::<ChatCompletionRequest>(b"{\"model\":\"\xff\"}").expect_err("utf8");
-        assert!(bad_utf8.message.contains("UTF-8"));
-        for trailing in [
-            &b"{\"messages\":[]} x"[..],
-            b"{\"messages\":[]}{}",
-            b"{\"messages\":[]}]",
-        ] {
-            let error = parse_body::<ChatCompletionRequest>(trailing).expect_err("trailing bytes");
-            assert_eq!(error.param.as_deref(), Some("body"), "{}", error.message);
-            assert!(error.message.contains("trailing"), "{}", error.message);
-        }
-        parse_body::<ChatCompletionRequest>(b"{\"messages\":[]} \r\n\t")
-            .expect("whitespace is fine");
     }
 }

@@ -53,7 +53,7 @@ impl ChatPlan {
         state: &AppState,
         request: &mut ChatCompletionRequest,
     ) -> Result<Self, ApiError> {
-        let model = select_model(state, request.fields.model.as_deref()).await?;
+        let model = select_model(state, request.options.fields.model.as_deref()).await?;
         let legacy_functions = read_legacy_functions(request)?;
         if request.messages.is_empty() {
             return Err(ApiError::invalid(
@@ -62,18 +62,22 @@ impl ChatPlan {
             ));
         }
         let logprobs = requested_logprobs(request)?;
-        let fields = CheckedFields::check(&request.common(), logprobs, &state.defaults)?;
-        let hide_reasoning = request.include_reasoning == Some(false) && state.reasoning.is_some();
+        let fields = CheckedFields::check(&request.options.common(), logprobs, &state.defaults)?;
+        let hide_reasoning =
+            request.options.include_reasoning == Some(false) && state.reasoning.is_some();
         let thinking_budget = thinking_budget(
-            request.thinking_token_budget,
+            request.options.thinking_token_budget,
             state.reasoning,
             &state.tokenizer,
         )?;
-        let bad_words = bad_words_token_ids(&state.tokenizer, request.fields.bad_words.as_deref())?;
+        let bad_words = bad_words_token_ids(
+            &state.tokenizer,
+            request.options.fields.bad_words.as_deref(),
+        )?;
         let tools = parse_tools(
-            request.tools.as_ref(),
-            request.tool_choice.as_ref(),
-            request.parallel_tool_calls,
+            request.options.tools.as_ref(),
+            request.options.tool_choice.as_ref(),
+            request.options.parallel_tool_calls,
         )?;
         let tool_output = match &tools {
             Some(tools) => tools.output(state.tool_calls)?,
@@ -118,7 +122,7 @@ fn reads_special_tokens(tool_output: Option<&ToolOutput>) -> bool {
 
 /// Chat's `logprobs` and `top_logprobs` as the number of alternatives asked for.
 fn requested_logprobs(request: &ChatCompletionRequest) -> Result<Option<usize>, ApiError> {
-    match (request.logprobs, request.top_logprobs) {
+    match (request.options.logprobs, request.options.top_logprobs) {
         (Some(true), top) => Ok(Some(top.unwrap_or(0) as usize)),
         (_, Some(top)) if top > 0 => Err(ApiError::invalid(
             "top_logprobs",
@@ -133,8 +137,8 @@ fn requested_logprobs(request: &ChatCompletionRequest) -> Result<Option<usize>, 
 fn response_role(state: &AppState, request: &ChatCompletionRequest) -> String {
     // A contradicting pair is refused when the prompt is rendered; the role does not matter then.
     let ends_with_generation_prompt = prompt_ending(
-        request.add_generation_prompt,
-        request.continue_final_message,
+        request.options.add_generation_prompt,
+        request.options.continue_final_message,
     )
     .map_or(true, |(add_generation_prompt, _)| add_generation_prompt);
     match request.messages.last() {
@@ -147,7 +151,7 @@ fn response_role(state: &AppState, request: &ChatCompletionRequest) -> String {
 /// output then starts with.
 fn echoed_text(request: &ChatCompletionRequest) -> Result<Option<String>, ApiError> {
     let last = request.messages.last().filter(|m| m.role == "assistant");
-    match (request.echo, last) {
+    match (request.options.echo, last) {
         (Some(true), Some(message)) => {
             let text = message.content.to_text().map_err(|error| {
                 let last = request.messages.len() - 1;
@@ -167,7 +171,10 @@ async fn constrain(
     tools: Option<&ToolsRequest>,
 ) -> Result<Option<SharedConstraint>, ApiError> {
     let compiler = state.grammar_compiler.as_deref();
-    let requested = requested_spec(&request.fields, request.response_format.as_ref())?;
+    let requested = requested_spec(
+        &request.options.fields,
+        request.options.response_format.as_ref(),
+    )?;
     let forced = tools.and_then(ToolsRequest::forced_spec);
     if let (Some(requested), Some(_)) = (&requested, &forced) {
         return Err(ApiError::invalid(

@@ -1,4 +1,4 @@
-//! A request parsed and planned: its body ([`body`]) read from JSON ([`json_body`]), its fields
+//! A request parsed and planned: its body ([`body`]) read from JSON ([`json_body`], [`parse`]), its fields
 //! checked ([`fields`]), what the server resolves for it (model, words, budget, template
 //! variables), and the plan every later stage reads ([`plan`], chat's [`chat_plan`]).
 
@@ -9,6 +9,7 @@ pub mod fields;
 pub mod json_body;
 pub mod logit_bias;
 pub mod model_select;
+pub mod parse;
 pub mod path_param;
 pub mod plan;
 pub mod prompt_truncation;

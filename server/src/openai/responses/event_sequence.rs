@@ -2,8 +2,7 @@
 //! `wire/responses_events.rs` from what it carries, with the next `sequence_number` (counting
 //! from 0). `events.rs` decides which to write.
 
-use serde_json::Value;
-
+use crate::openai::wire::logprobs::ChatTokenLogprob;
 use crate::openai::wire::responses::{MessageContent, OutputItem, ResponseObject};
 use crate::openai::wire::responses_events::{
     ContentPartEvent, ContentPartEventType, FunctionCallArgumentsDeltaEvent,
@@ -81,7 +80,7 @@ impl EventSequence {
         &mut self,
         place: ItemPlace,
         delta: String,
-        logprobs: Vec<Value>,
+        logprobs: Vec<ChatTokenLogprob>,
     ) -> ResponseStreamEvent {
         ResponseStreamEvent::OutputTextDelta(OutputTextDeltaEvent {
             item_id: place.item_id,
@@ -98,7 +97,7 @@ impl EventSequence {
         &mut self,
         place: ItemPlace,
         text: String,
-        logprobs: Vec<Value>,
+        logprobs: Vec<ChatTokenLogprob>,
     ) -> ResponseStreamEvent {
         ResponseStreamEvent::OutputTextDone(OutputTextDoneEvent {
             item_id: place.item_id,

@@ -4,12 +4,12 @@
 //! events and `response.output_item.done`, and last `response.completed` (or `incomplete`).
 //! Every event carries its `sequence_number` (`event_sequence.rs` numbers them).
 
-use serde_json::Value;
-
 use crate::openai::responses::event_sequence::{EventSequence, ItemPlace};
 use crate::openai::responses::object::{
     last_item_status, message_item, reasoning_item, status_of, text_part,
 };
+use crate::openai::wire::chat::ChatChunkDelta;
+use crate::openai::wire::logprobs::ChatTokenLogprob;
 use crate::openai::wire::responses::{
     FunctionCallItem, ItemStatus, OutputItem, ResponseError, ResponseObject, ResponseShell,
     ResponseStatus,
@@ -18,6 +18,7 @@ use crate::openai::wire::responses_events::{
     ContentPartEventType, OutputItemEventType, ResponseEventType, ResponseStreamEvent,
 };
 use crate::openai::wire::responses_usage::ResponsesUsage;
+use crate::openai::wire::tool_calls::ToolCallDelta;
 use crate::openai::wire::usage::Usage;
 
 /// The output item being written.
@@ -28,7 +29,7 @@ enum OpenItem {
     },
     Message {
         text: String,
-        logprobs: Vec<Value>,
+        logprobs: Vec<ChatTokenLogprob>,
     },
     /// A chat call's id and function name (from its opening delta), its arguments so far.
     Call {
@@ -46,7 +47,7 @@ pub struct ResponseEvents {
     output: Vec<OutputItem>,
     open: Option<OpenItem>,
     /// Log-probabilities of tokens whose text is still held back (a possible stop string).
-    pending_logprobs: Vec<Value>,
+    pending_logprobs: Vec<ChatTokenLogprob>,
     /// Whitespace not yet in a message: before calls it is none (as in the whole response).
     pending_text: String,
 }
@@ -78,12 +79,13 @@ impl ResponseEvents {
 
     /// The events of one streamed chat delta (`reasoning_content`, `content`, `tool_calls`) and
     /// its log-probabilities (chat's `logprobs.content`).
-    pub fn on_delta(&mut self, delta: &Value, logprobs: &[Value]) -> Vec<ResponseStreamEvent> {
+    pub fn on_delta(
+        &mut self,
+        delta: &ChatChunkDelta,
+        logprobs: &[ChatTokenLogprob],
+    ) -> Vec<ResponseStreamEvent> {
         let mut events = Vec::new();
-        if let Some(text) = delta["reasoning_content"]
-            .as_str()
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(text) = delta.reasoning_content.as_deref().filter(|t| !t.is_empty()) {
             if !matches!(self.open, Some(OpenItem::Reasoning { .. })) {
                 events.extend(self.open_item(OpenItem::Reasoning {
                     text: String::new(),
@@ -92,14 +94,14 @@ impl ResponseEvents {
             events.push(self.reasoning_delta(text));
         }
         self.pending_logprobs.extend(logprobs.iter().cloned());
-        let text = delta["content"].as_str().unwrap_or("");
+        let text = delta.content.as_deref().unwrap_or("");
         let is_open = matches!(self.open, Some(OpenItem::Message { .. }));
         if !is_open && !text.is_empty() && text.trim().is_empty() {
             self.pending_text.push_str(text);
         } else if !text.is_empty() {
             events.extend(self.message_text(text));
         }
-        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+        for call in delta.tool_calls.iter().flatten() {
             self.pending_text.clear();
             events.extend(self.on_call_delta(call));
         }
@@ -218,21 +220,23 @@ impl ResponseEvents {
         self.sequence.reasoning_delta(place, delta.into())
     }
 
-    fn on_call_delta(&mut self, call: &Value) -> Vec<ResponseStreamEvent> {
+    fn on_call_delta(&mut self, call: &ToolCallDelta) -> Vec<ResponseStreamEvent> {
         let mut events = Vec::new();
-        let text = |pointer: &str| call.pointer(pointer).and_then(Value::as_str);
-        if call.get("id").is_some_and(|id| !id.is_null()) {
-            let opened = OpenItem::Call {
-                call_id: text("/id").unwrap_or("").into(),
-                name: text("/function/name").unwrap_or("").into(),
-                arguments: String::new(),
-            };
-            events.extend(self.open_item(opened));
-            if let Some(arguments) = text("/function/arguments").filter(|a| !a.is_empty()) {
-                events.push(self.arguments_delta(arguments));
+        match call {
+            ToolCallDelta::Opening { id, function, .. } => {
+                let opened = OpenItem::Call {
+                    call_id: id.clone(),
+                    name: function.name.clone(),
+                    arguments: String::new(),
+                };
+                events.extend(self.open_item(opened));
+                if !function.arguments.is_empty() {
+                    events.push(self.arguments_delta(&function.arguments));
+                }
             }
-        } else if let Some(arguments) = text("/function/arguments") {
-            events.push(self.arguments_delta(arguments));
+            ToolCallDelta::Arguments { function, .. } => {
+                events.push(self.arguments_delta(&function.arguments));
+            }
         }
         events
     }

@@ -5,8 +5,11 @@
 
 pub mod api_state;
 pub mod background;
+#[cfg(test)]
+mod chat_json;
 pub mod event_sequence;
 pub mod events;
+pub mod input;
 pub mod input_items;
 pub mod object;
 pub mod request;
@@ -20,6 +23,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -27,8 +31,9 @@ use crate::middleware::RequestIdValue;
 use crate::openai::chat::{count_prompt_tokens, start_chat, StartedChat};
 use crate::openai::error::{ApiError, ErrorResponses};
 use crate::openai::reply::collect::collect_whole;
-use crate::openai::request::body::{parse_body, ChatCompletionRequest};
+use crate::openai::request::body::ChatCompletionRequest;
 use crate::openai::request::json_body::JsonBody;
+use crate::openai::request::parse::parse_body;
 use crate::openai::request::path_param::PathParam;
 use crate::openai::wire::responses::{
     DeletedResponse, InputTokensCount, ResponseObject, ResponseShell, ResponseStatus,
@@ -76,7 +81,10 @@ fn is_running(response: &Value) -> bool {
 }
 
 /// The conversation a `previous_response_id` continues: the stored one's, once it has ended.
-fn history(stores: &ResponsesState, request: &ResponsesRequest) -> Result<Vec<Value>, ApiError> {
+fn history(
+    stores: &ResponsesState,
+    request: &ResponsesRequest,
+) -> Result<Vec<ChatMessage>, ApiError> {
     let Some(id) = &request.previous_response_id else {
         return Ok(Vec::new());
     };
@@ -95,11 +103,10 @@ fn history(stores: &ResponsesState, request: &ResponsesRequest) -> Result<Vec<Va
 fn chat_request_of(
     stores: &ResponsesState,
     request: &ResponsesRequest,
-) -> Result<(Vec<Value>, ChatCompletionRequest), ApiError> {
+) -> Result<(Vec<ChatMessage>, ChatCompletionRequest), ApiError> {
     settings::check_settings(request)?;
     let conversation = request.conversation(&history(stores, request)?)?;
-    let chat_body = request.chat_body(&conversation)?;
-    let chat_request = parse_body(chat_body.to_string().as_bytes()).map_err(renamed)?;
+    let chat_request = request.chat_request(&conversation)?;
     Ok((conversation, chat_request))
 }
 
@@ -161,10 +168,13 @@ pub async fn create_response(
     let collected = collect_whole(runs, format, totals, &metrics, None)
         .await
         .map_err(renamed)?;
-    // The Responses API reads chat's answer as chat's clients see it.
-    let chat_json = serde_json::to_value(&collected.response).expect("a chat answer serializes");
-    let choice = &chat_json["choices"][0];
-    let status = status_of(choice["finish_reason"].as_str().unwrap_or("stop"));
+    // The Responses API reads chat's answer as chat's clients see it: its one choice.
+    let choice = collected
+        .response
+        .choices
+        .first()
+        .ok_or_else(|| ApiError::internal("the chat answer has no choice"))?;
+    let status = status_of(&choice.finish_reason);
     let output = output_items(&shell, choice);
     let usage = ResponsesUsage::from(&collected.usage);
     let response = shell.object(status, output, Some(usage));

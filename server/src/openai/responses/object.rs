@@ -2,15 +2,19 @@
 //! a message, function calls) read from a chat answer, and usage in Responses' names. The shapes
 //! are `wire/responses.rs`'s; this builds them.
 
-use serde_json::{json, Value};
+use pagoda_text::template::{AssistantToolCall, ChatMessage};
+use serde_json::json;
 
 use crate::openai::responses::request::ResponsesRequest;
+use crate::openai::wire::chat::ChatChoice;
+use crate::openai::wire::logprobs::ChatTokenLogprob;
 use crate::openai::wire::responses::{
     FunctionCallItem, IncompleteDetails, IncompleteReason, ItemStatus, MessageContent, OutputItem,
     OutputMessage, OutputText, ReasoningContent, ReasoningItem, ReasoningText, ResponseError,
     ResponseObject, ResponseShell, ResponseStatus,
 };
 use crate::openai::wire::responses_usage::ResponsesUsage;
+use crate::openai::wire::tool_calls::ToolCall;
 
 impl ResponseShell {
     pub fn new(id: String, created_at_s: u64, model: String, request: &ResponsesRequest) -> Self {
@@ -110,7 +114,7 @@ pub fn reasoning_item(id: String, text: &str, status: ItemStatus) -> OutputItem 
     })
 }
 
-pub fn text_part(text: &str, logprobs: &[Value]) -> MessageContent {
+pub fn text_part(text: &str, logprobs: &[ChatTokenLogprob]) -> MessageContent {
     MessageContent::OutputText(OutputText {
         text: text.into(),
         annotations: Vec::new(),
@@ -127,14 +131,13 @@ pub fn message_item(id: String, content: Vec<MessageContent>, status: ItemStatus
     })
 }
 
-/// A function call item of a whole chat call (`{"id", "function": {"name", "arguments"}}`).
-pub fn function_call_item(id: String, call: &Value, status: ItemStatus) -> OutputItem {
-    let text = |pointer: &str| call.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+/// A function call item of a whole chat call.
+pub fn function_call_item(id: String, call: &ToolCall, status: ItemStatus) -> OutputItem {
     OutputItem::FunctionCall(FunctionCallItem {
         id,
-        call_id: text("/id").into(),
-        name: text("/function/name").into(),
-        arguments: text("/function/arguments").into(),
+        call_id: call.id.clone(),
+        name: call.function.name.clone(),
+        arguments: call.function.arguments.clone(),
         status,
     })
 }
@@ -142,40 +145,37 @@ pub fn function_call_item(id: String, call: &Value, status: ItemStatus) -> Outpu
 /// What a finished chat choice writes, in output order.
 enum Written<'a> {
     Reasoning(&'a str),
-    Text(&'a str, &'a [Value]),
-    Call(&'a Value),
+    Text(&'a str, &'a [ChatTokenLogprob]),
+    Call(&'a ToolCall),
 }
 
 /// A finished chat choice's reasoning, text and tool calls.
-fn written(choice: &Value) -> Vec<Written<'_>> {
-    let message = &choice["message"];
+fn written(choice: &ChatChoice) -> Vec<Written<'_>> {
+    let message = &choice.message;
     let mut written = Vec::new();
-    if let Some(reasoning) = message["reasoning_content"]
-        .as_str()
-        .filter(|r| !r.is_empty())
-    {
+    let reasoning = message
+        .reasoning_content
+        .as_ref()
+        .and_then(Option::as_deref);
+    if let Some(reasoning) = reasoning.filter(|r| !r.is_empty()) {
         written.push(Written::Reasoning(reasoning));
     }
-    let calls = message["tool_calls"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice);
+    let calls = message.tool_calls.as_deref().unwrap_or_default();
     // Whitespace before calls is no message (a reasoning model's blank line after thinking).
-    let text = message["content"].as_str().unwrap_or("");
+    let text = message.content.as_deref().unwrap_or("");
     let is_blank_before_calls = !calls.is_empty() && text.trim().is_empty();
     if !text.is_empty() && !is_blank_before_calls {
-        let logprobs = choice
-            .pointer("/logprobs/content")
-            .and_then(Value::as_array);
-        written.push(Written::Text(text, logprobs.map_or(&[][..], Vec::as_slice)));
+        let logprobs = choice.logprobs.as_ref().map(|l| l.content.as_slice());
+        written.push(Written::Text(text, logprobs.unwrap_or_default()));
     }
     written.extend(calls.iter().map(Written::Call));
     written
 }
 
 /// The output items of a finished chat choice: its reasoning, its text, its tool calls.
-pub fn output_items(shell: &ResponseShell, choice: &Value) -> Vec<OutputItem> {
+pub fn output_items(shell: &ResponseShell, choice: &ChatChoice) -> Vec<OutputItem> {
     let written = written(choice);
-    let status = status_of(choice["finish_reason"].as_str().unwrap_or("stop"));
+    let status = status_of(&choice.finish_reason);
     let last = written.len().saturating_sub(1);
     let item = |(index, written)| {
         let status = match index == last {
@@ -196,7 +196,7 @@ pub fn output_items(shell: &ResponseShell, choice: &Value) -> Vec<OutputItem> {
 
 /// The assistant's chat message an output stands for (what a later `previous_response_id`
 /// continues from; reasoning is left out, as chat templates leave it out).
-pub fn assistant_message(output: &[OutputItem]) -> Value {
+pub fn assistant_message(output: &[OutputItem]) -> ChatMessage {
     let texts: Vec<&str> = output
         .iter()
         .filter_map(|item| match item {
@@ -206,24 +206,24 @@ pub fn assistant_message(output: &[OutputItem]) -> Value {
         .flatten()
         .map(|MessageContent::OutputText(part)| part.text.as_str())
         .collect();
-    let calls: Vec<Value> = output
-        .iter()
-        .filter_map(|item| match item {
-            OutputItem::FunctionCall(call) => Some(json!({"id": call.call_id, "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments}})),
-            _ => None,
-        })
-        .collect();
+    let calls = output.iter().filter_map(|item| match item {
+        OutputItem::FunctionCall(call) => Some(AssistantToolCall::function(
+            &call.call_id,
+            &call.name,
+            &call.arguments,
+        )),
+        _ => None,
+    });
     let content = (!texts.is_empty()).then(|| texts.join(""));
-    match calls.is_empty() {
-        true => json!({"role": "assistant", "content": content}),
-        false => json!({"role": "assistant", "content": content, "tool_calls": calls}),
-    }
+    ChatMessage::assistant(content, calls.collect())
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
+    use crate::openai::responses::chat_json;
 
     fn shell() -> ResponseShell {
         let request: ResponsesRequest =
@@ -233,7 +233,7 @@ mod tests {
 
     /// The items as the JSON the Response writes (what the assertions read).
     fn output_items(shell: &ResponseShell, choice: &Value) -> Vec<Value> {
-        let items = super::output_items(shell, choice);
+        let items = super::output_items(shell, &chat_json::choice(choice));
         let json = |item| serde_json::to_value(item).expect("an item serializes");
         items.iter().map(json).collect()
     }
@@ -266,7 +266,7 @@ mod tests {
             "function": {"name": "w", "arguments": "{}"}});
         let choice = json!({"finish_reason": "tool_calls", "message": {"content": "Sure.",
             "reasoning_content": "hmm", "tool_calls": [call]}});
-        let output = super::output_items(&shell(), &choice);
+        let output = super::output_items(&shell(), &chat_json::choice(&choice));
         assert_eq!(
             serde_json::to_string(&assistant_message(&output)).expect("serializes"),
             concat!(
@@ -274,14 +274,10 @@ mod tests {
                 r#""type":"function","function":{"name":"w","arguments":"{}"}}]}"#
             )
         );
-        let thinking_only = super::output_items(
-            &shell(),
-            &json!({"message":
-            {"reasoning_content": "hmm"}}),
-        );
-        assert_eq!(
-            assistant_message(&thinking_only),
-            json!({"role": "assistant", "content": null})
-        );
+        let thinking = json!({"message": {"reasoning_content": "hmm"}});
+        let thinking_only = super::output_items(&shell(), &chat_json::choice(&thinking));
+        let no_text: ChatMessage =
+            serde_json::from_value(json!({"role": "assistant", "content": null})).expect("reads");
+        assert_eq!(assistant_message(&thinking_only), no_text);
     }
 }

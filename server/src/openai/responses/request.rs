@@ -1,11 +1,18 @@
 //! A Responses API request (`POST /v1/responses`) → the chat request it runs as: `input` items
-//! become chat messages (after `instructions` and a stored conversation), function tools and
-//! `tool_choice` take chat's shape, `text.format` becomes `response_format`.
+//! become chat messages (after `instructions` and a stored conversation; [`super::input`]),
+//! function tools and `tool_choice` take chat's shape, `text.format` becomes `response_format`,
+//! and every other chat field the request carries (vLLM's `top_k`, `seed`, …) is read as chat
+//! reads it.
 
+use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::openai::error::ApiError;
+use crate::openai::request::body::{
+    ChatCompletionRequest, ChatOptions, CommonFields, StreamOptions,
+};
+use crate::openai::responses::input::input_messages;
 
 /// `POST /v1/responses`, as OpenAI and vLLM take it.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -31,25 +38,17 @@ pub struct ResponsesRequest {
     pub truncation: Option<String>,
     pub include: Option<Vec<String>>,
     pub background: Option<bool>,
-    /// Everything else: vLLM's sampling extras (`top_k`, `min_p`, `seed`, …) go to the chat
-    /// request as they are.
+    pub service_tier: Option<Value>,
+    /// OpenAI's fields that run nothing here: refused by name when set.
+    pub conversation: Option<Value>,
+    pub prompt: Option<Value>,
+    pub max_tool_calls: Option<Value>,
+    /// Chat's fields that the Responses API does not spell its own way: vLLM's sampling
+    /// extras (`top_k`, `min_p`, `seed`, …), `chat_template_kwargs`, and the like. Those with
+    /// Responses spellings (`max_output_tokens`, `text.format`, …) are read from those only.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub chat: ChatOptions,
 }
-
-/// Chat fields a Responses request cannot set through its extras (they have Responses
-/// spellings, or no meaning here).
-const NOT_PASSED: [&str; 9] = [
-    "messages",
-    "n",
-    "stream_options",
-    "response_format",
-    "max_tokens",
-    "max_completion_tokens",
-    "logprobs",
-    "echo",
-    "functions",
-];
 
 impl ResponsesRequest {
     /// Whether the output's log-probabilities were asked for (`top_logprobs`, or `include`
@@ -62,246 +61,111 @@ impl ResponsesRequest {
                 .any(|i| i == "message.output_text.logprobs")
     }
 
+    /// Whether it is generated in the background (always as a stream, whose events are kept).
+    pub fn is_background(&self) -> bool {
+        self.background == Some(true)
+    }
+
     /// The conversation this request continues: `history` (a stored response's), then `input`.
-    pub fn conversation(&self, history: &[Value]) -> Result<Vec<Value>, ApiError> {
+    pub fn conversation(&self, history: &[ChatMessage]) -> Result<Vec<ChatMessage>, ApiError> {
         let mut messages = history.to_vec();
         messages.extend(input_messages(&self.input)?);
         Ok(messages)
     }
 
-    /// The chat request body this request runs as: `instructions`, then `conversation`.
-    pub fn chat_body(&self, conversation: &[Value]) -> Result<Value, ApiError> {
-        let background = self.background == Some(true);
-        if background && self.store == Some(false) {
+    /// Refuses what cannot run: an unstored background response, OpenAI's fields this server
+    /// does not run, an unknown `truncation`.
+    fn check_runnable(&self) -> Result<(), ApiError> {
+        if self.is_background() && self.store == Some(false) {
             return Err(ApiError::invalid(
                 "background",
                 "`background` responses must be stored: `store` cannot be false",
             ));
         }
-        for field in ["conversation", "prompt", "max_tool_calls"] {
-            if self.extra.get(field).is_some_and(|v| !v.is_null()) {
+        let not_run = [
+            ("conversation", &self.conversation),
+            ("prompt", &self.prompt),
+            ("max_tool_calls", &self.max_tool_calls),
+        ];
+        for (field, value) in not_run {
+            if value.as_ref().is_some_and(|v| !v.is_null()) {
                 return Err(ApiError::unsupported(field, &format!("`{field}`")));
             }
         }
-        if let Some(truncation) = self.truncation.as_deref() {
-            if truncation != "disabled" && truncation != "auto" {
-                return Err(ApiError::invalid(
-                    "truncation",
-                    "`truncation` must be `auto` or `disabled`",
-                ));
-            }
+        match self.truncation.as_deref() {
+            None | Some("disabled" | "auto") => Ok(()),
+            Some(_) => Err(ApiError::invalid(
+                "truncation",
+                "`truncation` must be `auto` or `disabled`",
+            )),
         }
-        let mut messages = Vec::new();
-        if let Some(instructions) = &self.instructions {
-            messages.push(json!({"role": "system", "content": instructions}));
-        }
-        messages.extend(conversation.iter().cloned());
-        let mut body: Map<String, Value> = self
-            .extra
-            .iter()
-            .filter(|(key, _)| !NOT_PASSED.contains(&key.as_str()))
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect();
-        body.insert("messages".into(), Value::Array(messages));
-        let mut put = |key: &str, value: Option<Value>| {
-            if let Some(value) = value {
-                body.insert(key.into(), value);
-            }
-        };
-        put("model", self.model.clone().map(Value::from));
-        put("max_tokens", self.max_output_tokens.map(Value::from));
-        put("temperature", self.temperature.map(Value::from));
-        put("top_p", self.top_p.map(Value::from));
-        put("user", self.user.clone().map(Value::from));
+    }
+
+    /// The chat request this request runs as: `instructions`, then `conversation`.
+    pub fn chat_request(
+        &self,
+        conversation: &[ChatMessage],
+    ) -> Result<ChatCompletionRequest, ApiError> {
+        self.check_runnable()?;
+        let instructions = self.instructions.iter();
+        let system = instructions.map(|text| ChatMessage::new("system", text.clone()));
+        let messages = system.chain(conversation.iter().cloned()).collect();
+        Ok(ChatCompletionRequest {
+            messages,
+            options: self.chat_options()?,
+        })
+    }
+
+    /// Chat's options: the Responses spellings, over the chat fields the request carries.
+    fn chat_options(&self) -> Result<ChatOptions, ApiError> {
+        let wants_logprobs = self.wants_logprobs();
         // `reasoning: {"effort": …}` reaches the template as a chat request's `reasoning_effort`.
-        put(
-            "reasoning_effort",
-            self.reasoning
-                .as_ref()
-                .and_then(|r| r.get("effort"))
-                .filter(|effort| !effort.is_null())
-                .cloned(),
-        );
-        put(
-            "parallel_tool_calls",
-            self.parallel_tool_calls.map(Value::from),
-        );
-        // A background response is always generated as a stream (its events are kept).
-        let stream = self.stream == Some(true) || background;
-        put("stream", Some(Value::from(stream)));
-        if stream {
-            put("stream_options", Some(json!({"include_usage": true})));
-        }
-        if self.wants_logprobs() {
-            put("logprobs", Some(Value::from(true)));
-            put(
-                "top_logprobs",
-                Some(Value::from(self.top_logprobs.unwrap_or(0))),
-            );
-        }
-        if let Some(tools) = &self.tools {
-            put("tools", Some(chat_tools(tools)?));
-        }
-        put(
-            "tool_choice",
-            self.tool_choice
+        let effort = self.reasoning.as_ref().and_then(|r| r.get("effort"));
+        let effort = effort.filter(|effort| !effort.is_null()).cloned();
+        Ok(ChatOptions {
+            max_completion_tokens: None,
+            logprobs: wants_logprobs.then_some(true),
+            top_logprobs: wants_logprobs.then(|| self.top_logprobs.unwrap_or(0)),
+            tools: self.tools.as_deref().map(chat_tools).transpose()?,
+            tool_choice: self
+                .tool_choice
                 .as_ref()
                 .map(chat_tool_choice)
                 .transpose()?,
-        );
-        put(
-            "response_format",
-            self.text
+            parallel_tool_calls: self.parallel_tool_calls,
+            functions: None,
+            response_format: self
+                .text
                 .as_ref()
                 .map(response_format)
                 .transpose()?
                 .flatten(),
-        );
-        Ok(Value::Object(body))
+            echo: None,
+            reasoning_effort: effort.or_else(|| self.chat.reasoning_effort.clone()),
+            fields: self.common_fields(),
+            ..self.chat.clone()
+        })
     }
-}
 
-/// `input`: a string (one user message) or a list of items.
-fn input_messages(input: &Value) -> Result<Vec<Value>, ApiError> {
-    let items = match input {
-        Value::String(text) => return Ok(vec![json!({"role": "user", "content": text})]),
-        Value::Array(items) if !items.is_empty() => items,
-        Value::Array(_) => return Err(ApiError::invalid("input", "`input` must not be empty")),
-        _ => {
-            return Err(ApiError::invalid(
-                "input",
-                "`input` must be a string or a list of items",
-            ))
+    /// The shared sampling fields: the request's own, over the chat extras it carries.
+    fn common_fields(&self) -> CommonFields {
+        // A background response is always generated as a stream (its events are kept).
+        let stream = self.stream == Some(true) || self.is_background();
+        let usage = StreamOptions {
+            include_usage: Some(true),
+            continuous_usage_stats: None,
+        };
+        CommonFields {
+            model: self.model.clone(),
+            max_tokens: self.max_output_tokens,
+            temperature: self.temperature.map(|t| t as f32),
+            top_p: self.top_p.map(|p| p as f32),
+            user: self.user.clone(),
+            n: None,
+            stream: Some(stream),
+            stream_options: stream.then_some(usage),
+            ..self.chat.fields.clone()
         }
-    };
-    let mut messages: Vec<Value> = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        let field = format!("input[{index}]");
-        let kind = item
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("message");
-        match kind {
-            "message" => messages.push(message_of(item, &field)?),
-            "function_call" => push_call(&mut messages, function_call_of(item, &field)?),
-            "function_call_output" => messages.push(json!({
-                "role": "tool",
-                "tool_call_id": string_field(item, "call_id", &field)?,
-                "content": output_text(item.get("output"), &field)?,
-            })),
-            // A model's reasoning is not part of the next prompt (chat templates drop it too).
-            "reasoning" => {}
-            other => {
-                return Err(ApiError::unsupported(
-                    &format!("{field}.type"),
-                    &format!("input items of type {other:?}"),
-                ))
-            }
-        }
-    }
-    if messages.is_empty() {
-        return Err(ApiError::invalid(
-            "input",
-            "`input` holds no message to answer (`reasoning` items alone are dropped)",
-        ));
-    }
-    Ok(messages)
-}
-
-fn string_field<'a>(item: &'a Value, name: &str, field: &str) -> Result<&'a str, ApiError> {
-    item.get(name).and_then(Value::as_str).ok_or_else(|| {
-        ApiError::invalid(
-            format!("{field}.{name}"),
-            format!("`{field}.{name}` must be a string"),
-        )
-    })
-}
-
-/// A message item: `role` and `content` as text or a list of text parts.
-fn message_of(item: &Value, field: &str) -> Result<Value, ApiError> {
-    let role = string_field(item, "role", field)?;
-    if !["user", "assistant", "system", "developer"].contains(&role) {
-        return Err(ApiError::invalid(
-            format!("{field}.role"),
-            format!(
-                "`{field}.role` must be user, assistant, system or developer, got {role:?} (a \
-                 tool's result is a `function_call_output` item)"
-            ),
-        ));
-    }
-    let content = match item.get("content") {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(parts)) => {
-            let texts = parts.iter().enumerate().map(|(i, part)| {
-                let kind = part.get("type").and_then(Value::as_str);
-                match (kind, part.get("text").and_then(Value::as_str)) {
-                    (Some("input_text" | "output_text" | "text"), Some(text)) => Ok(text),
-                    (Some("refusal"), _) => {
-                        Ok(part.get("refusal").and_then(Value::as_str).unwrap_or(""))
-                    }
-                    _ => Err(ApiError::unsupported(
-                        &format!("{field}.content[{i}]"),
-                        "content parts other than text (`input_text`, `output_text`)",
-                    )),
-                }
-            });
-            texts.collect::<Result<Vec<_>, _>>()?.join("\n")
-        }
-        _ => {
-            return Err(ApiError::invalid(
-                format!("{field}.content"),
-                format!("`{field}.content` must be a string or a list of parts"),
-            ))
-        }
-    };
-    Ok(json!({"role": role, "content": content}))
-}
-
-/// A `function_call` item as a chat tool call.
-fn function_call_of(item: &Value, field: &str) -> Result<Value, ApiError> {
-    Ok(json!({
-        "id": string_field(item, "call_id", field)?,
-        "type": "function",
-        "function": {
-            "name": string_field(item, "name", field)?,
-            "arguments": string_field(item, "arguments", field)?,
-        },
-    }))
-}
-
-/// Consecutive calls belong to one assistant turn (with the text before them, if any).
-fn push_call(messages: &mut Vec<Value>, call: Value) {
-    if let Some(last) = messages.last_mut() {
-        if last["role"] == "assistant" {
-            match last.get_mut("tool_calls").and_then(Value::as_array_mut) {
-                Some(calls) => calls.push(call),
-                None => last["tool_calls"] = json!([call]),
-            }
-            return;
-        }
-    }
-    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [call]}));
-}
-
-/// A tool result: a string, or a list of text parts.
-fn output_text(output: Option<&Value>, field: &str) -> Result<String, ApiError> {
-    match output {
-        Some(Value::String(text)) => Ok(text.clone()),
-        Some(Value::Array(parts)) => {
-            let texts = parts.iter().enumerate().map(|(i, part)| {
-                part.get("text").and_then(Value::as_str).ok_or_else(|| {
-                    ApiError::unsupported(
-                        &format!("{field}.output[{i}]"),
-                        "tool output parts other than text",
-                    )
-                })
-            });
-            Ok(texts.collect::<Result<Vec<_>, _>>()?.join("\n"))
-        }
-        _ => Err(ApiError::invalid(
-            format!("{field}.output"),
-            format!("`{field}.output` must be a string"),
-        )),
     }
 }
 

@@ -38,7 +38,7 @@ pub fn check_settings(request: &ResponsesRequest) -> Result<(), ApiError> {
     }
     check_reasoning(request.reasoning.as_ref())?;
     check_metadata(request.metadata.as_ref())?;
-    match request.extra.get("service_tier") {
+    match &request.service_tier {
         None | Some(Value::Null) => Ok(()),
         Some(Value::String(tier)) if SERVICE_TIERS.contains(&tier.as_str()) => Ok(()),
         Some(other) => Err(ApiError::invalid(

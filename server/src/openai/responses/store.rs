@@ -4,6 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use pagoda_text::template::ChatMessage;
 use serde::Serialize;
 
 use crate::openai::responses::object::assistant_message;
@@ -23,7 +24,7 @@ pub struct StoredResponse {
     pub response: serde_json::Value,
     /// The chat messages up to and including the response's own (without `instructions`, which
     /// do not carry over, as OpenAI documents).
-    pub messages: Vec<serde_json::Value>,
+    pub messages: Vec<ChatMessage>,
     /// The request's own `input` as items with ids (`GET /v1/responses/{id}/input_items`).
     pub input_items: Vec<InputItem>,
 }
@@ -47,7 +48,7 @@ impl StoredResponse {
 pub struct Keeping {
     pub store: Arc<ResponseStore>,
     /// The chat messages before the response's own.
-    pub conversation: Vec<serde_json::Value>,
+    pub conversation: Vec<ChatMessage>,
     /// The request's `input` as items with ids.
     pub input_items: Vec<InputItem>,
     /// A background response: its failure or cancellation is kept too (clients poll for it).
@@ -174,7 +175,7 @@ mod tests {
     fn stored(n: u64) -> StoredResponse {
         StoredResponse {
             response: json!({"n": n}),
-            messages: vec![json!({"role": "user", "content": n.to_string()})],
+            messages: vec![ChatMessage::new("user", n.to_string())],
             input_items: Vec::new(),
         }
     }

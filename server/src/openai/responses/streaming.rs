@@ -150,12 +150,10 @@ impl Streaming {
                     return Some(());
                 };
                 // The events are read from chat's streamed choice as chat's clients see it.
-                let choice = serde_json::to_value(choice).expect("a chunk choice serializes");
-                let logprobs = choice
-                    .pointer("/logprobs/content")
-                    .and_then(Value::as_array);
-                let logprobs = logprobs.map_or(&[][..], Vec::as_slice);
-                let events = self.translator.on_delta(&choice["delta"], logprobs);
+                let logprobs = choice.logprobs.as_ref().map(|l| l.content.as_slice());
+                let events = self
+                    .translator
+                    .on_delta(&choice.delta, logprobs.unwrap_or_default());
                 self.pending.extend(events);
             }
             ChoiceEvent::Finished {
@@ -189,10 +187,9 @@ impl Streaming {
             stop_reason: None,
         };
         let last = self.format.final_choice(index, &end);
-        let last = serde_json::to_value(last).expect("a chunk choice serializes");
         self.pending
-            .extend(self.translator.on_delta(&last["delta"], &[]));
-        let reason = last["finish_reason"].as_str().unwrap_or(finish_reason);
+            .extend(self.translator.on_delta(&last.delta, &[]));
+        let reason = last.finish_reason.as_deref().unwrap_or(finish_reason);
         let (events, response) = self.translator.finish(reason, &self.usage());
         self.pending.extend(events);
         self.end(response, true);

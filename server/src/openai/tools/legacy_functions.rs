@@ -16,9 +16,9 @@ use crate::openai::wire::tool_calls::{ToolCall, ToolCallDelta};
 /// Rewrites a request that offers `functions` into its `tools` form; `true` when it did (the
 /// answer then takes the legacy shape, see [`legacy_choice`]).
 pub fn read_legacy_functions(request: &mut ChatCompletionRequest) -> Result<bool, ApiError> {
-    let functions = match request.functions.take() {
+    let functions = match request.options.functions.take() {
         None | Some(Value::Null) => {
-            return match request.function_call.as_ref() {
+            return match request.options.function_call.as_ref() {
                 None | Some(Value::Null) => Ok(false),
                 Some(_) => Err(ApiError::invalid(
                     "function_call",
@@ -34,13 +34,18 @@ pub fn read_legacy_functions(request: &mut ChatCompletionRequest) -> Result<bool
             ))
         }
     };
-    if request.tools.as_ref().is_some_and(|t| !t.is_null()) {
+    if request.options.tools.as_ref().is_some_and(|t| !t.is_null()) {
         return Err(ApiError::invalid(
             "functions",
             "give `tools` or the deprecated `functions`, not both",
         ));
     }
-    if request.tool_choice.as_ref().is_some_and(|t| !t.is_null()) {
+    if request
+        .options
+        .tool_choice
+        .as_ref()
+        .is_some_and(|t| !t.is_null())
+    {
         return Err(ApiError::invalid(
             "tool_choice",
             "with the deprecated `functions`, choose with `function_call`",
@@ -50,10 +55,10 @@ pub fn read_legacy_functions(request: &mut ChatCompletionRequest) -> Result<bool
         .into_iter()
         .map(|function| json!({"type": "function", "function": function}))
         .collect();
-    request.tools = Some(Value::Array(tools));
-    request.tool_choice = tool_choice_of(request.function_call.take())?;
+    request.options.tools = Some(Value::Array(tools));
+    request.options.tool_choice = tool_choice_of(request.options.function_call.take())?;
     // A legacy answer carries one call.
-    request.parallel_tool_calls = Some(false);
+    request.options.parallel_tool_calls = Some(false);
     read_legacy_messages(&mut request.messages);
     Ok(true)
 }

@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::openai::request::body::parse_body;
+use crate::openai::request::parse::parse_body;
 use crate::openai::wire::chat::{ChatChunkDelta, ChatMessage as WireMessage};
 use crate::openai::wire::tool_calls::ArgumentsDelta;
 
@@ -19,15 +19,15 @@ fn functions_and_function_call_read_as_tools_and_tool_choice() {
     }));
     assert!(read_legacy_functions(&mut named).expect("valid"));
     assert_eq!(
-        named.tools,
+        named.options.tools,
         Some(json!([{"type": "function", "function": weather}]))
     );
     assert_eq!(
-        named.tool_choice,
+        named.options.tool_choice,
         Some(json!({"type": "function", "function": {"name": "get_weather"}}))
     );
-    assert_eq!(named.parallel_tool_calls, Some(false));
-    assert!(named.functions.is_none() && named.function_call.is_none());
+    assert_eq!(named.options.parallel_tool_calls, Some(false));
+    assert!(named.options.functions.is_none() && named.options.function_call.is_none());
 
     for (mode, expected) in [(json!("auto"), Some(json!("auto"))), (json!(null), None)] {
         let mut body = request(json!({
@@ -35,12 +35,12 @@ fn functions_and_function_call_read_as_tools_and_tool_choice() {
             "functions": [weather], "function_call": mode,
         }));
         assert!(read_legacy_functions(&mut body).expect("valid"));
-        assert_eq!(body.tool_choice, expected);
+        assert_eq!(body.options.tool_choice, expected);
     }
     let mut modern = request(json!({"messages": [{"role": "user", "content": "hi"}],
                                     "tools": [{"type": "function", "function": weather}]}));
     assert!(!read_legacy_functions(&mut modern).expect("valid"));
-    assert!(modern.parallel_tool_calls.is_none());
+    assert!(modern.options.parallel_tool_calls.is_none());
 }
 
 #[test]

@@ -1,11 +1,15 @@
 use serde_json::json;
 
 use super::*;
-use crate::openai::request::body::{parse_body, ChatCompletionRequest};
+use crate::openai::request::body::ChatCompletionRequest;
+use crate::openai::request::parse::parse_body;
 
 fn spec_of(body: Value) -> Result<Option<RequestedSpec>, ApiError> {
     let request: ChatCompletionRequest = parse_body(body.to_string().as_bytes())?;
-    requested_spec(&request.fields, request.response_format.as_ref())
+    requested_spec(
+        &request.options.fields,
+        request.options.response_format.as_ref(),
+    )
 }
 
 fn body(extra: Value) -> Value {

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::logprobs::ChatTokenLogprob;
 use super::responses_usage::ResponsesUsage;
 
 /// What every state of one response shares: its id, time and model, and the request's
@@ -139,7 +140,7 @@ pub struct OutputText {
     /// Always empty: the server cites nothing.
     pub annotations: Vec<Value>,
     /// The text's tokens as chat's `logprobs.content` writes them (empty unless asked for).
-    pub logprobs: Vec<Value>,
+    pub logprobs: Vec<ChatTokenLogprob>,
 }
 
 /// The thinking a `--reasoning-parser` split from the answer.

@@ -3,9 +3,9 @@
 //! `responses/events.rs` writes them from a chat choice's deltas.
 
 use serde::Serialize;
-use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::logprobs::ChatTokenLogprob;
 use super::responses::{MessageContent, OutputItem, ResponseObject};
 
 /// Any event of a streamed response.
@@ -99,7 +99,7 @@ pub struct OutputTextDeltaEvent {
     pub output_index: usize,
     pub content_index: usize,
     pub delta: String,
-    pub logprobs: Vec<Value>,
+    pub logprobs: Vec<ChatTokenLogprob>,
     #[serde(rename = "type")]
     pub kind: OutputTextDeltaType,
     pub sequence_number: u64,
@@ -118,7 +118,7 @@ pub struct OutputTextDoneEvent {
     pub output_index: usize,
     pub content_index: usize,
     pub text: String,
-    pub logprobs: Vec<Value>,
+    pub logprobs: Vec<ChatTokenLogprob>,
     #[serde(rename = "type")]
     pub kind: OutputTextDoneType,
     pub sequence_number: u64,
@@ -203,7 +203,6 @@ pub enum FunctionCallArgumentsDoneType {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
 
     use super::*;
     use crate::openai::wire::responses::{ItemStatus, OutputText, ReasoningItem};
@@ -215,7 +214,12 @@ mod tests {
             output_index: 0,
             content_index: 0,
             delta: "Hi".into(),
-            logprobs: vec![json!({"token": "Hi", "logprob": -0.5})],
+            logprobs: vec![ChatTokenLogprob {
+                token: "Hi".into(),
+                logprob: -0.5,
+                bytes: b"Hi".to_vec(),
+                top_logprobs: Vec::new(),
+            }],
             kind: OutputTextDeltaType::OutputTextDelta,
             sequence_number: 4,
         });
@@ -223,7 +227,8 @@ mod tests {
             serde_json::to_string(&delta).expect("serializes"),
             concat!(
                 r#"{"item_id":"msg_1_0","output_index":0,"content_index":0,"delta":"Hi","#,
-                r#""logprobs":[{"token":"Hi","logprob":-0.5}],"type":"response.output_text.delta","#,
+                r#""logprobs":[{"token":"Hi","logprob":-0.5,"bytes":[72,105],"top_logprobs":[]}],"#,
+                r#""type":"response.output_text.delta","#,
                 r#""sequence_number":4}"#
             )
         );

@@ -43,6 +43,43 @@ impl ChatMessage {
             function_call: None,
         }
     }
+
+    /// An assistant turn: its text (`None` where the turn wrote none, as a `null` content) and
+    /// the calls it made (none: no `tool_calls`).
+    pub fn assistant(content: Option<String>, tool_calls: Vec<AssistantToolCall>) -> Self {
+        Self {
+            has_content: content.is_some(),
+            content: MessageContent::Text(content.unwrap_or_default()),
+            tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
+            ..Self::new("assistant", "")
+        }
+    }
+
+    /// A tool's result, answering the call `tool_call_id`.
+    pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(tool_call_id.into()),
+            ..Self::new("tool", content)
+        }
+    }
+}
+
+impl AssistantToolCall {
+    /// A call of `name` with `arguments` (JSON text), identified by `id`.
+    pub fn function(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            kind: function_kind(),
+            function: FunctionCall {
+                name: name.into(),
+                arguments: arguments.into(),
+            },
+        }
+    }
 }
 
 /// A tool call in an assistant message of the conversation so far.
@@ -189,6 +226,31 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&ChatMessage::new("user", "hi")).unwrap(),
             r#"{"role":"user","content":"hi"}"#
+        );
+    }
+
+    #[test]
+    fn built_turns_equal_the_ones_read_from_openai_json() {
+        let read = |json: &str| serde_json::from_str::<ChatMessage>(json).unwrap();
+        let call = AssistantToolCall::function("c1", "w", "{}");
+        assert_eq!(
+            ChatMessage::assistant(None, vec![call.clone()]),
+            read(
+                r#"{"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]}"#
+            )
+        );
+        assert_eq!(
+            ChatMessage::assistant(Some("a".into()), vec![]),
+            read(r#"{"role": "assistant", "content": "a"}"#)
+        );
+        assert_eq!(
+            ChatMessage::assistant(None, vec![]),
+            read(r#"{"role": "assistant", "content": null}"#)
+        );
+        assert_eq!(
+            ChatMessage::tool_result("c1", "sunny"),
+            read(r#"{"role": "tool", "tool_call_id": "c1", "content": "sunny"}"#)
         );
     }
 }

@@ -1,8 +1,9 @@
 use crate::openai::wire::usage::{PromptTokensDetails, Usage};
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
+use crate::openai::responses::chat_json;
 use crate::openai::responses::request::ResponsesRequest;
 
 /// A translator whose events and Response objects come as the JSON they are written as (what
@@ -22,8 +23,10 @@ impl Written {
         all_json(self.0.opening())
     }
 
+    /// A delta and its log-probabilities, as chat's streamed choice writes them.
     fn on_delta(&mut self, delta: &Value, logprobs: &[Value]) -> Vec<Value> {
-        all_json(self.0.on_delta(delta, logprobs))
+        let logprobs: Vec<_> = logprobs.iter().map(chat_json::logprob).collect();
+        all_json(self.0.on_delta(&chat_json::delta(delta), &logprobs))
     }
 
     fn finish(&mut self, finish_reason: &str, chat_usage: &Usage) -> (Vec<Value>, Value) {
@@ -259,12 +262,10 @@ fn held_tokens_logprobs_come_with_the_next_text() {
     assert!(stream.on_delta(&json!({"content": ""}), &held).is_empty());
     let all = stream.on_delta(&json!({"content": "ab"}), &shown);
     let delta = all.last().expect("a delta");
-    assert_eq!(delta["logprobs"], json!([held[0], shown[0]]));
+    let both = json_of(&[chat_json::logprob(&held[0]), chat_json::logprob(&shown[0])]);
+    assert_eq!(delta["logprobs"], both);
     let (_, response) = stream.finish("stop", &usage());
-    assert_eq!(
-        response["output"][0]["content"][0]["logprobs"],
-        json!([held[0], shown[0]])
-    );
+    assert_eq!(response["output"][0]["content"][0]["logprobs"], both);
 }
 
 #[test]
