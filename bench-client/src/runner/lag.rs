@@ -2,9 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Percentiles of a set of delays, in seconds (nearest rank, unlike the numpy-linear
-/// [`crate::stats::percentile`] of the statistics: each is a delay some request really had; all 0
-/// when empty).
+use crate::stats::percentile;
+
+/// Percentiles of a set of delays, in seconds, by the crate's one percentile (numpy's linear
+/// method, [`percentile`]); all 0 when empty (`count` says so).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LagSummary {
     pub count: usize,
@@ -24,17 +25,14 @@ impl LagSummary {
         }
         let mut sorted: Vec<f64> = samples.iter().map(|s| s.max(0.0)).collect();
         sorted.sort_by(f64::total_cmp);
-        let rank = |q: f64| {
-            let index = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
-            sorted[index]
-        };
+        let rank = |p: f64| percentile(&sorted, p).unwrap_or_default();
         Self {
             count: sorted.len(),
             mean: sorted.iter().sum::<f64>() / sorted.len() as f64,
-            p50: rank(0.50),
-            p90: rank(0.90),
-            p99: rank(0.99),
-            p999: rank(0.999),
+            p50: rank(50.0),
+            p90: rank(90.0),
+            p99: rank(99.0),
+            p999: rank(99.9),
             max: sorted[sorted.len() - 1],
         }
     }
@@ -45,14 +43,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nearest_rank_percentiles() {
+    fn percentiles_are_numpys_linear_ones() {
         let samples: Vec<f64> = (1..=1000).map(f64::from).collect();
         let summary = LagSummary::of(&samples);
         assert_eq!(summary.count, 1000);
-        assert_eq!(summary.p50, 500.0);
-        assert_eq!(summary.p90, 900.0);
-        assert_eq!(summary.p99, 990.0);
-        assert_eq!(summary.p999, 999.0);
+        // np.percentile(np.arange(1, 1001), [50, 90, 99, 99.9])
+        let close = |got: f64, want: f64| (got - want).abs() < 1e-9;
+        assert!(close(summary.p50, 500.5), "{summary:?}");
+        assert!(close(summary.p90, 900.1), "{summary:?}");
+        assert!(close(summary.p99, 990.01), "{summary:?}");
+        assert!(close(summary.p999, 999.001), "{summary:?}");
         assert_eq!(summary.max, 1000.0);
         assert!((summary.mean - 500.5).abs() < 1e-9);
     }
@@ -61,7 +61,7 @@ mod tests {
     fn empty_and_negative() {
         assert_eq!(LagSummary::of(&[]), LagSummary::default());
         let summary = LagSummary::of(&[-1.0, 2.0]);
-        assert_eq!(summary.p50, 0.0);
+        assert_eq!(summary.p50, 1.0, "the early one counts as 0");
         assert_eq!(summary.max, 2.0);
     }
 }

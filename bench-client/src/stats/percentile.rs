@@ -3,10 +3,9 @@
 //! `np.std`), so that the same samples give the same numbers in both tools.
 //!
 //! [`percentile`] is the crate's one percentile: the serve statistics, the alignment report, the
-//! probes and the offline `latency` report all call it, and an empty input is `None` everywhere
-//! (the summary's `null`; vLLM's keys write 0 for it, see `vllm_json`). The client's own lateness
-//! ([`crate::runner::LagSummary`]) is the exception: nearest rank, so that each of its
-//! percentiles is a lag a request really had.
+//! probes, the offline `latency` report and the client's own lateness
+//! ([`crate::runner::LagSummary`]) all call it, and an empty input is `None` everywhere (the
+//! summary's `null`; vLLM's keys and the lateness summary write 0 for it).
 
 use serde::{Deserialize, Serialize};
 
