@@ -267,6 +267,10 @@ pub struct EngineRequest {
     /// logits), plus this many alternatives each; at most the engine's `max_logprobs`. The prompt is
     /// then computed in full: it takes no blocks from the prefix cache (it still fills it).
     pub prompt_logprobs: Option<usize>,
+    /// What the client expects most of the output to be (OpenAI's Predicted Outputs): with
+    /// prompt-lookup speculation, proposals are looked up in it first. Never changes the output;
+    /// ignored by an engine that does not speculate by prompt lookup.
+    pub predicted_token_ids: Option<Arc<[u32]>>,
 }
 
 impl EngineRequest {
@@ -286,6 +290,7 @@ impl EngineRequest {
             constraint: None,
             lora: None,
             prompt_logprobs: None,
+            predicted_token_ids: None,
         }
     }
 }

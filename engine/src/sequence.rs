@@ -53,6 +53,9 @@ pub struct Sequence {
     pub prompt_logprobs: Option<PromptLogprobsProgress>,
     /// Its proposed and accepted tokens, when the engine speculates (`None` otherwise).
     pub spec_decode: Option<SpecDecodeUsage>,
+    /// The client's predicted output (`EngineRequest::predicted_token_ids`), shared by the
+    /// request's choices.
+    pub predicted_token_ids: Option<Arc<[u32]>>,
 }
 
 impl Sequence {
@@ -81,6 +84,7 @@ impl Sequence {
             num_preemptions: 0,
             prompt_logprobs: request.prompt_logprobs.map(PromptLogprobsProgress::new),
             spec_decode: None,
+            predicted_token_ids: request.predicted_token_ids,
         }
     }
 

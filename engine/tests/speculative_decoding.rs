@@ -7,7 +7,7 @@
 mod common;
 
 use common::speculative::{
-    assert_identical, outputs_alone, run_batched, run_regime, shared_regimes,
+    assert_identical, outputs_alone, run_batched, run_regime, shared_regimes, MAX_TOKENS,
 };
 use common::*;
 use pagoda_engine::spec_decode::{NgramConfig, SpeculativeMethod};
@@ -168,4 +168,71 @@ fn blocks_reserved_for_rejected_proposals_all_come_back_after_a_thousand_request
     );
     assert!(counters.num_drafts >= 1000, "{counters:?}");
     handle.shutdown();
+}
+
+/// Requests of `prompts` each predicting its output as `predictions` (OpenAI's Predicted
+/// Outputs), batched on an engine with prompt lookup; the outcomes and the engine's counters.
+fn run_predicted(
+    model: &TinyModel,
+    prompts: &[Vec<u32>],
+    predictions: &[Vec<u32>],
+) -> (Vec<Outcome>, SpecDecodeCounters) {
+    let handle = start(
+        model,
+        EngineConfig {
+            speculative: prompt_lookup(4),
+            ..EngineConfig::default()
+        },
+    );
+    let requests = prompts
+        .iter()
+        .zip(predictions)
+        .map(|(prompt, predicted)| {
+            let mut request = request(&handle, prompt.clone(), greedy(MAX_TOKENS));
+            request.predicted_token_ids = Some(predicted.as_slice().into());
+            request
+        })
+        .collect();
+    let outcomes = run_all(&handle, requests);
+    wait_until_idle(&handle);
+    let counters = spec_counters(&handle);
+    handle.shutdown();
+    (outcomes, counters)
+}
+
+#[test]
+fn a_predicted_output_is_proposed_and_never_changes_the_output() {
+    let spec = TinyLlamaSpec::default();
+    let model = tiny_model(&spec);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    let vocab = spec.vocab_size as u32;
+    // Random prompts: their own tokens predict little.
+    let prompts: Vec<Vec<u32>> = (0..4)
+        .map(|_| (0..12).map(|_| rng.random_range(1..vocab)).collect())
+        .collect();
+    let expected = outputs_alone(&model, &prompts);
+
+    // The right prediction: every proposal is accepted, most tokens come from proposals.
+    let (outcomes, counters) = run_predicted(&model, &prompts, &expected);
+    assert_identical(&expected, &outcomes, "right prediction");
+    assert_eq!(
+        counters.num_accepted_tokens, counters.num_draft_tokens,
+        "{counters:?}"
+    );
+    let num_generated = (prompts.len() * MAX_TOKENS) as u64;
+    assert!(
+        counters.num_accepted_tokens * 2 > num_generated,
+        "{counters:?} of {num_generated} tokens"
+    );
+
+    // A wrong one (other random tokens) costs rejected proposals, never other output.
+    let wrong: Vec<Vec<u32>> = (0..4)
+        .map(|_| {
+            (0..MAX_TOKENS)
+                .map(|_| rng.random_range(1..vocab))
+                .collect()
+        })
+        .collect();
+    let (outcomes, _) = run_predicted(&model, &prompts, &wrong);
+    assert_identical(&expected, &outcomes, "wrong prediction");
 }

@@ -215,6 +215,20 @@ async fn the_default_model_answers_the_same_with_prompt_lookup_and_with_a_draft_
         assert_eq!(&answer(&response), want, "{body}");
         num_accepted += predictions(&response["usage"]).0;
     }
+    // OpenAI's Predicted Outputs: an answer predicted right is the same answer, most of it
+    // from accepted proposals.
+    let mut predicted = requests()[1].clone();
+    predicted["prediction"] = json!({"type": "content", "content": expected[1]});
+    let response = completion(&speculating, &predicted).await;
+    assert_eq!(answer(&response), expected[1], "with a prediction");
+    let (accepted, _) = predictions(&response["usage"]);
+    let num_tokens = response["usage"]["completion_tokens"]
+        .as_u64()
+        .expect("usage");
+    assert!(
+        2 * accepted >= num_tokens,
+        "the prediction is accepted: {accepted} of {num_tokens} tokens"
+    );
     drop(speculating);
     // The model as its own draft: the same answers, and on free text (but for rounding between
     // batch shapes) every proposal accepted. The draft does not see the JSON request's grammar,

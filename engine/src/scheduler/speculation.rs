@@ -63,7 +63,17 @@ impl Speculation {
             .min(num_output_left.saturating_sub(1))
             .min(num_positions_left.saturating_sub(1));
         match &self.proposer {
-            Proposer::Ngram(ngram) => ngram.propose(&seq.token_ids, max_tokens),
+            Proposer::Ngram(ngram) => {
+                // The client's predicted output first, then the sequence's own tokens.
+                let predicted = seq.predicted_token_ids.as_deref().map(|prediction| {
+                    let num_output = seq.num_output_tokens();
+                    ngram.propose_from_prediction(&seq.token_ids, num_output, prediction, max_tokens)
+                });
+                match predicted {
+                    Some(tokens) if !tokens.is_empty() => tokens,
+                    _ => ngram.propose(&seq.token_ids, max_tokens),
+                }
+            }
             Proposer::Runner => vec![PLACEHOLDER_TOKEN_ID; max_tokens],
         }
     }

@@ -2,7 +2,8 @@
 //! n tokens occurred (the longest n in `prompt_lookup_min..=prompt_lookup_max` that has one) and
 //! propose the tokens that followed it there. Free to compute — a backward scan of the token ids
 //! — and right whenever the output copies its prompt or itself (extraction, quoting, code edits,
-//! RAG answers).
+//! RAG answers). A request's predicted output (OpenAI's Predicted Outputs) is looked up first:
+//! [`NgramProposer::propose_from_prediction`].
 
 use super::config::NgramConfig;
 
@@ -59,6 +60,59 @@ impl NgramProposer {
             })
             .collect()
     }
+
+    /// Up to `max_tokens` tokens of `prediction` (the client's predicted output) from where the
+    /// output stands in it: right after the output when the output so far (the last
+    /// `num_output_tokens` of `token_ids`) begins the prediction; else after the place in the
+    /// prediction where the longest suffix of `token_ids` (`prompt_lookup_min..=max` tokens)
+    /// occurs, the one nearest the output's own position when it occurs more than once (an
+    /// edited text keeps its lines in order). Empty when neither.
+    pub fn propose_from_prediction(
+        &self,
+        token_ids: &[u32],
+        num_output_tokens: usize,
+        prediction: &[u32],
+        max_tokens: usize,
+    ) -> Vec<u32> {
+        let output = &token_ids[token_ids.len().saturating_sub(num_output_tokens)..];
+        let from = match prediction.starts_with(output) {
+            true => Some(output.len()),
+            false => self.place_in(token_ids, num_output_tokens, prediction),
+        };
+        let rest = from.map_or(&[][..], |from| &prediction[from.min(prediction.len())..]);
+        rest[..rest.len().min(max_tokens)].to_vec()
+    }
+
+    /// Where in `prediction` the tokens after the longest matching suffix of `token_ids` start
+    /// (the match nearest position `num_output_tokens` among equally long ones).
+    fn place_in(
+        &self,
+        token_ids: &[u32],
+        num_output_tokens: usize,
+        prediction: &[u32],
+    ) -> Option<usize> {
+        let (min_n, max_n) = (self.config.prompt_lookup_min, self.config.prompt_lookup_max);
+        let max_n = max_n.min(token_ids.len());
+        let last = token_ids.len().checked_sub(1)?;
+        // (match length, distance from the output's position, where the continuation starts)
+        let mut best: Option<(usize, usize, usize)> = None;
+        for end in 0..prediction.len() {
+            let limit = max_n.min(end + 1);
+            let mut n = 0;
+            while n < limit && prediction[end - n] == token_ids[last - n] {
+                n += 1;
+            }
+            let start = end + 1;
+            let distance = start.abs_diff(num_output_tokens);
+            let better = |(best_n, best_distance, _): (usize, usize, usize)| {
+                n > best_n || (n == best_n && distance < best_distance)
+            };
+            if n >= min_n && best.is_none_or(better) {
+                best = Some((n, distance, start));
+            }
+        }
+        best.map(|(_, _, start)| start)
+    }
 }
 
 #[cfg(test)]
@@ -100,6 +154,60 @@ mod tests {
         assert_eq!(proposer(1, 4).propose(&[4, 8, 1, 4], 4), vec![8, 1, 4, 8]);
         assert!(proposer(1, 4).propose(&[4, 8, 1, 4], 0).is_empty());
         assert!(proposer(1, 1).propose(&[4], 3).is_empty());
+    }
+
+    #[test]
+    fn a_prediction_is_followed_from_the_start_of_the_output() {
+        // Prompt 1 2 3, output 10 11 so far; the prediction begins with the output.
+        let tokens = [1, 2, 3, 10, 11];
+        let prediction = [10, 11, 12, 13, 14];
+        let lookup = proposer(2, 3);
+        assert_eq!(
+            lookup.propose_from_prediction(&tokens, 2, &prediction, 2),
+            [12, 13]
+        );
+        assert_eq!(
+            lookup.propose_from_prediction(&tokens, 2, &prediction, 9),
+            [12, 13, 14]
+        );
+        // All of it written: nothing more to propose.
+        assert!(lookup
+            .propose_from_prediction(&[1, 10, 11, 12, 13, 14], 5, &prediction, 3)
+            .is_empty());
+    }
+
+    #[test]
+    fn an_edited_output_finds_its_place_in_the_prediction_again() {
+        // The output changed 11 into 99 and went on with 12 13: "12 13" is found in the
+        // prediction and what followed it there is proposed.
+        let prediction = [10, 11, 12, 13, 14, 15];
+        let tokens = [1, 2, 10, 99, 12, 13];
+        let lookup = proposer(2, 3);
+        assert_eq!(
+            lookup.propose_from_prediction(&tokens, 4, &prediction, 2),
+            [14, 15]
+        );
+        // A 1-token match is below the minimum, and nothing else matches.
+        assert!(lookup
+            .propose_from_prediction(&[1, 2, 10, 99, 13], 3, &prediction, 2)
+            .is_empty());
+    }
+
+    #[test]
+    fn of_repeated_lines_the_one_at_the_outputs_place_is_followed() {
+        // "7 8" occurs twice in the prediction, followed by 1 and by 2; the output (8 tokens)
+        // stands at the second.
+        let prediction = [7, 8, 1, 5, 5, 5, 7, 8, 2, 5];
+        let tokens = [0, 3, 3, 3, 3, 3, 3, 7, 8];
+        let lookup = proposer(2, 2);
+        assert_eq!(
+            lookup.propose_from_prediction(&tokens, 8, &prediction, 1),
+            [2]
+        );
+        assert_eq!(
+            lookup.propose_from_prediction(&tokens, 2, &prediction, 1),
+            [1]
+        );
     }
 
     #[test]

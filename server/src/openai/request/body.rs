@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::openai::request::prediction::PredictionField;
 use crate::openai::request::unsupported_fields::UnsupportedFields;
 
 /// `stop`: one string or a list of them.
@@ -148,6 +149,8 @@ pub struct ChatOptions {
     pub thinking_token_budget: Option<i64>,
     /// vLLM's: `false` leaves the reasoning parser's thinking out of the reply.
     pub include_reasoning: Option<bool>,
+    /// OpenAI's Predicted Outputs (see `prediction`).
+    pub prediction: Option<PredictionField>,
     #[serde(flatten)]
     pub fields: CommonFields,
 }

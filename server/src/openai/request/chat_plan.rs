@@ -12,6 +12,7 @@ use crate::openai::request::body::ChatCompletionRequest;
 use crate::openai::request::fields::CheckedFields;
 use crate::openai::request::model_select::select_model;
 use crate::openai::request::plan::{RequestPlan, Resolved, SharedConstraint};
+use crate::openai::request::prediction::predicted_token_ids;
 use crate::openai::request::thinking_budget::thinking_budget;
 use crate::openai::tools::constrain::{compile_requested, TOOL_CALL_KIND};
 use crate::openai::tools::legacy_functions::read_legacy_functions;
@@ -91,6 +92,11 @@ impl ChatPlan {
             echo: false,
             keep_special_tokens: reads_special_tokens(tool_output.as_ref()),
             hide_reasoning,
+            predicted_token_ids: predicted_token_ids(
+                &state.tokenizer,
+                request.options.prediction.as_ref(),
+                state.engine.info().max_model_len,
+            )?,
         };
         let text = ChatText {
             tool_output,

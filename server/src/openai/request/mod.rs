@@ -12,6 +12,7 @@ pub mod model_select;
 pub mod parse;
 pub mod path_param;
 pub mod plan;
+pub mod prediction;
 pub mod prompt_truncation;
 pub mod template_variables;
 pub mod thinking_budget;

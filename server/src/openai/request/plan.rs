@@ -41,6 +41,8 @@ pub struct EnginePlan {
     pub prompt_logprobs: Option<usize>,
     /// vLLM's `truncate_prompt_tokens`: how much of the prompt the model reads.
     pub truncation: Option<PromptTruncation>,
+    /// Chat's `prediction` (OpenAI's Predicted Outputs) as token ids.
+    pub predicted_token_ids: Option<Arc<[u32]>>,
 }
 
 /// How each choice's tokens become text.
@@ -129,6 +131,8 @@ pub struct Resolved {
     /// vLLM's `include_reasoning: false`: the generated tokens' ids and log-probabilities,
     /// which would show the thinking, are not computed or returned (the prompt's stay).
     pub hide_reasoning: bool,
+    /// Chat's `prediction` as token ids.
+    pub predicted_token_ids: Option<Arc<[u32]>>,
 }
 
 impl RequestPlan {
@@ -164,6 +168,7 @@ impl RequestPlan {
             lora: resolved.model.lora,
             prompt_logprobs: engine_prompt_logprobs,
             truncation: fields.truncation,
+            predicted_token_ids: resolved.predicted_token_ids,
         };
         let text = TextPlan {
             skip_special_tokens: fields.skip_special_tokens && !resolved.keep_special_tokens,
@@ -222,6 +227,7 @@ impl EnginePlan {
         request.constraint = self.constraint.as_ref().map(|c| Arc::clone(&c.0));
         request.lora = self.lora.clone();
         request.prompt_logprobs = self.prompt_logprobs;
+        request.predicted_token_ids = self.predicted_token_ids.clone();
         request
     }
 

@@ -186,6 +186,21 @@ pub fn restriction_cases(vocab_size: u32) -> Vec<Case> {
             json!({"logprobs": 1, "echo": true, "max_tokens": 0, "logprob_token_ids": [1]}),
             "logprob_token_ids",
         ),
+        Case::chat(
+            "prediction of another type",
+            json!({"prediction": {"type": "image", "content": "x"}}),
+            "prediction.type",
+        ),
+        Case::chat(
+            "prediction a string",
+            json!({"prediction": "the answer"}),
+            "prediction",
+        ),
+        Case::chat(
+            "prediction with an image part",
+            json!({"prediction": {"type": "content", "content": [{"type": "image_url"}]}}),
+            "prediction.content",
+        ),
     ]
 }
 
