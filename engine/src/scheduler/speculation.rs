@@ -63,17 +63,13 @@ impl Speculation {
             .min(num_output_left.saturating_sub(1))
             .min(num_positions_left.saturating_sub(1));
         match &self.proposer {
-            Proposer::Ngram(ngram) => {
-                // The client's predicted output first, then the sequence's own tokens.
-                let predicted = seq.predicted_token_ids.as_deref().map(|prediction| {
+            Proposer::Ngram(ngram) => match seq.predicted_token_ids.as_deref() {
+                Some(prediction) => {
                     let num_output = seq.num_output_tokens();
-                    ngram.propose_from_prediction(&seq.token_ids, num_output, prediction, max_tokens)
-                });
-                match predicted {
-                    Some(tokens) if !tokens.is_empty() => tokens,
-                    _ => ngram.propose(&seq.token_ids, max_tokens),
+                    ngram.propose_with_prediction(&seq.token_ids, num_output, prediction, max_tokens)
                 }
-            }
+                None => ngram.propose(&seq.token_ids, max_tokens),
+            },
             Proposer::Runner => vec![PLACEHOLDER_TOKEN_ID; max_tokens],
         }
     }

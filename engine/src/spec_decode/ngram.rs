@@ -22,10 +22,53 @@ impl NgramProposer {
     /// matching suffix of `token_ids`; empty when no suffix of at least `prompt_lookup_min`
     /// tokens occurred before.
     pub fn propose(&self, token_ids: &[u32], max_tokens: usize) -> Vec<u32> {
+        self.own_match(token_ids, max_tokens)
+            .map_or_else(Vec::new, |found| found.tokens)
+    }
+
+    /// Proposals from `prediction` (the client's predicted output) or from the sequence's own
+    /// tokens, whichever matches longer (the prediction on a tie): see
+    /// [`Self::propose_from_prediction`] and [`Self::propose`].
+    pub fn propose_with_prediction(
+        &self,
+        token_ids: &[u32],
+        num_output_tokens: usize,
+        prediction: &[u32],
+        max_tokens: usize,
+    ) -> Vec<u32> {
+        let predicted = self.prediction_match(token_ids, num_output_tokens, prediction, max_tokens);
+        let own = self.own_match(token_ids, max_tokens);
+        let best = match (predicted, own) {
+            (Some(predicted), Some(own)) if own.len > predicted.len => Some(own),
+            (Some(predicted), _) => Some(predicted),
+            (None, own) => own,
+        };
+        best.map_or_else(Vec::new, |found| found.tokens)
+    }
+
+    /// Up to `max_tokens` tokens of `prediction` from where the output stands in it: right
+    /// after the output when the output so far (the last `num_output_tokens` of `token_ids`)
+    /// begins the prediction; else after the place in the prediction where the longest suffix
+    /// of `token_ids` (`prompt_lookup_min..=max` tokens) occurs, the one nearest the output's
+    /// own position when it occurs more than once (an edited text keeps its lines in order).
+    /// Empty when neither.
+    pub fn propose_from_prediction(
+        &self,
+        token_ids: &[u32],
+        num_output_tokens: usize,
+        prediction: &[u32],
+        max_tokens: usize,
+    ) -> Vec<u32> {
+        self.prediction_match(token_ids, num_output_tokens, prediction, max_tokens)
+            .map_or_else(Vec::new, |found| found.tokens)
+    }
+
+    /// The own-token match: its length and what followed it.
+    fn own_match(&self, token_ids: &[u32], max_tokens: usize) -> Option<Match> {
         let len = token_ids.len();
         let (min_n, max_n) = (self.config.prompt_lookup_min, self.config.prompt_lookup_max);
         if max_tokens == 0 || len <= min_n {
-            return Vec::new();
+            return None;
         }
         let last = len - 1;
         // `end` is the last token of a candidate occurrence; the suffix itself ends at `last`.
@@ -43,14 +86,12 @@ impl NgramProposer {
                 }
             }
         }
-        let Some((_, end)) = best else {
-            return Vec::new();
-        };
+        let (n, end) = best?;
         // What followed `end` is proposed to follow `last`. Past the end of the tokens the
         // continuation repeats with period `last - end` (a run or a cycle, as in a loop the
         // output fell into).
         let period = last - end;
-        (1..=max_tokens)
+        let tokens = (1..=max_tokens)
             .map(|i| {
                 let mut position = end + i;
                 while position >= len {
@@ -58,39 +99,38 @@ impl NgramProposer {
                 }
                 token_ids[position]
             })
-            .collect()
+            .collect();
+        Some(Match { len: n, tokens })
     }
 
-    /// Up to `max_tokens` tokens of `prediction` (the client's predicted output) from where the
-    /// output stands in it: right after the output when the output so far (the last
-    /// `num_output_tokens` of `token_ids`) begins the prediction; else after the place in the
-    /// prediction where the longest suffix of `token_ids` (`prompt_lookup_min..=max` tokens)
-    /// occurs, the one nearest the output's own position when it occurs more than once (an
-    /// edited text keeps its lines in order). Empty when neither.
-    pub fn propose_from_prediction(
+    /// The prediction match: as long as the output when the output begins the prediction, else
+    /// the longest suffix match's length; `None` when nothing follows in the prediction.
+    fn prediction_match(
         &self,
         token_ids: &[u32],
         num_output_tokens: usize,
         prediction: &[u32],
         max_tokens: usize,
-    ) -> Vec<u32> {
+    ) -> Option<Match> {
         let output = &token_ids[token_ids.len().saturating_sub(num_output_tokens)..];
-        let from = match prediction.starts_with(output) {
-            true => Some(output.len()),
-            false => self.place_in(token_ids, num_output_tokens, prediction),
+        let (len, from) = match prediction.starts_with(output) {
+            true => (output.len(), output.len()),
+            false => self.place_in(token_ids, num_output_tokens, prediction)?,
         };
-        let rest = from.map_or(&[][..], |from| &prediction[from.min(prediction.len())..]);
-        rest[..rest.len().min(max_tokens)].to_vec()
+        let rest = &prediction[from.min(prediction.len())..];
+        let tokens = rest[..rest.len().min(max_tokens)].to_vec();
+        (!tokens.is_empty()).then_some(Match { len, tokens })
     }
 
-    /// Where in `prediction` the tokens after the longest matching suffix of `token_ids` start
-    /// (the match nearest position `num_output_tokens` among equally long ones).
+    /// The length of the longest suffix of `token_ids` found in `prediction` and where the
+    /// tokens after it start (the occurrence nearest position `num_output_tokens` among equally
+    /// long ones).
     fn place_in(
         &self,
         token_ids: &[u32],
         num_output_tokens: usize,
         prediction: &[u32],
-    ) -> Option<usize> {
+    ) -> Option<(usize, usize)> {
         let (min_n, max_n) = (self.config.prompt_lookup_min, self.config.prompt_lookup_max);
         let max_n = max_n.min(token_ids.len());
         let last = token_ids.len().checked_sub(1)?;
@@ -111,8 +151,15 @@ impl NgramProposer {
                 best = Some((n, distance, start));
             }
         }
-        best.map(|(_, _, start)| start)
+        best.map(|(n, _, start)| (n, start))
     }
+}
+
+/// Proposed tokens and the length of the match they follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Match {
+    len: usize,
+    tokens: Vec<u32>,
 }
 
 #[cfg(test)]
@@ -208,6 +255,25 @@ mod tests {
             lookup.propose_from_prediction(&tokens, 2, &prediction, 1),
             [1]
         );
+    }
+
+    #[test]
+    fn the_longer_match_wins_between_the_prediction_and_the_sequences_own_tokens() {
+        let lookup = proposer(2, 3);
+        // Own tokens: "4 5 6" occurred before, followed by 7. The prediction holds only "5 6",
+        // followed by 9: the own 3-token match wins.
+        let tokens = [4, 5, 6, 7, 0, 4, 5, 6];
+        assert_eq!(
+            lookup.propose_with_prediction(&tokens, 3, &[1, 5, 6, 9], 1),
+            [7]
+        );
+        // An equally long match in the prediction wins.
+        assert_eq!(
+            lookup.propose_with_prediction(&tokens, 3, &[4, 5, 6, 9], 1),
+            [9]
+        );
+        // No match in the prediction: the own one.
+        assert_eq!(lookup.propose_with_prediction(&tokens, 3, &[8, 8], 1), [7]);
     }
 
     #[test]
