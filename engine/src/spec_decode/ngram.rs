@@ -2,8 +2,8 @@
 //! n tokens occurred (the longest n in `prompt_lookup_min..=prompt_lookup_max` that has one) and
 //! propose the tokens that followed it there. Free to compute — a backward scan of the token ids
 //! — and right whenever the output copies its prompt or itself (extraction, quoting, code edits,
-//! RAG answers). A request's predicted output (OpenAI's Predicted Outputs) is looked up first:
-//! [`NgramProposer::propose_from_prediction`].
+//! RAG answers). A request's predicted output (OpenAI's Predicted Outputs) is looked up too:
+//! [`NgramProposer::propose_with_prediction`].
 
 use super::config::NgramConfig;
 
@@ -27,8 +27,8 @@ impl NgramProposer {
     }
 
     /// Proposals from `prediction` (the client's predicted output) or from the sequence's own
-    /// tokens, whichever matches longer (the prediction on a tie): see
-    /// [`Self::propose_from_prediction`] and [`Self::propose`].
+    /// tokens, whichever matches longer (the prediction on a tie); see [`Self::propose`] for
+    /// the own tokens and `prediction_match` for the prediction.
     pub fn propose_with_prediction(
         &self,
         token_ids: &[u32],
@@ -44,23 +44,6 @@ impl NgramProposer {
             (None, own) => own,
         };
         best.map_or_else(Vec::new, |found| found.tokens)
-    }
-
-    /// Up to `max_tokens` tokens of `prediction` from where the output stands in it: right
-    /// after the output when the output so far (the last `num_output_tokens` of `token_ids`)
-    /// begins the prediction; else after the place in the prediction where the longest suffix
-    /// of `token_ids` (`prompt_lookup_min..=max` tokens) occurs, the one nearest the output's
-    /// own position when it occurs more than once (an edited text keeps its lines in order).
-    /// Empty when neither.
-    pub fn propose_from_prediction(
-        &self,
-        token_ids: &[u32],
-        num_output_tokens: usize,
-        prediction: &[u32],
-        max_tokens: usize,
-    ) -> Vec<u32> {
-        self.prediction_match(token_ids, num_output_tokens, prediction, max_tokens)
-            .map_or_else(Vec::new, |found| found.tokens)
     }
 
     /// The own-token match: its length and what followed it.
@@ -103,8 +86,12 @@ impl NgramProposer {
         Some(Match { len: n, tokens })
     }
 
-    /// The prediction match: as long as the output when the output begins the prediction, else
-    /// the longest suffix match's length; `None` when nothing follows in the prediction.
+    /// Up to `max_tokens` tokens of `prediction` from where the output stands in it: right
+    /// after the output when the output so far (the last `num_output_tokens` of `token_ids`)
+    /// begins the prediction (a match as long as the output); else after the place in the
+    /// prediction where the longest suffix of `token_ids` (`prompt_lookup_min..=max` tokens)
+    /// occurs, the one nearest the output's own position when it occurs more than once (an
+    /// edited text keeps its lines in order). `None` when neither, or nothing follows.
     fn prediction_match(
         &self,
         token_ids: &[u32],
@@ -203,6 +190,19 @@ mod tests {
         assert!(proposer(1, 1).propose(&[4], 3).is_empty());
     }
 
+    /// What the prediction alone proposes.
+    fn from_prediction(
+        lookup: NgramProposer,
+        tokens: &[u32],
+        num_output_tokens: usize,
+        prediction: &[u32],
+        max_tokens: usize,
+    ) -> Vec<u32> {
+        lookup
+            .prediction_match(tokens, num_output_tokens, prediction, max_tokens)
+            .map_or_else(Vec::new, |found| found.tokens)
+    }
+
     #[test]
     fn a_prediction_is_followed_from_the_start_of_the_output() {
         // Prompt 1 2 3, output 10 11 so far; the prediction begins with the output.
@@ -210,17 +210,15 @@ mod tests {
         let prediction = [10, 11, 12, 13, 14];
         let lookup = proposer(2, 3);
         assert_eq!(
-            lookup.propose_from_prediction(&tokens, 2, &prediction, 2),
+            from_prediction(lookup, &tokens, 2, &prediction, 2),
             [12, 13]
         );
         assert_eq!(
-            lookup.propose_from_prediction(&tokens, 2, &prediction, 9),
+            from_prediction(lookup, &tokens, 2, &prediction, 9),
             [12, 13, 14]
         );
         // All of it written: nothing more to propose.
-        assert!(lookup
-            .propose_from_prediction(&[1, 10, 11, 12, 13, 14], 5, &prediction, 3)
-            .is_empty());
+        assert!(from_prediction(lookup, &[1, 10, 11, 12, 13, 14], 5, &prediction, 3).is_empty());
     }
 
     #[test]
@@ -231,13 +229,11 @@ mod tests {
         let tokens = [1, 2, 10, 99, 12, 13];
         let lookup = proposer(2, 3);
         assert_eq!(
-            lookup.propose_from_prediction(&tokens, 4, &prediction, 2),
+            from_prediction(lookup, &tokens, 4, &prediction, 2),
             [14, 15]
         );
         // A 1-token match is below the minimum, and nothing else matches.
-        assert!(lookup
-            .propose_from_prediction(&[1, 2, 10, 99, 13], 3, &prediction, 2)
-            .is_empty());
+        assert!(from_prediction(lookup, &[1, 2, 10, 99, 13], 3, &prediction, 2).is_empty());
     }
 
     #[test]
@@ -247,14 +243,8 @@ mod tests {
         let prediction = [7, 8, 1, 5, 5, 5, 7, 8, 2, 5];
         let tokens = [0, 3, 3, 3, 3, 3, 3, 7, 8];
         let lookup = proposer(2, 2);
-        assert_eq!(
-            lookup.propose_from_prediction(&tokens, 8, &prediction, 1),
-            [2]
-        );
-        assert_eq!(
-            lookup.propose_from_prediction(&tokens, 2, &prediction, 1),
-            [1]
-        );
+        assert_eq!(from_prediction(lookup, &tokens, 8, &prediction, 1), [2]);
+        assert_eq!(from_prediction(lookup, &tokens, 2, &prediction, 1), [1]);
     }
 
     #[test]
