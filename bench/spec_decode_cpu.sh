@@ -8,17 +8,19 @@
 #     look up, so proposals are rare and rejected; this is the cost.
 # With --llama-server BIN, llama.cpp's llama-server on the same GGUF runs beside them, without
 # and with its own prompt lookup (--spec-type ngram-simple, 3-token lookup, 5-token drafts).
+# With --disable-by-batch-size N, a third pagoda server runs prompt lookup with vLLM's
+# "disable_by_batch_size": N (no proposals in steps with N or more running requests).
 # Modes alternate within each round (off, ngram, [llama off, llama ngram,] off, …) so all see the
 # same machine. Writes every result, the servers' logs and a summary (median TPOT, output tok/s,
 # acceptance, and the ngram/off ratios) under bench/results/spec_decode_cpu/DATE/.
 #
 #   bench/spec_decode_cpu.sh [--rounds 2] [--num-prompts 8] [--k 5] [--bin-dir target/release]
-#                            [--no-build] [--llama-server BIN]
+#                            [--no-build] [--llama-server BIN] [--disable-by-batch-size N]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 . bench/common.sh
-ROUNDS=2 NUM_PROMPTS=8 K=5 BIN_DIR=target/release BUILD=1 LLAMA_SERVER=""
+ROUNDS=2 NUM_PROMPTS=8 K=5 BIN_DIR=target/release BUILD=1 LLAMA_SERVER="" CAP=""
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -27,6 +29,7 @@ while [ $# -gt 0 ]; do
     --bin-dir) BIN_DIR=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --llama-server) LLAMA_SERVER=$2; shift 2 ;;
+    --disable-by-batch-size) CAP=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -49,6 +52,8 @@ python3 bench/spec_decode_workload.py "$OUT/copy.jsonl" --num-prompts $((NUM_PRO
 LLAMA_SPEC=(--spec-type ngram-simple --spec-ngram-simple-size-n 3 --spec-ngram-simple-size-m "$K"
   --spec-draft-n-max "$K")
 MODES=(off ngram)
+CAPPED_SPEC="${SPEC%\}}, \"disable_by_batch_size\": ${CAP:-0}}"
+[ -n "$CAP" ] && MODES+=(ngram-capped) && echo "capped: $CAPPED_SPEC" >>"$OUT/setup.txt"
 [ -n "$LLAMA_SERVER" ] && MODES+=(llama-off llama-ngram)
 [ -n "$LLAMA_SERVER" ] && echo "llama.cpp: $("$LLAMA_SERVER" --version 2>&1 | grep -m1 version); prompt lookup: ${LLAMA_SPEC[*]}" >>"$OUT/setup.txt"
 
@@ -57,9 +62,10 @@ declare -A PIDS PORTS
 start_server() {
   local mode=$1 port=$2 log="$OUT/server-$1.log"
   case $mode in
-    off | ngram)
+    off | ngram | ngram-capped)
       local args=(--model "$MODEL" --served-model-name smollm2 --host 127.0.0.1 --port "$port")
       [ "$mode" = ngram ] && args+=(--speculative-config "$SPEC")
+      [ "$mode" = ngram-capped ] && args+=(--speculative-config "$CAPPED_SPEC")
       "$BIN_DIR/pagoda-server" "${args[@]}" >"$log" 2>&1 &
       ;;
     llama-*)
@@ -136,6 +142,8 @@ print("|---|---|---|---|---|---|---|---|---|---|")
 for workload in ("copy", "random"):
     for c in (1, 8):
         row("pagoda", workload, c, "off", "ngram")
+        if "ngram-capped" in modes:
+            row("pagoda, disable_by_batch_size", workload, c, "off", "ngram-capped")
         if "llama-off" in modes:
             row("llama.cpp", workload, c, "llama-off", "llama-ngram")
 if "llama-ngram" in modes:
