@@ -122,6 +122,8 @@ impl ResponsesRequest {
         // `reasoning: {"effort": …}` reaches the template as a chat request's `reasoning_effort`.
         let effort = self.reasoning.as_ref().and_then(|r| r.get("effort"));
         let effort = effort.filter(|effort| !effort.is_null()).cloned();
+        // One copy of the chat fields the request carries: the Responses spellings replace some.
+        let chat = self.chat.clone();
         Ok(ChatOptions {
             max_completion_tokens: None,
             logprobs: wants_logprobs.then_some(true),
@@ -141,14 +143,14 @@ impl ResponsesRequest {
                 .transpose()?
                 .flatten(),
             echo: None,
-            reasoning_effort: effort.or_else(|| self.chat.reasoning_effort.clone()),
-            fields: self.common_fields(),
-            ..self.chat.clone()
+            reasoning_effort: effort.or(chat.reasoning_effort),
+            fields: self.common_fields(chat.fields),
+            ..chat
         })
     }
 
-    /// The shared sampling fields: the request's own, over the chat extras it carries.
-    fn common_fields(&self) -> CommonFields {
+    /// The shared sampling fields: the request's own, over `carried`, the chat extras it carries.
+    fn common_fields(&self, carried: CommonFields) -> CommonFields {
         // A background response is always generated as a stream (its events are kept).
         let stream = self.stream == Some(true) || self.is_background();
         let usage = StreamOptions {
@@ -164,7 +166,7 @@ impl ResponsesRequest {
             n: None,
             stream: Some(stream),
             stream_options: stream.then_some(usage),
-            ..self.chat.fields.clone()
+            ..carried
         }
     }
 }
