@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use pagoda_engine::{RequestTimings, Usage};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::writer::TimelineWriter;
 
@@ -91,35 +91,54 @@ impl RequestTrace {
         }
     }
 
-    fn to_json(&self) -> Value {
+    /// The line as it is written.
+    fn line(&self) -> TimelineLine<'_> {
         let clock = self.writer.clock();
         let unix = |at: Instant| clock.unix_s(at);
         let timings = self.timings.as_ref();
-        let writes: Vec<Value> = self
-            .writes
-            .iter()
-            .map(|&(at, kind)| json!([unix(at), kind.as_str()]))
-            .collect();
-        json!({
-            "request_id": self.request_id,
-            "received_unix_s": unix(self.received),
-            "queued_unix_s": timings.map(|t| unix(t.queued)),
-            "scheduled_unix_s": timings.and_then(|t| t.first_scheduled).map(unix),
-            "first_token_unix_s": timings.and_then(|t| t.first_token).map(unix),
-            "finished_unix_s": timings.map(|t| unix(t.finished)),
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "num_preemptions": self.num_preemptions,
-            "stream": self.stream,
-            "completed": self.completed,
-            "writes": writes,
-        })
+        TimelineLine {
+            request_id: &self.request_id,
+            received_unix_s: unix(self.received),
+            queued_unix_s: timings.map(|t| unix(t.queued)),
+            scheduled_unix_s: timings.and_then(|t| t.first_scheduled).map(unix),
+            first_token_unix_s: timings.and_then(|t| t.first_token).map(unix),
+            finished_unix_s: timings.map(|t| unix(t.finished)),
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            num_preemptions: self.num_preemptions,
+            stream: self.stream,
+            completed: self.completed,
+            writes: self
+                .writes
+                .iter()
+                .map(|&(at, kind)| (unix(at), kind.as_str()))
+                .collect(),
+        }
     }
+}
+
+/// One request's line in the timeline file (`--request-timeline`, docs/server.md).
+#[derive(Debug, Serialize)]
+struct TimelineLine<'a> {
+    request_id: &'a str,
+    received_unix_s: f64,
+    queued_unix_s: Option<f64>,
+    scheduled_unix_s: Option<f64>,
+    first_token_unix_s: Option<f64>,
+    finished_unix_s: Option<f64>,
+    prompt_tokens: usize,
+    completion_tokens: usize,
+    num_preemptions: u32,
+    stream: bool,
+    completed: bool,
+    /// Each write handed to the connection: when (Unix seconds) and what it carried.
+    writes: Vec<(f64, &'static str)>,
 }
 
 impl Drop for RequestTrace {
     fn drop(&mut self) {
-        self.writer.send(self.to_json().to_string());
+        let line = serde_json::to_string(&self.line()).expect("a timeline line serializes");
+        self.writer.send(line);
     }
 }
 
@@ -152,7 +171,7 @@ mod tests {
         trace.on_write(WriteKind::Delta);
         trace.on_finished(&timings, &usage);
         trace.on_write(WriteKind::Done);
-        let line = trace.to_json();
+        let line = serde_json::to_value(trace.line()).expect("serializes");
         drop(trace);
         assert_eq!(line["request_id"], "req-1");
         assert_eq!(line["completed"], true);

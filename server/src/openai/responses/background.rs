@@ -11,8 +11,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::stream::{self, Stream};
-use serde_json::Value;
 use tokio::sync::{watch, Notify};
+
+use crate::openai::wire::responses_events::ResponseStreamEvent;
 
 /// How many finished responses' event logs are kept (the oldest go first).
 pub const MAX_FINISHED_LOGS: usize = 1024;
@@ -21,7 +22,7 @@ pub const MAX_FINISHED_LOG_BYTES: usize = 64 << 20;
 
 #[derive(Debug, Default)]
 struct EventLog {
-    events: Vec<Value>,
+    events: Vec<ResponseStreamEvent>,
     num_bytes: usize,
     finished: bool,
 }
@@ -48,9 +49,10 @@ impl BackgroundRun {
         self.log.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn push(&self, event: Value) {
+    pub fn push(&self, event: ResponseStreamEvent) {
+        let num_bytes = serde_json::to_vec(&event).map_or(0, |json| json.len());
         let mut log = self.lock();
-        log.num_bytes += event.to_string().len();
+        log.num_bytes += num_bytes;
         log.events.push(event);
         drop(log);
         self.changed.send_modify(|version| *version += 1);
@@ -102,7 +104,10 @@ impl BackgroundRun {
 
     /// The events after sequence number `starting_after` (all of them for `None`), then each
     /// new one as it comes, until the run's last.
-    pub fn follow(self: Arc<Self>, starting_after: Option<u64>) -> impl Stream<Item = Value> {
+    pub fn follow(
+        self: Arc<Self>,
+        starting_after: Option<u64>,
+    ) -> impl Stream<Item = ResponseStreamEvent> {
         let next = starting_after.map_or(0, |n| {
             usize::try_from(n).unwrap_or(usize::MAX).saturating_add(1)
         });

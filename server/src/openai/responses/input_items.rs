@@ -3,7 +3,7 @@
 //! a time (`limit` 1–100, default 20; `order` `desc` (the default) or `asc`; `after` an item id).
 
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::openai::error::ApiError;
 use crate::openai::wire::responses::ItemStatus;
@@ -27,13 +27,22 @@ pub struct ListQuery {
 /// user message; an item without an `id` gets one from the response's id and its place.
 pub fn input_items(input: &Value, response_id: &str) -> Vec<InputItem> {
     let suffix = response_id.strip_prefix("resp_").unwrap_or(response_id);
-    let items = match input {
-        Value::String(text) => vec![json!({"role": "user", "content": text})],
-        Value::Array(items) => items.clone(),
+    let id = |prefix: &str, index: usize| format!("{prefix}_{suffix}_in{index}");
+    match input {
+        Value::String(text) => {
+            let content = InputMessageContent::Text(vec![string_part("user", text)]);
+            vec![InputItem::Message(completed_message(
+                "user".into(),
+                content,
+                id("msg", 0),
+            ))]
+        }
+        Value::Array(items) => {
+            let item = |(index, item)| item_of(item, |prefix| id(prefix, index));
+            items.iter().cloned().enumerate().map(item).collect()
+        }
         _ => Vec::new(),
-    };
-    let item = |(index, item)| item_of(item, |prefix| format!("{prefix}_{suffix}_in{index}"));
-    items.into_iter().enumerate().map(item).collect()
+    }
 }
 
 /// One input item in the shape the API returns it, `id` naming an item by its id prefix (for
@@ -70,6 +79,11 @@ fn message_of(message: &Value, id: String) -> InputMessage {
         Value::String(text) => InputMessageContent::Text(vec![string_part(&role, text)]),
         parts => InputMessageContent::Parts(parts.clone()),
     };
+    completed_message(role, content, id)
+}
+
+/// A completed message item.
+fn completed_message(role: String, content: InputMessageContent, id: String) -> InputMessage {
     InputMessage {
         kind: "message",
         role,
@@ -147,6 +161,8 @@ pub fn page(items: &[InputItem], query: &ListQuery) -> Result<InputItemList, Api
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn as_json(items: &[InputItem]) -> Vec<Value> {

@@ -25,7 +25,6 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use pagoda_text::template::ChatMessage;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::middleware::RequestIdValue;
 use crate::openai::chat::{count_prompt_tokens, start_chat, StartedChat};
@@ -75,11 +74,6 @@ fn response_not_found(id: &str) -> ApiError {
     }
 }
 
-/// Whether a stored response is still being written (a background one).
-fn is_running(response: &Value) -> bool {
-    matches!(response["status"].as_str(), Some("queued" | "in_progress"))
-}
-
 /// The conversation a `previous_response_id` continues: the stored one's, once it has ended.
 fn history(
     stores: &ResponsesState,
@@ -89,7 +83,7 @@ fn history(
         return Ok(Vec::new());
     };
     let stored = stores.stored.get(id).ok_or_else(|| not_found(id))?;
-    if is_running(&stored.response) {
+    if stored.response.status.is_running() {
         return Err(ApiError::invalid(
             "previous_response_id",
             format!("Response '{id}' is still in progress: continue it once it has finished"),
@@ -277,14 +271,15 @@ pub async fn retrieve_response(
         return Ok(Json(stored.response.clone()).into_response());
     }
     let run = stores.background.get(&id).ok_or_else(|| {
-        let message = match stored.response["background"].as_bool() {
-            Some(true) => format!(
+        let message = if stored.response.shell.background {
+            format!(
                 "the events of response '{id}' are no longer kept: retrieve it without `stream`"
-            ),
-            _ => format!(
+            )
+        } else {
+            format!(
                 "response '{id}' was not created with `background: true`: only background \
                  responses can be streamed again"
-            ),
+            )
         };
         ApiError::invalid("stream", message)
     })?;
@@ -354,7 +349,7 @@ pub async fn cancel_response(
         .stored
         .get(&id)
         .ok_or_else(|| response_not_found(&id))?;
-    if stored.response["background"] != Value::Bool(true) {
+    if !stored.response.shell.background {
         return Err(ApiError::invalid(
             "response_id",
             "Cannot cancel a synchronous response: only responses created with \
@@ -369,13 +364,13 @@ pub async fn cancel_response(
         .stored
         .get(&id)
         .ok_or_else(|| response_not_found(&id))?;
-    match stored.response["status"].as_str() {
-        Some("cancelled") => Ok(Json(stored.response.clone()).into_response()),
+    match stored.response.status {
+        ResponseStatus::Cancelled => Ok(Json(stored.response.clone()).into_response()),
         status => Err(ApiError::invalid(
             "response_id",
             format!(
                 "Cannot cancel response '{id}': it has already ended ({}).",
-                status.unwrap_or("unknown")
+                status.as_str()
             ),
         )),
     }

@@ -5,14 +5,15 @@
 //! reads it.
 
 use pagoda_text::template::ChatMessage;
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::openai::error::ApiError;
 use crate::openai::request::body::{
     ChatCompletionRequest, ChatOptions, CommonFields, StreamOptions,
 };
 use crate::openai::responses::input::input_messages;
+use crate::openai::tools::request::{chat_function_tool, chat_named_tool_choice};
 
 /// `POST /v1/responses`, as OpenAI and vLLM take it.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -141,7 +142,8 @@ impl ResponsesRequest {
                 .as_ref()
                 .map(response_format)
                 .transpose()?
-                .flatten(),
+                .flatten()
+                .map(|format| serde_json::to_value(format).expect("a format serializes")),
             echo: None,
             reasoning_effort: effort.or(chat.reasoning_effort),
             fields: self.common_fields(chat.fields),
@@ -187,7 +189,7 @@ fn chat_tools(tools: &[Value]) -> Result<Value, ApiError> {
                 function.insert(key.into(), value.clone());
             }
         }
-        Ok(json!({"type": "function", "function": function}))
+        Ok(chat_function_tool(function))
     });
     Ok(Value::Array(tools.collect::<Result<_, ApiError>>()?))
 }
@@ -195,11 +197,11 @@ fn chat_tools(tools: &[Value]) -> Result<Value, ApiError> {
 /// `tool_choice`: the same words as chat, or `{"type": "function", "name"}`.
 fn chat_tool_choice(choice: &Value) -> Result<Value, ApiError> {
     match choice {
-        Value::Object(object) if object.get("type") == Some(&json!("function")) => {
+        Value::Object(object) if object.get("type").and_then(Value::as_str) == Some("function") => {
             let name = object.get("name").and_then(Value::as_str).ok_or_else(|| {
                 ApiError::invalid("tool_choice.name", "`tool_choice.name` must be a string")
             })?;
-            Ok(json!({"type": "function", "function": {"name": name}}))
+            Ok(chat_named_tool_choice(name))
         }
         Value::Object(_) => Err(ApiError::unsupported(
             "tool_choice",
@@ -209,14 +211,22 @@ fn chat_tool_choice(choice: &Value) -> Result<Value, ApiError> {
     }
 }
 
+/// Chat's `response_format` for a structured `text.format`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ChatResponseFormat {
+    JsonObject,
+    JsonSchema { json_schema: Map<String, Value> },
+}
+
 /// `text.format` → chat's `response_format` (`None` for plain text).
-fn response_format(text: &Value) -> Result<Option<Value>, ApiError> {
+fn response_format(text: &Value) -> Result<Option<ChatResponseFormat>, ApiError> {
     let Some(format) = text.get("format").filter(|f| !f.is_null()) else {
         return Ok(None);
     };
     match format.get("type").and_then(Value::as_str) {
         Some("text") => Ok(None),
-        Some("json_object") => Ok(Some(json!({"type": "json_object"}))),
+        Some("json_object") => Ok(Some(ChatResponseFormat::JsonObject)),
         Some("json_schema") => {
             let mut json_schema = Map::new();
             for key in ["name", "schema", "strict", "description"] {
@@ -224,9 +234,7 @@ fn response_format(text: &Value) -> Result<Option<Value>, ApiError> {
                     json_schema.insert(key.into(), value.clone());
                 }
             }
-            Ok(Some(
-                json!({"type": "json_schema", "json_schema": json_schema}),
-            ))
+            Ok(Some(ChatResponseFormat::JsonSchema { json_schema }))
         }
         _ => Err(ApiError::invalid(
             "text.format.type",

@@ -20,8 +20,8 @@ pub const MAX_STORED_BYTES: usize = 64 << 20;
 /// A finished (or running background) response and the conversation it ends.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredResponse {
-    /// The Response object as it was returned, as its JSON (what `GET` answers again).
-    pub response: serde_json::Value,
+    /// The Response object as it was returned (what `GET` answers again).
+    pub response: ResponseObject,
     /// The chat messages up to and including the response's own (without `instructions`, which
     /// do not carry over, as OpenAI documents).
     pub messages: Vec<ChatMessage>,
@@ -29,16 +29,15 @@ pub struct StoredResponse {
     pub input_items: Vec<InputItem>,
 }
 
-/// Bytes of the values' JSON.
-fn json_len<T: Serialize>(values: &[T]) -> usize {
-    let len = |value| serde_json::to_vec(value).map_or(0, |json| json.len());
-    values.iter().map(len).sum()
+/// Bytes of a value's JSON.
+fn json_len<T: Serialize>(value: &T) -> usize {
+    serde_json::to_vec(value).map_or(0, |json| json.len())
 }
 
 impl StoredResponse {
     /// Bytes of its JSON (what the store counts against its budget).
     fn num_bytes(&self) -> usize {
-        self.response.to_string().len() + json_len(&self.messages) + json_len(&self.input_items)
+        json_len(&self.response) + json_len(&self.messages) + json_len(&self.input_items)
     }
 }
 
@@ -64,7 +63,7 @@ impl Keeping {
     /// the conversation so far.
     pub fn keep_running(&self, id: &str, response: &ResponseObject) {
         let stored = StoredResponse {
-            response: json_of(response),
+            response: response.clone(),
             messages: self.conversation.clone(),
             input_items: self.input_items.clone(),
         };
@@ -76,16 +75,12 @@ impl Keeping {
         let mut messages = self.conversation;
         messages.push(assistant_message(&response.output));
         let stored = StoredResponse {
-            response: json_of(response),
+            response: response.clone(),
             messages,
             input_items: self.input_items,
         };
         self.store.insert(id.to_string(), stored);
     }
-}
-
-fn json_of(response: &ResponseObject) -> serde_json::Value {
-    serde_json::to_value(response).expect("a Response serializes")
 }
 
 #[derive(Debug, Default)]
@@ -168,13 +163,20 @@ impl ResponseStore {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
+    use crate::openai::wire::responses::{ResponseShell, ResponseStatus};
+
+    fn response(id: &str, instructions: Option<String>) -> ResponseObject {
+        let shell = ResponseShell {
+            instructions,
+            ..ResponseShell::for_tests(id)
+        };
+        shell.object(ResponseStatus::Completed, Vec::new(), None)
+    }
 
     fn stored(n: u64) -> StoredResponse {
         StoredResponse {
-            response: json!({"n": n}),
+            response: response(&format!("resp_{n}"), None),
             messages: vec![ChatMessage::new("user", n.to_string())],
             input_items: Vec::new(),
         }
@@ -187,8 +189,14 @@ mod tests {
             store.insert(format!("resp_{n}"), stored(n));
         }
         assert!(store.get("resp_0").is_none());
-        assert_eq!(store.get("resp_1").expect("kept").response["n"], 1);
-        assert_eq!(store.get("resp_2").expect("kept").response["n"], 2);
+        assert_eq!(
+            store.get("resp_1").expect("kept").response.shell.id,
+            "resp_1"
+        );
+        assert_eq!(
+            store.get("resp_2").expect("kept").response.shell.id,
+            "resp_2"
+        );
     }
 
     #[test]
@@ -212,7 +220,7 @@ mod tests {
         assert!(store.get("r1").is_none(), "past the budget");
         assert!(store.get("r2").is_some() && store.get("r3").is_some());
         let huge = StoredResponse {
-            response: json!({"text": "x".repeat(3 * size)}),
+            response: response("huge", Some("x".repeat(3 * size))),
             messages: Vec::new(),
             input_items: Vec::new(),
         };

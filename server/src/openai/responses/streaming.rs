@@ -9,7 +9,6 @@ use std::sync::Arc;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, BoxStream, Stream, StreamExt};
-use serde_json::Value;
 
 use crate::metrics::Metrics;
 use crate::openai::chat::StartedChat;
@@ -74,12 +73,11 @@ impl Streaming {
         }
     }
 
-    /// The next event to write, as its JSON; `None` once the response has ended and every
-    /// event is out.
-    pub async fn next_event(&mut self) -> Option<Value> {
+    /// The next event to write; `None` once the response has ended and every event is out.
+    pub async fn next_event(&mut self) -> Option<ResponseStreamEvent> {
         loop {
             if let Some(event) = self.pending.pop_front() {
-                return Some(serde_json::to_value(event).expect("an event serializes"));
+                return Some(event);
             }
             self.advance().await?;
         }
@@ -196,17 +194,18 @@ impl Streaming {
     }
 }
 
-fn sse_event(value: &Value) -> Result<Event, Infallible> {
-    let kind = value["type"].as_str().unwrap_or("message");
-    Ok(Event::default().event(kind).data(value.to_string()))
+/// One event as SSE: its `type` names the `event:` line, its JSON is the `data:`.
+fn sse_event(event: &ResponseStreamEvent) -> Result<Event, Infallible> {
+    let data = serde_json::to_string(event).expect("an event serializes");
+    Ok(Event::default().event(event.event_type()).data(data))
 }
 
 /// Events as SSE, with keep-alive comments.
 pub fn sse_response(
-    events: impl Stream<Item = Value> + Send + 'static,
+    events: impl Stream<Item = ResponseStreamEvent> + Send + 'static,
     keep_alive: std::time::Duration,
 ) -> Response {
-    Sse::new(events.map(|value| sse_event(&value)))
+    Sse::new(events.map(|event| sse_event(&event)))
         .keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"))
         .into_response()
 }
@@ -214,8 +213,8 @@ pub fn sse_response(
 /// The client's own stream: dropping it (a disconnect) aborts the request.
 pub fn stream_response(streaming: Streaming, keep_alive: std::time::Duration) -> Response {
     let events = stream::unfold(streaming, |mut streaming| async move {
-        let value = streaming.next_event().await?;
-        Some((value, streaming))
+        let event = streaming.next_event().await?;
+        Some((event, streaming))
     });
     sse_response(events, keep_alive)
 }

@@ -4,12 +4,13 @@
 //! "function_call"`, streamed as `delta.function_call` — with a conversation's assistant
 //! `function_call` messages and `function` results read as tool calls and tool results.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use pagoda_text::template::{AssistantToolCall, ChatMessage};
 
 use crate::openai::error::ApiError;
 use crate::openai::request::body::ChatCompletionRequest;
+use crate::openai::tools::request::{chat_function_tool, chat_named_tool_choice};
 use crate::openai::wire::chat::{ChatChoice, ChatChunkChoice};
 use crate::openai::wire::tool_calls::{ToolCall, ToolCallDelta};
 
@@ -53,8 +54,15 @@ pub fn read_legacy_functions(request: &mut ChatCompletionRequest) -> Result<bool
     }
     let tools = functions
         .into_iter()
-        .map(|function| json!({"type": "function", "function": function}))
-        .collect();
+        .enumerate()
+        .map(|(index, function)| match function {
+            Value::Object(function) => Ok(chat_function_tool(function)),
+            _ => Err(ApiError::invalid(
+                format!("functions[{index}]"),
+                "a function definition must be an object",
+            )),
+        })
+        .collect::<Result<_, _>>()?;
     request.options.tools = Some(Value::Array(tools));
     request.options.tool_choice = tool_choice_of(request.options.function_call.take())?;
     // A legacy answer carries one call.
@@ -70,9 +78,10 @@ fn tool_choice_of(function_call: Option<Value>) -> Result<Option<Value>, ApiErro
         Some(Value::String(mode)) if mode == "none" || mode == "auto" => {
             Ok(Some(Value::String(mode)))
         }
-        Some(Value::Object(named)) if named.get("name").is_some_and(Value::is_string) => Ok(Some(
-            json!({"type": "function", "function": {"name": named["name"]}}),
-        )),
+        Some(Value::Object(named)) if named.get("name").is_some_and(Value::is_string) => {
+            let name = named["name"].as_str().unwrap_or_default();
+            Ok(Some(chat_named_tool_choice(name)))
+        }
         Some(_) => Err(ApiError::invalid(
             "function_call",
             "`function_call` must be \"none\", \"auto\" or {\"name\": \"…\"}",

@@ -12,7 +12,8 @@
 use pagoda_structured::tool_schema::{named_call_schema, required_calls_schema, ToolFunction};
 use pagoda_structured::{strict_schema, OutputSpec};
 use pagoda_text::tool_calls::ToolCallFormat;
-use serde_json::Value;
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::openai::error::ApiError;
 use crate::openai::tools::output::ToolOutput;
@@ -36,6 +37,46 @@ pub struct ToolsRequest {
     pub functions: Vec<ToolFunction>,
     pub choice: ToolChoice,
     pub parallel_tool_calls: bool,
+}
+
+/// A chat tool as the request writes it: `{"type": "function", "function": {…}}`; the shape the
+/// Responses API's flat tools and the deprecated `functions` are turned into.
+#[derive(Debug, Serialize)]
+struct ChatToolShape {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Map<String, Value>,
+}
+
+/// A named `tool_choice` as chat writes it: `{"type": "function", "function": {"name"}}`.
+#[derive(Debug, Serialize)]
+struct NamedToolChoiceShape<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionName<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionName<'a> {
+    name: &'a str,
+}
+
+/// Chat's tool offering `function` (its `name`, `description`, `parameters`, `strict`).
+pub fn chat_function_tool(function: Map<String, Value>) -> Value {
+    let tool = ChatToolShape {
+        kind: "function",
+        function,
+    };
+    serde_json::to_value(tool).expect("a tool serializes")
+}
+
+/// Chat's `tool_choice` naming function `name`.
+pub fn chat_named_tool_choice(name: &str) -> Value {
+    let choice = NamedToolChoiceShape {
+        kind: "function",
+        function: FunctionName { name },
+    };
+    serde_json::to_value(choice).expect("a tool choice serializes")
 }
 
 /// The most tools one request may offer.

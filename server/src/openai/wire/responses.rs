@@ -78,6 +78,25 @@ pub enum ResponseStatus {
     Cancelled,
 }
 
+impl ResponseStatus {
+    /// The status as it is written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::InProgress => "in_progress",
+            Self::Completed => "completed",
+            Self::Incomplete => "incomplete",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether a response in this status is still being written (a background one).
+    pub fn is_running(self) -> bool {
+        matches!(self, Self::Queued | Self::InProgress)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 pub struct IncompleteDetails {
     pub reason: IncompleteReason,
@@ -219,6 +238,35 @@ impl DeletedResponse {
     }
 }
 
+/// A shell as a request with no settings makes it, created at 7 (tests).
+#[cfg(test)]
+impl ResponseShell {
+    pub fn for_tests(id: &str) -> Self {
+        Self {
+            id: id.into(),
+            object: "response",
+            created_at: 7,
+            model: "m".into(),
+            instructions: None,
+            max_output_tokens: None,
+            parallel_tool_calls: true,
+            temperature: None,
+            top_p: None,
+            tool_choice: Value::from("auto"),
+            tools: Vec::new(),
+            text: serde_json::json!({"format": {"type": "text"}}),
+            metadata: serde_json::json!({}),
+            previous_response_id: None,
+            reasoning: None,
+            store: true,
+            truncation: "disabled".into(),
+            user: None,
+            top_logprobs: 0,
+            background: false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -228,27 +276,19 @@ mod tests {
 
     fn shell() -> ResponseShell {
         ResponseShell {
-            id: "resp_1".into(),
-            object: "response",
-            created_at: 7,
-            model: "m".into(),
-            instructions: None,
             max_output_tokens: Some(3),
-            parallel_tool_calls: true,
             temperature: Some(0.7),
-            top_p: None,
-            tool_choice: json!("auto"),
-            tools: Vec::new(),
-            text: json!({"format": {"type": "text"}}),
-            metadata: json!({}),
-            previous_response_id: None,
-            reasoning: None,
-            store: true,
-            truncation: "disabled".into(),
-            user: None,
-            top_logprobs: 0,
-            background: false,
+            ..ResponseShell::for_tests("resp_1")
         }
+    }
+
+    #[test]
+    fn statuses_name_themselves_as_they_are_written() {
+        use ResponseStatus::*;
+        for status in [Queued, InProgress, Completed, Incomplete, Failed, Cancelled] {
+            assert_eq!(json!(status), json!(status.as_str()));
+        }
+        assert!(Queued.is_running() && InProgress.is_running() && !Cancelled.is_running());
     }
 
     #[test]

@@ -8,6 +8,27 @@ use utoipa::ToSchema;
 use super::logprobs::ChatTokenLogprob;
 use super::responses::{MessageContent, OutputItem, ResponseObject};
 
+/// A kind of event: an enum whose variants write as the event's `type`, and
+/// [`as_str`](ResponseEventType::as_str) gives the same name for the SSE `event:` line.
+macro_rules! event_type {
+    ($(#[$meta:meta])* $name:ident { $($(#[$doc:meta])* $variant:ident = $wire:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+        pub enum $name {
+            $($(#[$doc])* #[serde(rename = $wire)] $variant,)+
+        }
+
+        impl $name {
+            /// The event's `type`, as it is written.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $wire,)+
+                }
+            }
+        }
+    };
+}
+
 /// Any event of a streamed response.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(untagged)]
@@ -23,6 +44,23 @@ pub enum ResponseStreamEvent {
     FunctionCallArgumentsDone(FunctionCallArgumentsDoneEvent),
 }
 
+impl ResponseStreamEvent {
+    /// The event's `type` (the SSE `event:` line's name).
+    pub fn event_type(&self) -> &'static str {
+        match self {
+            Self::Response(event) => event.kind.as_str(),
+            Self::OutputItem(event) => event.kind.as_str(),
+            Self::ContentPart(event) => event.kind.as_str(),
+            Self::OutputTextDelta(event) => event.kind.as_str(),
+            Self::OutputTextDone(event) => event.kind.as_str(),
+            Self::ReasoningTextDelta(event) => event.kind.as_str(),
+            Self::ReasoningTextDone(event) => event.kind.as_str(),
+            Self::FunctionCallArgumentsDelta(event) => event.kind.as_str(),
+            Self::FunctionCallArgumentsDone(event) => event.kind.as_str(),
+        }
+    }
+}
+
 /// The Response in a new state: first `created` and `in_progress`, last one of the others.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ResponseEvent {
@@ -32,24 +70,19 @@ pub struct ResponseEvent {
     pub sequence_number: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-pub enum ResponseEventType {
-    #[serde(rename = "response.created")]
-    Created,
-    #[serde(rename = "response.in_progress")]
-    InProgress,
-    #[serde(rename = "response.completed")]
-    Completed,
-    /// The output hit `max_output_tokens`.
-    #[serde(rename = "response.incomplete")]
-    Incomplete,
-    /// An engine error; the Response carries it.
-    #[serde(rename = "response.failed")]
-    Failed,
-    /// A cancelled background response (OpenAI names no event for it; a follower of the
-    /// stream needs a last one to tell it from a lost connection).
-    #[serde(rename = "response.cancelled")]
-    Cancelled,
+event_type! {
+    ResponseEventType {
+        Created = "response.created",
+        InProgress = "response.in_progress",
+        Completed = "response.completed",
+        /// The output hit `max_output_tokens`.
+        Incomplete = "response.incomplete",
+        /// An engine error; the Response carries it.
+        Failed = "response.failed",
+        /// A cancelled background response (OpenAI names no event for it; a follower of the
+        /// stream needs a last one to tell it from a lost connection).
+        Cancelled = "response.cancelled",
+    }
 }
 
 /// An output item opened (`added`: empty, `in_progress`) or closed (`done`: whole, with its
@@ -63,12 +96,11 @@ pub struct OutputItemEvent {
     pub sequence_number: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-pub enum OutputItemEventType {
-    #[serde(rename = "response.output_item.added")]
-    Added,
-    #[serde(rename = "response.output_item.done")]
-    Done,
+event_type! {
+    OutputItemEventType {
+        Added = "response.output_item.added",
+        Done = "response.output_item.done",
+    }
 }
 
 /// A message's `output_text` part opened (empty) or closed (whole).
@@ -83,12 +115,11 @@ pub struct ContentPartEvent {
     pub sequence_number: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-pub enum ContentPartEventType {
-    #[serde(rename = "response.content_part.added")]
-    Added,
-    #[serde(rename = "response.content_part.done")]
-    Done,
+event_type! {
+    ContentPartEventType {
+        Added = "response.content_part.added",
+        Done = "response.content_part.done",
+    }
 }
 
 /// Text added to the open message, with its tokens' log-probabilities (chat's
@@ -105,10 +136,10 @@ pub struct OutputTextDeltaEvent {
     pub sequence_number: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-pub enum OutputTextDeltaType {
-    #[serde(rename = "response.output_text.delta")]
-    OutputTextDelta,
+event_type! {
+    OutputTextDeltaType {
+        OutputTextDelta = "response.output_text.delta",
+    }
 }
 
 /// The message's whole text, and all its tokens' log-probabilities.
@@ -124,10 +155,10 @@ pub struct OutputTextDoneEvent {
     pub sequence_number: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-pub enum OutputTextDoneType {
-    #[serde(rename = "response.output_text.done")]
-    OutputTextDone,
+event_type! {
+    OutputTextDoneType {
+        OutputTextDone = "response.output_text.done",
+    }
 }
 
 /// Thinking added to the open reasoning item.
@@ -142,10 +173,10 @@ pub struct ReasoningTextDeltaEvent {
     pub sequence_number: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-pub enum ReasoningTextDeltaType {
-    #[serde(rename = "response.reasoning_text.delta")]
-    ReasoningTextDelta,
+event_type! {
+    ReasoningTextDeltaType {
+        ReasoningTextDelta = "response.reasoning_text.delta",
+    }
 }
 
 /// The reasoning item's whole thinking.
@@ -160,10 +191,10 @@ pub struct ReasoningTextDoneEvent {
     pub sequence_number: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-pub enum ReasoningTextDoneType {
-    #[serde(rename = "response.reasoning_text.done")]
-    ReasoningTextDone,
+event_type! {
+    ReasoningTextDoneType {
+        ReasoningTextDone = "response.reasoning_text.done",
+    }
 }
 
 /// Arguments text added to the open function call.
@@ -177,10 +208,10 @@ pub struct FunctionCallArgumentsDeltaEvent {
     pub sequence_number: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-pub enum FunctionCallArgumentsDeltaType {
-    #[serde(rename = "response.function_call_arguments.delta")]
-    FunctionCallArgumentsDelta,
+event_type! {
+    FunctionCallArgumentsDeltaType {
+        FunctionCallArgumentsDelta = "response.function_call_arguments.delta",
+    }
 }
 
 /// The function call's whole arguments, and its name.
@@ -195,10 +226,10 @@ pub struct FunctionCallArgumentsDoneEvent {
     pub sequence_number: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-pub enum FunctionCallArgumentsDoneType {
-    #[serde(rename = "response.function_call_arguments.done")]
-    FunctionCallArgumentsDone,
+event_type! {
+    FunctionCallArgumentsDoneType {
+        FunctionCallArgumentsDone = "response.function_call_arguments.done",
+    }
 }
 
 #[cfg(test)]

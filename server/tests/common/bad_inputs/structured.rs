@@ -57,6 +57,11 @@ pub fn structured_output_cases() -> Vec<Case> {
             "functions",
         ),
         Case::chat(
+            "a deprecated function that is not an object",
+            json!({"functions": [{"name": "f"}, "g"]}),
+            "functions[1]",
+        ),
+        Case::chat(
             "function_call without functions",
             json!({"function_call": {"name": "f"}}),
             "function_call",

@@ -1,17 +1,26 @@
 use futures_util::StreamExt;
-use serde_json::json;
 
 use super::*;
+use crate::openai::wire::responses_events::{OutputTextDeltaEvent, OutputTextDeltaType};
 
-fn event(n: u64) -> Value {
-    json!({"type": "response.output_text.delta", "sequence_number": n})
+fn event(n: u64) -> ResponseStreamEvent {
+    ResponseStreamEvent::OutputTextDelta(OutputTextDeltaEvent {
+        item_id: "msg_1".into(),
+        output_index: 0,
+        content_index: 0,
+        delta: "x".into(),
+        logprobs: Vec::new(),
+        kind: OutputTextDeltaType::OutputTextDelta,
+        sequence_number: n,
+    })
 }
 
-fn numbers(events: &[Value]) -> Vec<u64> {
-    events
-        .iter()
-        .filter_map(|e| e["sequence_number"].as_u64())
-        .collect()
+fn numbers(events: &[ResponseStreamEvent]) -> Vec<u64> {
+    let number = |event: &ResponseStreamEvent| match event {
+        ResponseStreamEvent::OutputTextDelta(delta) => delta.sequence_number,
+        other => panic!("not a test event: {other:?}"),
+    };
+    events.iter().map(number).collect()
 }
 
 #[tokio::test]
@@ -31,9 +40,9 @@ async fn a_follower_gets_the_events_after_its_point_then_new_ones_until_the_end(
     assert_eq!(numbers(&all.await.expect("follower")), [0, 1, 2, 3, 4]);
     assert_eq!(numbers(&after_1.await.expect("follower")), [2, 3, 4]);
     // A follower that starts after the end replays, and one past the last event gets nothing.
-    let late: Vec<Value> = Arc::clone(&run).follow(Some(2)).collect().await;
+    let late: Vec<ResponseStreamEvent> = Arc::clone(&run).follow(Some(2)).collect().await;
     assert_eq!(numbers(&late), [3, 4]);
-    let past: Vec<Value> = Arc::clone(&run).follow(Some(u64::MAX)).collect().await;
+    let past: Vec<ResponseStreamEvent> = Arc::clone(&run).follow(Some(u64::MAX)).collect().await;
     assert!(past.is_empty());
 }
 
@@ -65,7 +74,7 @@ fn finished_logs_are_dropped_oldest_first_past_the_count_or_the_bytes() {
     assert!(runs.get("a").is_none());
     assert!(runs.get("b").is_some() && runs.get("c").is_some());
 
-    let size = event(0).to_string().len();
+    let size = serde_json::to_vec(&event(0)).expect("serializes").len();
     let runs = BackgroundRuns::new(100, 2 * size);
     let running = runs.register("running");
     running.push(event(0));
