@@ -306,6 +306,15 @@ mod tests {
             kind: FunctionCallArgumentsDoneType::FunctionCallArgumentsDone,
             sequence_number: 9,
         });
+        // The SSE `event:` line names what the `data:` object's `type` says.
+        for event in [&added, &done] {
+            let json = serde_json::to_value(event).expect("serializes");
+            assert_eq!(json["type"], event.event_type());
+        }
+        let kinds = [ResponseEventType::Created, ResponseEventType::Cancelled];
+        assert!(kinds
+            .iter()
+            .all(|kind| serde_json::json!(kind) == kind.as_str()));
         assert_eq!(
             serde_json::to_string(&[added, done]).expect("serializes"),
             concat!(
