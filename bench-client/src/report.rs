@@ -1,25 +1,23 @@
 //! The terminal summary of a serve run, in the layout `vllm bench serve` users know, followed by
 //! what vLLM's client does not tell them: the breakdown per model (LoRA adapter), send
 //! integrity, the steady-state window, the time slices, errors by type, where token counts came from, and the
-//! server's own view. With `--scrape-metrics` against a server that speculates, vLLM's
-//! "Speculative Decoding" block follows the latency blocks, as in vLLM's report.
+//! server's own view. A block the caller renders (with `--scrape-metrics` against a server that
+//! speculates, vLLM's "Speculative Decoding" block, `scrape/report.rs`) follows the latency
+//! blocks, as in vLLM's report. The core report knows nothing of scraping.
 
 mod per_model;
 mod per_turn;
-mod rule;
+pub(crate) mod rule;
 mod slices;
-mod spec_decode;
 
 use std::fmt::Write;
 
 use crate::record::ErrorKind;
-use crate::scrape::SpecDecodeStats;
 use crate::stats::{error_label, BenchSummary, Metric, MetricStats, WindowSummary};
 use per_model::render_per_model;
 use per_turn::render_per_turn;
 use rule::{line, rule};
 use slices::render_slices;
-use spec_decode::render_spec_decode;
 
 fn metric_block(out: &mut String, metric: Metric, stats: &MetricStats) {
     let title = match metric {
@@ -65,13 +63,9 @@ pub fn format_percentile(p: f64) -> String {
     }
 }
 
-/// The whole summary as text; `spec_decode` (the server's, from `--scrape-metrics`) follows the
-/// latency blocks.
-pub fn render(
-    summary: &BenchSummary,
-    title: &str,
-    spec_decode: Option<&SpecDecodeStats>,
-) -> String {
+/// The whole summary as text; `after_latency` (a block the caller rendered, such as the
+/// server's speculative decoding from `--scrape-metrics`) follows the latency blocks.
+pub fn render(summary: &BenchSummary, title: &str, after_latency: Option<&str>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", rule(title, '='));
     line(&mut out, "Successful requests:", summary.num_completed);
@@ -128,8 +122,8 @@ pub fn render(
             metric_block(&mut out, metric, stats);
         }
     }
-    if let Some(spec_decode) = spec_decode {
-        render_spec_decode(&mut out, spec_decode);
+    if let Some(block) = after_latency {
+        out.push_str(block);
     }
     render_per_model(&mut out, summary);
     render_per_turn(&mut out, summary);
@@ -235,62 +229,4 @@ fn render_window(out: &mut String, window: &WindowSummary) {
             );
         }
     }
-}
-
-/// The server's own view of the run (`--scrape-metrics`), beside the client's.
-pub fn render_server_side(stats: &crate::scrape::ServerSideStats) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{}", rule("Server side (from its /metrics)", '-'));
-    line(&mut out, "Metrics namespace:", &stats.namespace);
-    let quantiles = |s: &Option<crate::scrape::HistogramSummary>| {
-        s.as_ref().map(|h| {
-            format!(
-                "{:.2} / {:.2} / {:.2}",
-                h.p50 * 1e3,
-                h.p90 * 1e3,
-                h.p99 * 1e3
-            )
-        })
-    };
-    for (label, summary) in [
-        ("Server TTFT p50 / p90 / p99 (ms):", &stats.ttft_s),
-        ("Server ITL p50 / p90 / p99 (ms):", &stats.itl_s),
-        (
-            "Server queue time p50 / p90 / p99 (ms):",
-            &stats.queue_time_s,
-        ),
-    ] {
-        if let Some(text) = quantiles(summary) {
-            line(&mut out, label, text);
-        }
-    }
-    let optional = |value: Option<f64>, scale: f64, digits: usize| {
-        value.map_or("n/a".to_string(), |v| format!("{:.*}", digits, v * scale))
-    };
-    line(
-        &mut out,
-        "Mean queue time (ms):",
-        optional(stats.mean_queue_time_s, 1e3, 2),
-    );
-    line(
-        &mut out,
-        "Peak waiting requests:",
-        optional(stats.peak_num_requests_waiting, 1.0, 0),
-    );
-    line(
-        &mut out,
-        "Peak KV-cache usage (%):",
-        optional(stats.peak_kv_cache_usage, 100.0, 1),
-    );
-    line(
-        &mut out,
-        "Preemptions:",
-        optional(stats.num_preemptions, 1.0, 0),
-    );
-    line(
-        &mut out,
-        "Prefix-cache hit rate (%):",
-        optional(stats.prefix_cache_hit_rate, 100.0, 1),
-    );
-    out
 }

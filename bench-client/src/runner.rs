@@ -55,8 +55,8 @@ use crate::record::unix_now_s;
 use crate::workload::RequestSpec;
 use config::{validate, START_DELAY};
 use dispatch::{Dispatch, StopFlag, Ticket};
-use health::RunEvidence;
 use interrupt::InterruptWatch;
+use outcome::{RunEnd, RunExtras};
 use steps::{collect, warm_up, Finished, StopOnDrop};
 
 /// Sends `specs[i]` at `arrival_times_s[i]` (seconds after `t = 0`, non-decreasing) and returns
@@ -126,28 +126,26 @@ pub async fn run(
         Some((rate, sending)) => Some(ProbeSummary::of(rate, &sending.await.unwrap_or_default())),
         None => None,
     };
-    Ok(RunOutcome {
-        interrupted: interrupt.finish(),
+    let end = RunEnd {
+        num_not_sent: specs.len() - report.num_dispatched,
+        records,
+        client_lags_s,
+        dispatch: report,
+        peak_in_flight: counters.peak_in_flight(),
+        cpu,
         start_unix_s,
         duration_s,
         num_scheduled: specs.len(),
-        num_not_sent: specs.len() - report.num_dispatched,
         num_warmups: config.num_warmups,
         num_warmup_errors,
-        client: ClientHealth::of_run(
-            RunEvidence {
-                dispatch: &report,
-                client_lags_s: &client_lags_s,
-                peak_in_flight: counters.peak_in_flight(),
-                max_concurrency: config.max_concurrency,
-                cpu,
-            },
-            &records,
-        ),
-        records,
+        max_concurrency: config.max_concurrency,
+    };
+    let extras = RunExtras {
+        interrupted: interrupt.finish(),
         conversations: None,
         probes,
-    })
+    };
+    Ok(RunOutcome::of_run(end, extras))
 }
 
 /// Spawns one task per request; owned by the dispatcher thread.

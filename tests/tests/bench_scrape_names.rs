@@ -1,4 +1,4 @@
-//! The metric names pagoda-bench's `--scrape-metrics` reads (bench-client/src/scrape.rs) against
+//! The metric names pagoda-bench's `--scrape-metrics` reads (bench-client/src/analysis/scrape.rs) against
 //! what `pagoda-server` really exports, in both namespaces: after a run against the mock, every
 //! server-side statistic is found (none left `null` for want of its series) and the counters agree
 //! with the client's own counts. A renamed or dropped series on either side fails here.

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use crate::align::{align, client_requests, parse_timeline, render_alignment, ClientKind};
+use crate::analysis::align::{
+    align, client_requests, parse_timeline, render_alignment, ClientKind,
+};
 
 /// Line a client's result up with the server's own timeline and compare.
 #[derive(Debug, Clone, Args)]

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::analysis::compare::{compare_results, read_result, Comparison};
 use crate::cli::sweep_output::write_json;
-use crate::compare::{compare_results, read_result, Comparison};
 
 /// Compare saved results (from `serve --save-result` or `vllm bench serve --save-result`)
 /// against the first one, the baseline.

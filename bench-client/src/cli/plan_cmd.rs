@@ -1,16 +1,16 @@
 //! `pagoda-bench plan capacity` and `pagoda-bench plan roofline`: capacity planning from
-//! benchmark numbers, with the working printed (see [`crate::plan`]).
+//! benchmark numbers, with the working printed (see [`crate::analysis::plan`]).
 
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 
-use crate::cli::sweep_output::write_json;
-use crate::compare::read_result;
-use crate::plan::{
+use crate::analysis::compare::read_result;
+use crate::analysis::plan::{
     per_gpu_from_result, plan_capacity, roofline, CapacityInputs, PerGpuMetric, RooflineInputs,
 };
+use crate::cli::sweep_output::write_json;
 
 /// Plan GPUs from benchmark numbers: `plan capacity` (GPUs for a daily volume) or
 /// `plan roofline` (the memory-bandwidth bound of decoding).

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 
-use crate::html::{parse_input, read_input, render_report, ReportInput, ReportOptions};
+use crate::analysis::html::{parse_input, read_input, render_report, ReportInput, ReportOptions};
 
 /// Write an HTML report of saved results: summary, errors by kind, latency distributions,
 /// throughput and concurrency over time, per-request timeline, the server's scraped series, and

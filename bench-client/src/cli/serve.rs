@@ -9,6 +9,7 @@ use anyhow::{bail, Context};
 use pagoda_text::tokenizer::TextTokenizer;
 use serde_json::Value;
 
+use crate::analysis::scrape::{Scraper, ServerSideStats};
 use crate::cli::backend::resolve_endpoint;
 use crate::cli::serve_args::{EndpointArg, ServeArgs};
 use crate::cli::serve_workload::workload;
@@ -21,7 +22,6 @@ use crate::dataset::trace::TraceSummary;
 use crate::record::RequestRecord;
 use crate::runner::{run, run_conversations, ConversationConfig, RunConfig, RunOutcome};
 use crate::schedule::{RampUp, RampUpStrategy, RequestRate, ScheduleConfig};
-use crate::scrape::{Scraper, ServerSideStats};
 use crate::stats::{
     parse_goodput, parse_percentile_metrics, parse_percentiles, summarize, BenchSummary,
     IntegrityThresholds, SummaryOptions,

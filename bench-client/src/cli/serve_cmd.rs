@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde_json::{json, Value};
 
+use crate::analysis::compare::aggregate_runs;
+use crate::analysis::scrape::report::{render_server_side, render_spec_decode};
 use crate::cli::backend::{backend_name, resolve_endpoint};
 use crate::cli::conversation_args::render_conversations;
 use crate::cli::exit_status::check_result_failures;
@@ -15,11 +17,10 @@ use crate::cli::serve::{load_tokenizer, prepare, run_once_with_server_view, Prep
 use crate::cli::serve_args::ServeArgs;
 use crate::cli::serve_plots::{write_dataset_stats, write_timeline_page};
 use crate::cli::trace_replay;
-use crate::compare::aggregate_runs;
 use crate::record::unix_now_s;
 use crate::record::RequestRecord;
 use crate::record_csv::{write_csv, RunRecords};
-use crate::report::{render, render_server_side};
+use crate::report::render;
 use crate::runner::RunOutcome;
 use crate::stats::{parse_metadata, vllm_result_json, BenchSummary, RampUp, RunMetadata};
 
@@ -173,7 +174,8 @@ pub async fn run_repeated(
             "Serving Benchmark Result".to_string()
         };
         let spec_decode = server_side.as_ref().and_then(|s| s.spec_decode.as_ref());
-        println!("{}", render(&summary, &title, spec_decode));
+        let spec_decode = spec_decode.map(render_spec_decode);
+        println!("{}", render(&summary, &title, spec_decode.as_deref()));
         if let Some(conversations) = &outcome.conversations {
             println!("{}", render_conversations(conversations));
         }

@@ -5,9 +5,9 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::html::itl_timeline_page;
-use crate::plot::dataset_stats::dataset_stats_svg;
-use crate::plot::PngRenderer;
+use crate::analysis::html::itl_timeline_page;
+use crate::analysis::plot::dataset_stats::dataset_stats_svg;
+use crate::analysis::plot::PngRenderer;
 use crate::record::RequestRecord;
 
 /// `--plot-timeline`: every run's timeline, gaps coloured against `thresholds_ms`.

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use anyhow::ensure;
 use clap::{ArgGroup, Args};
 
+use crate::analysis::sweep::SweepAxis;
 use crate::cli::run_meta::format_date;
 use crate::cli::serve_args::ServeArgs;
 use crate::cli::sweep_loads::{ConcurrencyList, RateList};
-use crate::sweep::SweepAxis;
 
 /// Run the serve benchmark at several loads (or search for the highest request rate that meets
 /// the SLOs) and write a summary, the knee and plots.

@@ -10,10 +10,10 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::Value;
 
+use crate::analysis::sweep::SweepAxis;
 use crate::cli::serve_args::ServeArgs;
 use crate::cli::serve_cmd::combine_runs;
 use crate::cli::sweep_output::write_json;
-use crate::sweep::SweepAxis;
 
 /// Where the calibration runs' results go, inside the sweep's directory.
 pub const CALIBRATION_DIR: &str = "calibration";

@@ -1,4 +1,4 @@
-//! `sweep --find-max-rate`: bisection on the request rate ([`crate::sweep::bisect_max_rate`])
+//! `sweep --find-max-rate`: bisection on the request rate ([`crate::analysis::sweep::bisect_max_rate`])
 //! for the highest rate whose run meets the `--goodput` SLOs.
 //!
 //! Verdict of one run ([`judge_run`]): it meets the SLOs when `num_good ≥ goodput_fraction ×
@@ -19,6 +19,9 @@ use anyhow::{bail, Context};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::analysis::sweep::{
+    bisect_max_rate, summarize, BisectOutcome, BisectStop, SweepAxis, SweepPoint,
+};
 use crate::cli::serve_args::ServeArgs;
 use crate::cli::serve_cmd::combine_runs;
 use crate::cli::sweep_args::SweepArgs;
@@ -26,7 +29,6 @@ use crate::cli::sweep_loads::with_rate;
 use crate::cli::sweep_output::{
     save_point, summary_source, summary_table, write_json, write_summary,
 };
-use crate::sweep::{bisect_max_rate, summarize, BisectOutcome, BisectStop, SweepAxis, SweepPoint};
 
 pub const BISECT_JSON: &str = "bisect.json";
 
@@ -161,8 +163,8 @@ fn probe(
         rate,
         meets_slos: !verdicts.is_empty() && verdicts.iter().all(|v| v.meets_slos),
         runs: verdicts,
-        request_throughput: crate::compare::metric(&source, "request_throughput"),
-        request_goodput: crate::compare::metric(&source, "request_goodput"),
+        request_throughput: crate::analysis::compare::metric(&source, "request_throughput"),
+        request_goodput: crate::analysis::compare::metric(&source, "request_goodput"),
         result_file: path.display().to_string(),
     };
     Ok((

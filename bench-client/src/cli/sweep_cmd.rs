@@ -19,6 +19,8 @@ use anyhow::Context;
 use pagoda_text::tokenizer::TextTokenizer;
 use serde_json::Value;
 
+use crate::analysis::html::{parse_input, ReportOptions};
+use crate::analysis::sweep::{find_knee, summarize, KneeCriteria, SweepAxis, SweepPoint};
 use crate::cli::exit_status::{check_failures, FailureCounts};
 use crate::cli::report_cmd::write_report;
 use crate::cli::serve::{load_tokenizer, prepare};
@@ -33,9 +35,7 @@ use crate::cli::sweep_loads::load_args;
 use crate::cli::sweep_output::{
     knee_json, knee_text, save_point, summary_source, summary_table, write_summary,
 };
-use crate::html::{parse_input, ReportOptions};
 use crate::record::unix_now_s;
-use crate::sweep::{find_knee, summarize, KneeCriteria, SweepAxis, SweepPoint};
 
 /// `sweep`: loads the tokenizer once, then measures each load against the server.
 pub async fn execute(args: SweepArgs) -> anyhow::Result<()> {

@@ -4,8 +4,8 @@
 use std::fmt::Display;
 use std::str::FromStr;
 
+use crate::analysis::sweep::SweepAxis;
 use crate::cli::serve_args::ServeArgs;
-use crate::sweep::SweepAxis;
 
 /// `--request-rates`: distinct, finite, positive requests per second, in the order given.
 #[derive(Debug, Clone, PartialEq)]

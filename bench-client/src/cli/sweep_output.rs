@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::{json, Value};
 
+use crate::analysis::plot::{sweep_charts, write_charts, PngRenderer};
+use crate::analysis::sweep::{Knee, KneeCriteria, SweepSummary};
 use crate::cli::serve_cmd::runs_aggregate;
 use crate::cli::sweep_loads::point_file_name;
-use crate::plot::{sweep_charts, write_charts, PngRenderer};
-use crate::sweep::{Knee, KneeCriteria, SweepSummary};
 
 pub const RESULTS_DIR: &str = "results";
 pub const PLOTS_DIR: &str = "plots";
@@ -142,7 +142,7 @@ pub fn write_summary(dir: &Path, summary: &SweepSummary, extra: Value) -> anyhow
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::sweep::{summarize, SweepAxis, SweepPoint};
+    use crate::analysis::sweep::{summarize, SweepAxis, SweepPoint};
 
     #[test]
     fn repeated_runs_are_summarised_by_their_mean() {

@@ -6,11 +6,11 @@ use std::fmt::Write;
 const WIDTH: usize = 50;
 
 /// One `label value` line, values aligned in one column.
-pub(super) fn line(out: &mut String, label: &str, value: impl std::fmt::Display) {
+pub(crate) fn line(out: &mut String, label: &str, value: impl std::fmt::Display) {
     let _ = writeln!(out, "{:<40} {value}", label);
 }
 
-pub(super) fn rule(title: &str, fill: char) -> String {
+pub(crate) fn rule(title: &str, fill: char) -> String {
     if title.is_empty() {
         return fill.to_string().repeat(WIDTH);
     }

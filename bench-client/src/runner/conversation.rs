@@ -42,8 +42,7 @@ use super::config::{validate, RunConfig, START_DELAY};
 use super::conversation_summary::ConversationSummary;
 use super::cpu::CpuMonitor;
 use super::dispatch::{self, Dispatch, DispatchReport, StopFlag};
-use super::health::{ClientHealth, RunEvidence};
-use super::outcome::{RunError, RunOutcome};
+use super::outcome::{RunEnd, RunError, RunExtras, RunOutcome};
 use super::steps::{collect, warm_up, StopOnDrop};
 use crate::client::{Client, ClientError, RunClock};
 use crate::progress::{LiveCounters, Progress};
@@ -120,29 +119,27 @@ pub async fn run_conversations(
     progress.finish();
     let report = report.await.unwrap_or_default();
     let summary = summarize(&tally, start_times_s.len(), conversation);
-    Ok(RunOutcome {
-        // Ctrl-C ends a conversation run at once (its turns would go on after a stop).
-        interrupted: false,
+    let end = RunEnd {
+        num_not_sent: num_scheduled - records.len(),
+        records,
+        client_lags_s,
+        dispatch: report,
+        peak_in_flight: counters.peak_in_flight(),
+        cpu,
         start_unix_s,
         duration_s,
         num_scheduled,
-        num_not_sent: num_scheduled - records.len(),
         num_warmups: config.num_warmups,
         num_warmup_errors,
-        client: ClientHealth::of_run(
-            RunEvidence {
-                dispatch: &report,
-                client_lags_s: &client_lags_s,
-                peak_in_flight: counters.peak_in_flight(),
-                max_concurrency: config.max_concurrency,
-                cpu,
-            },
-            &records,
-        ),
-        records,
-        probes: None,
+        max_concurrency: config.max_concurrency,
+    };
+    let extras = RunExtras {
+        // Ctrl-C ends a conversation run at once (its turns would go on after a stop).
+        interrupted: false,
         conversations: Some(summary),
-    })
+        probes: None,
+    };
+    Ok(RunOutcome::of_run(end, extras))
 }
 
 /// Starts the dispatcher: at each start time, one task runs a conversation (until the run is

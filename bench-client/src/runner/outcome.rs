@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::conversation_summary::ConversationSummary;
-use super::health::ClientHealth;
+use super::cpu::CpuUsage;
+use super::dispatch::DispatchReport;
+use super::health::{ClientHealth, RunEvidence};
 use super::probes::ProbeSummary;
 use crate::client::ClientError;
 use crate::record::RequestRecord;
@@ -55,4 +57,56 @@ pub struct RunOutcome {
     /// How the probe requests went (`--probe-request-rate`); their records are not in `records`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probes: Option<ProbeSummary>,
+}
+
+/// What every kind of run has collected when its last request is in.
+pub(super) struct RunEnd {
+    pub records: Vec<RequestRecord>,
+    /// Per request: the HTTP request started − free to go.
+    pub client_lags_s: Vec<f64>,
+    pub dispatch: DispatchReport,
+    pub peak_in_flight: usize,
+    pub cpu: Option<CpuUsage>,
+    pub start_unix_s: f64,
+    pub duration_s: f64,
+    pub num_scheduled: usize,
+    pub num_not_sent: usize,
+    pub num_warmups: usize,
+    pub num_warmup_errors: usize,
+    /// The run's `max_concurrency`, which the client's health is judged against.
+    pub max_concurrency: Option<usize>,
+}
+
+/// What only some runs report beside their records.
+#[derive(Default)]
+pub(super) struct RunExtras {
+    pub interrupted: bool,
+    pub conversations: Option<ConversationSummary>,
+    pub probes: Option<ProbeSummary>,
+}
+
+impl RunOutcome {
+    /// The outcome of a run that ended as `end`.
+    pub(super) fn of_run(end: RunEnd, extras: RunExtras) -> Self {
+        let evidence = RunEvidence {
+            dispatch: &end.dispatch,
+            client_lags_s: &end.client_lags_s,
+            peak_in_flight: end.peak_in_flight,
+            max_concurrency: end.max_concurrency,
+            cpu: end.cpu,
+        };
+        Self {
+            client: ClientHealth::of_run(evidence, &end.records),
+            records: end.records,
+            start_unix_s: end.start_unix_s,
+            duration_s: end.duration_s,
+            num_scheduled: end.num_scheduled,
+            num_not_sent: end.num_not_sent,
+            num_warmups: end.num_warmups,
+            num_warmup_errors: end.num_warmup_errors,
+            interrupted: extras.interrupted,
+            conversations: extras.conversations,
+            probes: extras.probes,
+        }
+    }
 }

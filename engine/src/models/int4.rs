@@ -16,7 +16,7 @@ use rayon::prelude::*;
 #[cfg(target_arch = "x86_64")]
 mod registers;
 
-use super::int8::{common_cols, run_row_tasks, stacked, KernelKind, WeightRows, GROUP_SIZE};
+use super::int8::{common_cols, quantized_matmul, stacked, KernelKind, WeightRows, GROUP_SIZE};
 
 /// Bytes of packed values per group: two 4-bit values a byte.
 const NIBBLE_BYTES: usize = GROUP_SIZE / 2;
@@ -178,12 +178,11 @@ impl Int4Matrix {
         self.matmul_with(KernelKind::detected(), x, m)
     }
 
-    /// [`Int4Matrix::matmul`] with a given kernel, which the CPU must run.
+    /// [`Int4Matrix::matmul`] with a given kernel, which the CPU must run
+    /// ([`KernelKind::available`]).
     pub fn matmul_with(&self, kind: KernelKind, x: &[f32], m: usize) -> Vec<f32> {
-        assert!(kind.runs_here(), "{kind:?} does not run on this CPU");
-        debug_assert_eq!(x.len(), m * self.cols);
-        run_row_tasks(self.rows, self.cols, m, |first_row, num_rows, out| {
-            self.rows_into(kind, (first_row, num_rows), x, m, out)
+        quantized_matmul(kind, (self.rows, self.cols), x, m, |rows, out| {
+            self.rows_into(kind, rows, x, m, out)
         })
     }
 

@@ -110,10 +110,8 @@ impl Int8Matrix {
     /// [`Int8Matrix::matmul`] with a given kernel, which the CPU must run
     /// ([`KernelKind::available`]).
     pub fn matmul_with(&self, kind: KernelKind, x: &[f32], m: usize) -> Vec<f32> {
-        assert!(kind.runs_here(), "{kind:?} does not run on this CPU");
-        debug_assert_eq!(x.len(), m * self.cols);
-        run_row_tasks(self.rows, self.cols, m, |first_row, num_rows, out| {
-            self.rows_into(kind, (first_row, num_rows), x, m, out)
+        quantized_matmul(kind, (self.rows, self.cols), x, m, |rows, out| {
+            self.rows_into(kind, rows, x, m, out)
         })
     }
 
@@ -135,6 +133,23 @@ pub(super) fn common_cols(mut cols: impl Iterator<Item = usize>) -> Result<usize
 /// One field of stacked matrices, part after part.
 pub(super) fn stacked<M, T: Copy>(parts: &[&M], field: impl Fn(&M) -> &[T]) -> Vec<T> {
     parts.iter().flat_map(|p| field(p).iter().copied()).collect()
+}
+
+/// `x · Wᵀ` (`x` is `[m, cols]`) for a quantized `W` of `(rows, cols)` whose
+/// `rows_into((first_row, num_rows), out)` fills those rows' products as `[num_rows, m]`, with
+/// kernel `kind` (which the CPU must run): what every CPU-quantized format's `matmul_with` is.
+pub(super) fn quantized_matmul(
+    kind: KernelKind,
+    (rows, cols): (usize, usize),
+    x: &[f32],
+    m: usize,
+    rows_into: impl Fn((usize, usize), &mut [f32]) + Sync,
+) -> Vec<f32> {
+    assert!(kind.runs_here(), "{kind:?} does not run on this CPU");
+    debug_assert_eq!(x.len(), m * cols);
+    run_row_tasks(rows, cols, m, |first_row, num_rows, out| {
+        rows_into((first_row, num_rows), out)
+    })
 }
 
 /// Splits `rows` weight rows of `cols` into parallel tasks; `kernel(first_row, num_rows, out)`

@@ -47,6 +47,36 @@ fn no_file_imports_another_that_imports_it_back() {
     );
 }
 
+/// pagoda-bench's core (every top-level module but `analysis/` and `cli/`, which puts the two
+/// together) never reads `analysis/`: the analysis tools build on the core, never the reverse.
+#[test]
+fn the_bench_core_never_reads_its_analysis_tools() {
+    let graph = ModuleGraph::read(&repo_file("bench-client/src"));
+    let under = |module: &ModulePath, top: &str| module.first().is_some_and(|first| first == top);
+    let composes = |module: &ModulePath| {
+        module.is_empty() || under(module, "cli") || under(module, "analysis")
+    };
+    let mut core_reads = Vec::new();
+    let mut cli_reads_analysis = false;
+    for (from, targets) in &graph.edges {
+        for to in targets.iter().filter(|to| under(to, "analysis")) {
+            cli_reads_analysis |= under(from, "cli");
+            if !composes(from) {
+                core_reads.push(format!("{} → {}", display(from), display(to)));
+            }
+        }
+    }
+    assert!(
+        cli_reads_analysis,
+        "the checker sees no use of analysis/ at all: is the layout read?"
+    );
+    assert!(
+        core_reads.is_empty(),
+        "the bench core reads analysis/:\n{}",
+        core_reads.join("\n")
+    );
+}
+
 #[test]
 fn the_checker_sees_loops_through_parents_children_and_groups() {
     let dir = tempfile::tempdir().expect("a temporary directory");

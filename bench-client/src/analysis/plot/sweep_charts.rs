@@ -1,7 +1,7 @@
 //! [`sweep_charts`]: the three standard charts of a sweep summary.
 
 use super::chart::{Chart, NamedChart, Series};
-use crate::sweep::{SummaryRow, SweepSummary};
+use crate::analysis::sweep::{SummaryRow, SweepSummary};
 
 fn series(
     label: &str,

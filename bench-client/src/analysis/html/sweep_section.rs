@@ -5,10 +5,12 @@
 
 use super::figure::{charts_row, dotted_figure, escape, note, number, table};
 use super::input::{ReportResult, SweepFile};
-use crate::compare::metric;
-use crate::plot::{sweep_charts, Series};
-use crate::sweep::summary::METRIC_COLUMNS;
-use crate::sweep::{find_knee, summarize, KneeCriteria, SweepAxis, SweepPoint, SweepSummary};
+use crate::analysis::compare::metric;
+use crate::analysis::plot::{sweep_charts, Series};
+use crate::analysis::sweep::summary::METRIC_COLUMNS;
+use crate::analysis::sweep::{
+    find_knee, summarize, KneeCriteria, SweepAxis, SweepPoint, SweepSummary,
+};
 
 /// The axis along which the results' loads differ, with each result's load; `None` when every
 /// result ran at the same load. Results at an unlimited rate are left out of a rate axis.

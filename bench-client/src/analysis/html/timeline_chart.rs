@@ -9,8 +9,8 @@ use std::fmt::Write;
 
 use super::figure::escape;
 use super::timeline_sampling::timeline_rows;
-use crate::plot::svg::SERIES_COLORS;
-use crate::plot::ticks::Axis;
+use crate::analysis::plot::svg::SERIES_COLORS;
+use crate::analysis::plot::ticks::Axis;
 use crate::record::RequestRecord;
 
 const WIDTH_PX: f64 = 800.0;

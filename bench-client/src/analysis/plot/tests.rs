@@ -5,7 +5,7 @@ use resvg::usvg;
 
 use super::svg::Frame;
 use super::*;
-use crate::sweep::{summarize, SweepAxis, SweepPoint, SweepSummary};
+use crate::analysis::sweep::{summarize, SweepAxis, SweepPoint, SweepSummary};
 
 const PNG_SIGNATURE: [u8; 8] = [137, 80, 78, 71, 13, 10, 26, 10];
 

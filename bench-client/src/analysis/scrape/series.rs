@@ -67,7 +67,7 @@ mod tests {
     use super::*;
 
     /// docs/metric-names.txt: every exported family, one `name type` line each.
-    const METRIC_LIST: &str = include_str!("../../../docs/metric-names.txt");
+    const METRIC_LIST: &str = include_str!("../../../../docs/metric-names.txt");
 
     fn listed() -> Vec<&'static str> {
         METRIC_LIST

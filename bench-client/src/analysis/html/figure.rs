@@ -1,8 +1,8 @@
 //! The page's building blocks: a chart in a `<figure>` with an id, a note, a table, a number.
 
-use crate::plot::render_inline_svg;
-pub use crate::plot::svg::escape;
-use crate::plot::Chart;
+use crate::analysis::plot::render_inline_svg;
+pub use crate::analysis::plot::svg::escape;
+use crate::analysis::plot::Chart;
 
 /// A line chart (lines only) as an inline SVG figure with `id` (the browser test looks charts
 /// up by id) and an optional caption (plain text; escaped here).

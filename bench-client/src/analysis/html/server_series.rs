@@ -5,8 +5,8 @@
 use super::figure::{charts_row, line_figure, note, step_points};
 use super::input::ReportResult;
 use super::over_time::{bin_width_s, concurrency_points, run_end_s};
-use crate::plot::{Chart, Series};
-use crate::scrape::GaugeSample;
+use crate::analysis::plot::{Chart, Series};
+use crate::analysis::scrape::GaugeSample;
 
 const TIME_LABEL: &str = "Time since the run's start (s)";
 

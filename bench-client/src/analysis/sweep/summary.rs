@@ -7,7 +7,7 @@
 use serde_json::{json, Map, Value};
 
 use super::point::{SweepAxis, SweepPoint};
-use crate::compare::metric;
+use crate::analysis::compare::metric;
 
 /// The numbers a sweep report shows for one load.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -3,7 +3,7 @@
 
 use super::figure::{charts_row, line_figure, note, section, step_points};
 use super::input::ReportResult;
-use crate::plot::{Chart, Series};
+use crate::analysis::plot::{Chart, Series};
 use crate::record::RequestRecord;
 use crate::stats::{concurrency_steps, token_arrivals};
 

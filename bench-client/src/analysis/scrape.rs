@@ -21,6 +21,7 @@
 
 pub mod histogram;
 pub mod prometheus;
+pub mod report;
 pub mod series;
 pub mod spec_decode;
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::figure::{dotted_figure, number, table};
 use super::input::ReportResult;
-use crate::plot::{Chart, Series};
+use crate::analysis::plot::{Chart, Series};
 
 /// A table of a list of objects: one column per key (in order of first appearance), one row per
 /// object; numbers with two decimals, other values as JSON.

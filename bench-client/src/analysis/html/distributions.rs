@@ -2,7 +2,7 @@
 
 use super::figure::{charts_row, line_figure, note, section};
 use super::input::ReportResult;
-use crate::plot::{Chart, Series};
+use crate::analysis::plot::{Chart, Series};
 use crate::stats::Metric;
 
 /// A CDF of more samples than this is drawn through this many evenly spaced ranks (plus the

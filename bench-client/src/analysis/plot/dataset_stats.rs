@@ -117,7 +117,7 @@ pub fn dataset_stats_svg(lengths: &[RequestLengths]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plot::PngRenderer;
+    use crate::analysis::plot::PngRenderer;
 
     /// The counts of a staircase outline, one per bin.
     fn counts(outline: &[(f64, f64)]) -> Vec<f64> {

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::figure::{escape, note, number, section, table};
 use super::input::ReportResult;
-use crate::compare::{compare_results, metric, Better, Comparison};
+use crate::analysis::compare::{compare_results, metric, Better, Comparison};
 
 /// Rows of the summary table: result key and what the page calls it.
 const SUMMARY_ROWS: [(&str, &str); 21] = [

@@ -16,7 +16,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::compare::metric;
+use crate::analysis::compare::metric;
 
 pub const SECONDS_PER_DAY: f64 = 86_400.0;
 const BYTES_PER_GB: f64 = 1e9;

@@ -5,9 +5,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::analysis::scrape::ServerSideStats;
+use crate::analysis::sweep::{SummaryRow, SweepAxis, SweepSummary};
 use crate::record::RequestRecord;
-use crate::scrape::ServerSideStats;
-use crate::sweep::{SummaryRow, SweepAxis, SweepSummary};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HtmlError {
