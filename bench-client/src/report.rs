@@ -13,7 +13,9 @@ mod slices;
 use std::fmt::Write;
 
 use crate::record::ErrorKind;
-use crate::stats::{error_label, BenchSummary, Metric, MetricStats, WindowSummary};
+use crate::stats::{
+    error_label, format_percentile, BenchSummary, Metric, MetricStats, WindowSummary,
+};
 use per_model::render_per_model;
 use per_turn::render_per_turn;
 use rule::{line, rule};
@@ -51,15 +53,6 @@ fn metric_block(out: &mut String, metric: Metric, stats: &MetricStats) {
             &format!("P{} {short} (ms):", format_percentile(p.percentile)),
             format!("{:.2}", p.value_ms),
         );
-    }
-}
-
-/// `99` → "99", `99.9` → "99.9" (as vLLM names its keys).
-pub fn format_percentile(p: f64) -> String {
-    if p.fract() == 0.0 {
-        format!("{p:.0}")
-    } else {
-        format!("{p}")
     }
 }
 

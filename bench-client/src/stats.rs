@@ -27,7 +27,6 @@ mod options;
 mod per_model;
 mod per_turn;
 mod percentile;
-mod percentile_key;
 mod slices;
 mod slices_json;
 mod slot_lag;
@@ -54,8 +53,9 @@ pub use metric_summary::MetricSummary;
 pub use options::{parse_percentile_metrics, parse_percentiles, SteadyStateWindow, SummaryOptions};
 pub use per_model::{ModelSummary, PER_MODEL_METRICS, PER_MODEL_PERCENTILE};
 pub use per_turn::{TurnSummary, PER_TURN_PERCENTILE};
-pub use percentile::{median, percentile, MetricStats, PercentileValue};
-pub use percentile_key::percentile_key;
+pub use percentile::{
+    format_percentile, median, percentile, percentile_key, MetricStats, PercentileValue,
+};
 pub use slices::{time_slices, TimeSlices, MAX_NUM_SLICES};
 pub use slices_json::slices_json;
 pub use steady_state::{steady_state_window, WindowSummary, MIN_WINDOW_FRACTION};

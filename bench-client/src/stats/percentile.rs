@@ -110,9 +110,34 @@ impl MetricStats {
     }
 }
 
+/// A percentile as vLLM writes it in labels and keys: `99`, `99.9`. The number is written as
+/// Python's `str(int(p)) if int(p) == p else str(p)` (identical for any percentile given with at
+/// most a few decimals; Python would write 0.00001 as `1e-05`).
+pub fn format_percentile(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{}", p as i64)
+    } else {
+        format!("{p}")
+    }
+}
+
+/// vLLM's key for percentile `p` of `metric`: `p99_ttft_ms`, `p99.9_ttft_ms`; shared by every
+/// JSON we write.
+pub fn percentile_key(p: f64, metric_name: &str) -> String {
+    format!("p{}_{metric_name}_ms", format_percentile(p))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentiles_are_named_as_vllm_names_them() {
+        assert_eq!(format_percentile(99.0), "99");
+        assert_eq!(format_percentile(99.9), "99.9");
+        assert_eq!(percentile_key(50.0, "ttft"), "p50_ttft_ms");
+        assert_eq!(percentile_key(99.99, "itl"), "p99.99_itl_ms");
+    }
 
     fn one_to(n: usize) -> Vec<f64> {
         (1..=n).map(|i| i as f64).collect()

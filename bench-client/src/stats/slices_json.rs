@@ -3,8 +3,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::percentile::percentile_key;
 use super::percentile::MetricStats;
-use super::percentile_key::percentile_key;
 use super::slices::TimeSlices;
 use super::steady_state::WindowSummary;
 
