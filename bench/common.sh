@@ -11,6 +11,10 @@
 #                                    name>] and makes it once from the GGUF with vLLM's python:
 #                                    vLLM's client needs a Hugging Face tokenizer directory and
 #                                    cannot read a GGUF tokenizer
+#   result_row FILE BENCH [K=V ...]  one JSON line: {"bench": BENCH}, the headline figures of the
+#                                    pagoda-bench result FILE (output tok/s, TTFT, TPOT, tokens,
+#                                    completed, failed), then each K=V (a number stays a number)
+#   tag_rows [K=V ...]               each JSON line of stdin with every K=V added
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -78,4 +82,33 @@ resolve_model_and_server() {
     PAGODA_SERVER=${CARGO_TARGET_DIR:-target}/release/pagoda-server
   fi
   [ -x "$PAGODA_SERVER" ] || { echo "$PAGODA_SERVER not found" >&2; exit 2; }
+}
+
+result_row() {
+  local file=$1 bench=$2; shift 2
+  python3 - "$file" "$bench" "$@" <<'PY'
+import json, sys
+result = json.load(open(sys.argv[1]))
+keys = ("output_throughput", "mean_ttft_ms", "median_ttft_ms", "median_tpot_ms",
+        "total_output_tokens", "completed", "failed")
+row = {"bench": sys.argv[2], **{key: result.get(key) for key in keys}}
+for pair in sys.argv[3:]:
+    key, value = pair.split("=", 1)
+    try:
+        row[key] = json.loads(value)
+    except ValueError:
+        row[key] = value
+print(json.dumps(row))
+PY
+}
+
+tag_rows() {
+  python3 -c 'import json, sys
+tags = {}
+for pair in sys.argv[1:]:
+    key, value = pair.split("=", 1)
+    tags[key] = value
+for line in sys.stdin:
+    if line.strip():
+        row = json.loads(line); row.update(tags); print(json.dumps(row))' "$@"
 }

@@ -17,6 +17,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+. bench/common.sh
 RUNS=${1:-${RUNS:-3}}
 NUM_PROMPTS=${2:-${NUM_PROMPTS:-48}}
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -34,28 +35,18 @@ for i in 0 1 2 3; do
   MODULES+=("a$i=$ADAPTERS/a$i")
 done
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_healthy() {
-  for _ in $(seq 600); do
-    if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
-      "http://127.0.0.1:$1/health" 2>/dev/null; then return 0; fi
-    sleep 0.2
-  done
-  echo "server on port $1 did not start" >&2
-  return 1
-}
 PORT_OFF=$(free_port)
 "$TARGET/release/pagoda-server" --model "$MODEL" --host 127.0.0.1 --port "$PORT_OFF" \
-  --served-model-name base --disable-log-requests --no-enable-prefix-caching >/dev/null 2>&1 &
+  --served-model-name base --disable-log-requests --no-enable-prefix-caching >"$ADAPTERS/off.log" 2>&1 &
 SERVER_OFF=$!
 PORT_ON=$(free_port)
 "$TARGET/release/pagoda-server" --model "$MODEL" --host 127.0.0.1 --port "$PORT_ON" \
   --served-model-name base --disable-log-requests --no-enable-prefix-caching --enable-lora --max-loras 4 \
-  --max-lora-rank 16 --lora-modules "${MODULES[@]}" >/dev/null 2>&1 &
+  --max-lora-rank 16 --lora-modules "${MODULES[@]}" >"$ADAPTERS/on.log" 2>&1 &
 SERVER_ON=$!
 trap 'kill $SERVER_OFF $SERVER_ON 2>/dev/null || true; rm -rf "$ADAPTERS"' EXIT
-wait_healthy "$PORT_OFF"
-wait_healthy "$PORT_ON"
+wait_healthy "http://127.0.0.1:$PORT_OFF/health" "$SERVER_OFF" "$ADAPTERS/off.log"
+wait_healthy "http://127.0.0.1:$PORT_ON/health" "$SERVER_ON" "$ADAPTERS/on.log"
 
 measure() {
   local label=$1 port=$2; shift 2
@@ -65,14 +56,8 @@ measure() {
     --random-output-len 128 --ignore-eos --num-prompts "$NUM_PROMPTS" --max-concurrency 8 \
     --seed 0 --disable-progress --save-result --result-dir "$out" --result-filename r.json \
     "$@" >/dev/null
-  python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))
-row = {"bench": "lora_e2e", "mode": sys.argv[2], "output_throughput": r["output_throughput"],
-       "median_ttft_ms": r.get("median_ttft_ms"), "median_tpot_ms": r.get("median_tpot_ms"),
-       "total_output_tokens": r.get("total_output_tokens"), "completed": r["completed"],
-       "failed": r.get("failed"), "concurrency": 8, "num_prompts": int(sys.argv[3]),
-       "date": sys.argv[4], "cpu": sys.argv[5]}
-print(json.dumps(row))' "$out/r.json" "$label" "$NUM_PROMPTS" "$DATE" "$CPU" >"$out/row.json"
+  result_row "$out/r.json" lora_e2e mode="$label" concurrency=8 num_prompts="$NUM_PROMPTS" \
+    date="$DATE" cpu="$CPU" >"$out/row.json"
   if [ "$label" != warmup ]; then tee -a "$RESULTS" <"$out/row.json"; fi
   rm -rf "$out"
 }

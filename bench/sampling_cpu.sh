@@ -12,6 +12,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+. bench/common.sh
 RUNS=${RUNS:-2}
 NUM_PROMPTS=${NUM_PROMPTS:-32}
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -25,39 +26,27 @@ DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 echo "== per-step sampling time ($CPU)"
 "$TARGET/release/examples/sampling_bench" | tee /dev/stderr | grep '^{' \
-  | python3 -c 'import json, sys
-for line in sys.stdin:
-    row = json.loads(line); row.update(date=sys.argv[1], cpu=sys.argv[2]); print(json.dumps(row))' \
-  "$DATE" "$CPU" >>"$RESULTS" 2>/dev/null
+  | tag_rows date="$DATE" cpu="$CPU" >>"$RESULTS" 2>/dev/null
 
 if [ -z "${BEFORE_SERVER:-}" ]; then
   echo "BEFORE_SERVER not set: skipping the end-to-end comparison" >&2
   exit 0
 fi
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 serve_and_measure() {
   local label=$1 server=$2 port log out
   port=$(free_port)
   log=$(mktemp)
   "$server" --model "$MODEL" --host 127.0.0.1 --port "$port" --disable-log-requests >"$log" 2>&1 &
   local pid=$!
-  for _ in $(seq 600); do
-    if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
-      "http://127.0.0.1:$port/health" 2>/dev/null; then break; fi
-    sleep 0.2
-  done
+  wait_healthy "http://127.0.0.1:$port/health" "$pid" "$log"
   out=$(mktemp -d)
   "$TARGET/release/pagoda-bench" serve --base-url "http://127.0.0.1:$port" --endpoint /v1/completions \
     --tokenizer "$MODEL" --dataset-name random --random-input-len 128 --random-output-len 128 \
     --ignore-eos --num-prompts "$NUM_PROMPTS" --max-concurrency 8 --seed 0 --disable-progress \
     --save-result --result-dir "$out" --result-filename r.json >/dev/null
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-  python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))
-row = {"bench": "sampling_e2e", "server": sys.argv[2], "output_throughput": r["output_throughput"],
-       "median_tpot_ms": r.get("median_tpot_ms"), "completed": r["completed"], "failed": r.get("failed"),
-       "concurrency": 8, "num_prompts": int(sys.argv[3]), "date": sys.argv[4], "cpu": sys.argv[5]}
-print(json.dumps(row))' "$out/r.json" "$label" "$NUM_PROMPTS" "$DATE" "$CPU" | tee -a "$RESULTS"
+  stop_pid "$pid"
+  result_row "$out/r.json" sampling_e2e server="$label" concurrency=8 \
+    num_prompts="$NUM_PROMPTS" date="$DATE" cpu="$CPU" | tee -a "$RESULTS"
   rm -rf "$out" "$log"
 }
 echo "== end to end, concurrency 8, alternating before/after"

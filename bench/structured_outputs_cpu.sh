@@ -12,6 +12,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+. bench/common.sh
 RUNS=${RUNS:-3}
 NUM_PROMPTS=${NUM_PROMPTS:-48}
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -22,25 +23,16 @@ cargo build --release --locked -q -p pagoda-structured --example compile_times
 MODEL=$(scripts/fetch-default-model.sh)
 CPU="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cpus"
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-tag() { python3 -c 'import json, sys
-for line in sys.stdin:
-    row = json.loads(line); row.update(bench="grammar_compile", date=sys.argv[1], cpu=sys.argv[2]); print(json.dumps(row))' "$DATE" "$CPU"; }
-
 echo "== grammar compile time ($CPU)"
-"$TARGET/release/examples/compile_times" 20 | grep '^{' | tag | tee -a "$RESULTS"
+"$TARGET/release/examples/compile_times" 20 | grep '^{' | tag_rows bench=grammar_compile date="$DATE" cpu="$CPU" | tee -a "$RESULTS"
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 LOG=$(mktemp)
 "$TARGET/release/pagoda-server" --model "$MODEL" --host 127.0.0.1 --port "$PORT" \
   --disable-log-requests >"$LOG" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 600); do
-  if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
-    "http://127.0.0.1:$PORT/health" 2>/dev/null; then break; fi
-  sleep 0.2
-done
+wait_healthy "http://127.0.0.1:$PORT/health" "$SERVER" "$LOG"
 
 measure() {
   local label=$1; shift
@@ -50,14 +42,8 @@ measure() {
     --random-output-len 128 --ignore-eos --num-prompts "$NUM_PROMPTS" --max-concurrency 8 \
     --seed 0 --disable-progress --save-result --result-dir "$out" --result-filename r.json \
     "$@" >/dev/null
-  python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))
-row = {"bench": "structured_e2e", "mode": sys.argv[2], "output_throughput": r["output_throughput"],
-       "mean_ttft_ms": r.get("mean_ttft_ms"), "median_ttft_ms": r.get("median_ttft_ms"),
-       "median_tpot_ms": r.get("median_tpot_ms"), "total_output_tokens": r.get("total_output_tokens"),
-       "completed": r["completed"], "failed": r.get("failed"), "concurrency": 8,
-       "num_prompts": int(sys.argv[3]), "date": sys.argv[4], "cpu": sys.argv[5]}
-print(json.dumps(row))' "$out/r.json" "$label" "$NUM_PROMPTS" "$DATE" "$CPU" | tee -a "$RESULTS"
+  result_row "$out/r.json" structured_e2e mode="$label" concurrency=8 \
+    num_prompts="$NUM_PROMPTS" date="$DATE" cpu="$CPU" | tee -a "$RESULTS"
 }
 
 echo "== warm-up"
