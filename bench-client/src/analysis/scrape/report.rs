@@ -34,34 +34,33 @@ pub fn render_server_side(stats: &ServerSideStats) -> String {
             line(&mut out, label, text);
         }
     }
-    let optional = |value: Option<f64>, scale: f64, digits: usize| {
-        value.map_or("n/a".to_string(), |v| format!("{:.*}", digits, v * scale))
-    };
-    line(
-        &mut out,
-        "Mean queue time (ms):",
-        optional(stats.mean_queue_time_s, 1e3, 2),
-    );
-    line(
-        &mut out,
-        "Peak waiting requests:",
-        optional(stats.peak_num_requests_waiting, 1.0, 0),
-    );
-    line(
-        &mut out,
-        "Peak KV-cache usage (%):",
-        optional(stats.peak_kv_cache_usage, 100.0, 1),
-    );
-    line(
-        &mut out,
-        "Preemptions:",
-        optional(stats.num_preemptions, 1.0, 0),
-    );
-    line(
-        &mut out,
-        "Prefix-cache hit rate (%):",
-        optional(stats.prefix_cache_hit_rate, 100.0, 1),
-    );
+    // Each figure: its label, its value, the scale it is shown at and its decimals.
+    let figures = [
+        ("Mean queue time (ms):", stats.mean_queue_time_s, 1e3, 2),
+        (
+            "Peak waiting requests:",
+            stats.peak_num_requests_waiting,
+            1.0,
+            0,
+        ),
+        (
+            "Peak KV-cache usage (%):",
+            stats.peak_kv_cache_usage,
+            100.0,
+            1,
+        ),
+        ("Preemptions:", stats.num_preemptions, 1.0, 0),
+        (
+            "Prefix-cache hit rate (%):",
+            stats.prefix_cache_hit_rate,
+            100.0,
+            1,
+        ),
+    ];
+    for (label, value, scale, digits) in figures {
+        let text = value.map_or("n/a".to_string(), |v| format!("{:.*}", digits, v * scale));
+        line(&mut out, label, text);
+    }
     out
 }
 
@@ -98,6 +97,27 @@ pub fn render_spec_decode(stats: &SpecDecodeStats) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_server_side_block_shows_each_figure_at_its_scale_or_n_a() {
+        let stats: ServerSideStats = serde_json::from_value(serde_json::json!({
+            "metrics_url": "http://s/metrics", "namespace": "vllm", "window_s": 10.0,
+            "num_scrapes": 3, "num_failed_scrapes": 0, "timeline": [],
+            "mean_queue_time_s": 0.0125, "peak_kv_cache_usage": 0.5, "num_preemptions": 2.0,
+        }))
+        .expect("stats");
+        let text = render_server_side(&stats);
+        for expected in [
+            "Metrics namespace:                       vllm",
+            "Mean queue time (ms):                    12.50",
+            "Peak waiting requests:                   n/a",
+            "Peak KV-cache usage (%):                 50.0",
+            "Preemptions:                             2",
+            "Prefix-cache hit rate (%):               n/a",
+        ] {
+            assert!(text.contains(expected), "{expected:?} not in\n{text}");
+        }
+    }
 
     #[test]
     fn vllm_layout() {
