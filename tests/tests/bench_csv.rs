@@ -61,8 +61,8 @@ fn bench_mock(server: &ServerProcess, extra: &[&str]) {
 }
 
 /// Mock: TTFT 50 ms, TPOT 10 ms. Two runs of 12 requests with normally spread lengths: the CSV
-/// has one row per request of each run, its latencies are the mock's, its token counts are the
-/// result's totals, and the lengths vary.
+/// has one row per request of each run, its latencies add up to the mock's, its token counts are
+/// the result's totals, and the lengths vary.
 #[test]
 fn the_csv_has_a_row_per_request_that_adds_up_to_the_result() {
     ensure_built();
@@ -111,11 +111,24 @@ fn the_csv_has_a_row_per_request_that_adds_up_to_the_result() {
         assert_eq!(row["output_tokens"], row["expected_output_tokens"]);
         let ttft = float(row, "ttft_ms");
         assert!((50.0..150.0).contains(&ttft), "TTFT {ttft} ms, mock 50");
-        if float(row, "output_tokens") > 1.0 {
+        let e2el = float(row, "e2el_ms");
+        assert!(e2el >= ttft);
+        let num_gaps = float(row, "output_tokens") - 1.0;
+        if num_gaps > 0.0 {
+            // The mock emits each token at least 10 ms after the previous one, so the request
+            // lasts at least 50 + 10 per gap; a first token read late shortens the client's
+            // TPOT (it is the mean gap after the first token), never that total.
             let tpot = float(row, "tpot_ms");
-            assert!((9.9..20.0).contains(&tpot), "TPOT {tpot} ms, mock 10");
+            assert!(
+                (tpot * num_gaps + ttft - e2el).abs() < 0.01,
+                "TPOT {tpot} ms is the mean gap after the first token: {row:?}"
+            );
+            assert!(
+                e2el >= 50.0 + 10.0 * num_gaps,
+                "e2el {e2el} ms, mock 50 + 10 x {num_gaps}"
+            );
+            assert!(tpot < 20.0, "TPOT {tpot} ms, mock 10");
         }
-        assert!(float(row, "e2el_ms") >= ttft);
     }
     let distinct = |column: &str| {
         let values: std::collections::BTreeSet<&str> =
