@@ -8,7 +8,8 @@
 //! The same for the int4 format (the weights quantized to Q4_1 blocks by candle, as in a GGUF
 //! file), rows marked `int4`.
 //!
-//! `cargo run --release -p pagoda-engine --example int8_kernel_bench [-- --threads 2 --iterations 5]`
+//! `cargo run --release -p pagoda-engine --example int8_kernel_bench [-- --threads 2 --iterations 5
+//! --max-rows 128 | --rows 1,3,6]`
 
 use std::time::Instant;
 
@@ -16,6 +17,7 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use pagoda_engine::models::int4::Int4Matrix;
 use pagoda_engine::models::int8::{Int8Matrix, KernelKind};
+use pagoda_engine::models::vnni::VnniMatrix;
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -81,6 +83,11 @@ fn main() -> BoxResult<()> {
             Ok((matrix, times))
         })
         .collect::<BoxResult<_>>()?;
+    let vnni: Vec<(VnniMatrix, VnniMatrix)> = matrices
+        .iter()
+        .zip(&int4)
+        .map(|((eight, _), (four, _))| (VnniMatrix::from_int8(eight), VnniMatrix::from_int4(four)))
+        .collect();
     let weights_per_pass: usize = SHAPES.iter().map(|(r, c, t)| r * c * t).sum();
     println!("| rows | path | ms per model pass | GFLOP/s |");
     println!("|---|---|---|---|");
@@ -125,6 +132,22 @@ fn main() -> BoxResult<()> {
             })?;
             report(format!("int4 {kind:?}"), seconds);
         }
+        if VnniMatrix::fast_here() {
+            for (name, pick) in [("vnni int8", 0), ("vnni int4", 1)] {
+                let seconds = pool.install(|| {
+                    time_pass(iterations, || {
+                        for ((pair, (_, times)), x) in vnni.iter().zip(&matrices).zip(&inputs) {
+                            let matrix = if pick == 0 { &pair.0 } else { &pair.1 };
+                            for _ in 0..*times {
+                                std::hint::black_box(matrix.matmul(x, m));
+                            }
+                        }
+                        Ok(())
+                    })
+                })?;
+                report(name.into(), seconds);
+            }
+        }
         if m >= 16 {
             let seconds = pool.install(|| {
                 time_pass(iterations, || {
@@ -148,8 +171,20 @@ fn main() -> BoxResult<()> {
     Ok(())
 }
 
-/// `--max-rows N` (default 128): 1, 2, 4, … up to N.
+/// `--rows 1,3,6` measures those row counts; else `--max-rows N` (default 128): 1, 2, 4, … up
+/// to N.
 fn rows_to_measure() -> Vec<usize> {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(list) = args
+        .iter()
+        .position(|a| a == "--rows")
+        .and_then(|i| args.get(i + 1))
+    {
+        return list
+            .split(',')
+            .filter_map(|m| m.trim().parse().ok())
+            .collect();
+    }
     let max_rows = arg("--max-rows", 128);
     std::iter::successors(Some(1usize), |m| Some(m * 2))
         .take_while(|&m| m <= max_rows)

@@ -111,10 +111,12 @@ pub struct EngineArgs {
     #[arg(long, env = "PAGODA_DTYPE", default_value = "auto", value_parser = parse_dtype)]
     pub dtype: ModelDType,
 
-    /// How projection weights are held on the CPU: auto (a file's 4-bit blocks, Q4_0, Q4_1 and
-    /// Q4_K, as they are where this CPU has AVX-512; int8 otherwise), int4 (4-bit blocks as they
-    /// are, other types int8), int8 (8-bit weights, f32 activations), f32 (dequantized, exact)
-    /// or native (the file's blocks with candle's kernels).
+    /// How projection weights are held on the CPU: auto (int4 where this CPU has AVX-512, else
+    /// int8), int4 (a file's Q4_0, Q4_1 and Q4_K blocks as they are, other types int8; f32
+    /// activations), int8 (8-bit weights, f32 activations), vnni (int4's and int8's weights for
+    /// the AVX-512 VNNI kernel, activations quantized to 8 bits as llama.cpp does: faster, and
+    /// near ties can flip as in llama.cpp), f32 (dequantized, exact) or native (the file's
+    /// blocks with candle's kernels).
     #[arg(long, env = "PAGODA_WEIGHT_FORMAT", default_value = WeightFormat::default().as_str(), value_parser = parse_weight_format)]
     pub weight_format: WeightFormat,
 

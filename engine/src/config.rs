@@ -127,6 +127,9 @@ impl EngineConfig {
         if self.max_num_seqs == 0 {
             return fail("max_num_seqs must be at least 1".into());
         }
+        if let Some(why) = self.weight_format.unsupported_here() {
+            return fail(why);
+        }
         if self.max_num_batched_tokens == 0 {
             return fail("max_num_batched_tokens must be at least 1".into());
         }

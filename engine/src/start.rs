@@ -25,6 +25,14 @@ pub fn start_engine(config: EngineConfig, model_path: &Path) -> Result<EngineHan
     if !device.is_cpu() {
         return start_on_gpu(config, model_path, device);
     }
+    let format = config.weight_format;
+    tracing::info!(
+        weight_format = format.as_str(),
+        resolved = format.resolved().as_str(),
+        "CPU weights: --weight-format {} holds them as {} on this CPU",
+        format.as_str(),
+        format.resolved().as_str()
+    );
     let model = load_model_with(model_path, &config.load_options(Device::Cpu))?;
     start_engine_with_model(config, model)
 }

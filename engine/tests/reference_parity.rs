@@ -132,6 +132,13 @@ fn quantized_weights_stay_within_their_bound_and_keep_clear_greedy_tokens() {
         let llama_q8 = Reference::read(&dir.join("llamacpp-q8_0.safetensors"));
         let q8 = load(&dir.join("model-q8_0.gguf"), WeightFormat::Native);
         let q8_error = alone(family, q8.as_ref(), &llama_q8, margin);
+        // VNNI weights quantize the activations to 8 bits too (the plain Rust arithmetic where
+        // the CPU has no VNNI): the directory's int8 weights against transformers, the Q8_0 file
+        // against llama.cpp running it.
+        let vnni = load(&dir.join("hf"), WeightFormat::Vnni);
+        let vnni_error = alone(family, vnni.as_ref(), &transformers, margin);
+        let vnni_q8 = load(&dir.join("model-q8_0.gguf"), WeightFormat::Vnni);
+        let vnni_q8_error = alone(family, vnni_q8.as_ref(), &llama_q8, margin);
         // Where llama.cpp's model differs from transformers' (no window for Mistral, Gemma's
         // scale; fixtures' SUMMARY.md), only llama.cpp is the GGUF file's reference.
         let q8_vs_float = if GGUF_DIFFERS_FROM_HF.contains(&family) {
@@ -140,10 +147,12 @@ fn quantized_weights_stay_within_their_bound_and_keep_clear_greedy_tokens() {
             alone(family, q8.as_ref(), &transformers, margin)
         };
         println!(
-            "{family}: int8 vs transformers {int8_error:.2e}, Q8_0 vs llama.cpp Q8_0 {q8_error:.2e}, Q8_0 vs transformers {q8_vs_float:.2e}"
+            "{family}: int8 vs transformers {int8_error:.2e}, Q8_0 vs llama.cpp Q8_0 {q8_error:.2e}, Q8_0 vs transformers {q8_vs_float:.2e}, VNNI int8 vs transformers {vnni_error:.2e}, VNNI Q8_0 vs llama.cpp Q8_0 {vnni_q8_error:.2e}"
         );
         for (what, error) in [
             ("int8", int8_error),
+            ("VNNI int8", vnni_error),
+            ("VNNI Q8_0 vs llama.cpp", vnni_q8_error),
             ("Q8_0", q8_error),
             ("Q8_0 vs float", q8_vs_float),
         ] {

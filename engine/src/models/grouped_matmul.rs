@@ -8,12 +8,14 @@ use rayon::prelude::*;
 use super::int4::Int4Matrix;
 use super::int8::{rows_per_task, untranspose, Int8Matrix, KernelKind};
 use super::linear::Linear;
+use super::vnni::{QuantizedActivations, VnniMatrix};
 
 /// A projection's weights in a CPU-quantized format.
 #[derive(Debug, Clone, Copy)]
 pub enum QuantizedWeights<'a> {
     Int8(&'a Int8Matrix),
     Int4(&'a Int4Matrix),
+    Vnni(&'a VnniMatrix),
 }
 
 impl<'a> QuantizedWeights<'a> {
@@ -22,6 +24,7 @@ impl<'a> QuantizedWeights<'a> {
         match linear {
             Linear::Int8(matrix) => Some(Self::Int8(matrix)),
             Linear::Int4(matrix) => Some(Self::Int4(matrix)),
+            Linear::Vnni(matrix) => Some(Self::Vnni(matrix)),
             _ => None,
         }
     }
@@ -30,6 +33,7 @@ impl<'a> QuantizedWeights<'a> {
         match self {
             Self::Int8(matrix) => matrix.rows(),
             Self::Int4(matrix) => matrix.rows(),
+            Self::Vnni(matrix) => matrix.rows(),
         }
     }
 
@@ -37,15 +41,36 @@ impl<'a> QuantizedWeights<'a> {
         match self {
             Self::Int8(matrix) => matrix.cols(),
             Self::Int4(matrix) => matrix.cols(),
+            Self::Vnni(matrix) => matrix.cols(),
         }
     }
 
-    fn rows_into(&self, kind: KernelKind, rows: (usize, usize), x: &[f32], m: usize, out: &mut [f32]) {
+    /// Weight rows per parallel task (whole 16-row blocks for VNNI weights).
+    fn rows_per_task(&self) -> usize {
+        let rows = rows_per_task(self.rows(), self.cols(), usize::MAX);
         match self {
-            Self::Int8(matrix) => matrix.rows_into(kind, rows, x, m, out),
-            Self::Int4(matrix) => matrix.rows_into(kind, rows, x, m, out),
+            Self::Vnni(_) => rows.next_multiple_of(VnniMatrix::BLOCK_ROWS),
+            _ => rows,
         }
     }
+
+    /// Rows `first_row..first_row + num_rows` of `x · selfᵀ` as `[num_rows, m]`; VNNI weights
+    /// read `x` as `quantized`.
+    fn rows_into(&self, kind: KernelKind, rows: (usize, usize), x: &Input<'_>, out: &mut [f32]) {
+        match (self, &x.quantized) {
+            (Self::Int8(matrix), _) => matrix.rows_into(kind, rows, x.values, x.m, out),
+            (Self::Int4(matrix), _) => matrix.rows_into(kind, rows, x.values, x.m, out),
+            (Self::Vnni(matrix), Some(quantized)) => matrix.rows_transposed_into(rows, quantized, out),
+            (Self::Vnni(_), None) => unreachable!("VNNI products get quantized activations"),
+        }
+    }
+}
+
+/// A product's activations: f32, and for VNNI weights also quantized (once per product).
+struct Input<'a> {
+    values: &'a [f32],
+    m: usize,
+    quantized: Option<QuantizedActivations>,
 }
 
 /// One product of a group: `x` (`[m, weights.cols()]`, row-major) times `weightsᵀ`.
@@ -64,20 +89,29 @@ pub fn grouped_matmul(products: &[Product<'_>]) -> Vec<Vec<f32>> {
         .iter()
         .map(|p| vec![0.0f32; p.weights.rows() * p.m])
         .collect();
+    let inputs: Vec<Input<'_>> = products
+        .iter()
+        .map(|p| Input {
+            values: p.x,
+            m: p.m,
+            quantized: matches!(p.weights, QuantizedWeights::Vnni(_))
+                .then(|| QuantizedActivations::quantize(p.x, p.weights.cols())),
+        })
+        .collect();
     let mut tasks = Vec::new();
-    for (product, out) in products.iter().zip(transposed.iter_mut()) {
+    for ((product, input), out) in products.iter().zip(&inputs).zip(transposed.iter_mut()) {
         assert_eq!(product.x.len(), product.m * product.weights.cols(), "activation rows of the wrong width");
         if product.m == 0 {
             continue;
         }
-        let rows = rows_per_task(product.weights.rows(), product.weights.cols(), usize::MAX);
+        let rows = product.weights.rows_per_task();
         for (task, chunk) in out.chunks_mut(rows * product.m).enumerate() {
-            tasks.push((product, task * rows, chunk));
+            tasks.push((product, input, task * rows, chunk));
         }
     }
-    tasks.into_par_iter().for_each(|(product, first_row, out)| {
+    tasks.into_par_iter().for_each(|(product, input, first_row, out)| {
         let num_rows = out.len() / product.m;
-        product.weights.rows_into(kind, (first_row, num_rows), product.x, product.m, out);
+        product.weights.rows_into(kind, (first_row, num_rows), input, out);
     });
     products
         .iter()
@@ -114,6 +148,15 @@ mod tests {
         for ((w, (x, m)), got) in weights.iter().zip(&inputs).zip(&got) {
             assert_eq!(got.len(), m * w.rows());
             assert_eq!(*got, w.matmul(x, *m), "{}x{} with {m} rows", w.rows(), w.cols());
+        }
+        let packed: Vec<VnniMatrix> = weights.iter().map(|w| VnniMatrix::from_int8(w)).collect();
+        let products: Vec<Product<'_>> = packed
+            .iter()
+            .zip(&inputs)
+            .map(|(w, (x, m))| Product { weights: QuantizedWeights::Vnni(w), x, m: *m })
+            .collect();
+        for ((w, (x, m)), got) in packed.iter().zip(&inputs).zip(&grouped_matmul(&products)) {
+            assert_eq!(*got, w.matmul(x, *m), "VNNI {}x{} with {m} rows", w.rows(), w.cols());
         }
     }
 }

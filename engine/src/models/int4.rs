@@ -131,6 +131,11 @@ impl Int4Matrix {
         self.rows
     }
 
+    /// The packed values (16 bytes per group), scales and offsets, group after group.
+    pub(super) fn groups(&self) -> (&[u8], &[f32], &[f32]) {
+        (&self.nibbles, &self.scales, &self.mins)
+    }
+
     pub fn cols(&self) -> usize {
         self.cols
     }

@@ -20,6 +20,7 @@ mod portable;
 #[cfg(target_arch = "x86_64")]
 pub(super) use avx512::{dequantize_rows as dequantize_rows_avx512, rows_avx512, RegisterRows};
 pub use block::GROUP_SIZE;
+pub(super) use block::quantize_group;
 use block::dequantize_into;
 pub(super) use block::{QuantBlock, WeightRows};
 pub(super) use portable::rows_portable;
@@ -45,15 +46,7 @@ impl Int8Matrix {
         let mut quants = Vec::with_capacity(values.len());
         let mut scales = Vec::with_capacity(values.len() / GROUP_SIZE);
         for group in values.chunks_exact(GROUP_SIZE) {
-            let max_abs = group.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let scale = max_abs / 127.0;
-            let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
-            quants.extend(
-                group
-                    .iter()
-                    .map(|v| (v * inverse).round().clamp(-127.0, 127.0) as i8),
-            );
-            scales.push(scale);
+            scales.push(quantize_group(group, &mut quants));
         }
         Ok(Self {
             rows,
@@ -65,6 +58,11 @@ impl Int8Matrix {
 
     pub fn rows(&self) -> usize {
         self.rows
+    }
+
+    /// The values (row-major) and one scale per group.
+    pub(super) fn groups(&self) -> (&[i8], &[f32]) {
+        (&self.quants, &self.scales)
     }
 
     pub fn cols(&self) -> usize {

@@ -5,6 +5,7 @@ use candle_core::{Module, Tensor};
 
 use super::int4::Int4Matrix;
 use super::int8::{Int8Matrix, KernelKind};
+use super::vnni::VnniMatrix;
 use crate::error::{EngineError, Result};
 
 #[derive(Debug, Clone)]
@@ -15,6 +16,8 @@ pub enum Linear {
     Int8(Int8Matrix),
     /// A file's 4-bit blocks (Q4_0, Q4_1, Q4_K) as they are (CPU).
     Int4(Int4Matrix),
+    /// 4-bit or 8-bit weights for AVX-512 VNNI, with 8-bit activations (CPU).
+    Vnni(VnniMatrix),
     /// Projections of the same input that could not be merged into one matrix; their outputs
     /// are concatenated.
     Stacked(Vec<Linear>),
@@ -39,6 +42,14 @@ impl Linear {
             return Int4Matrix::concat_rows(&int4)
                 .map(Linear::Int4)
                 .map_err(EngineError::model_load);
+        }
+        if let Some(vnni) = all_as(&parts, |p| match p {
+            Linear::Vnni(m) => Some(m),
+            _ => None,
+        }) {
+            if let Ok(fused) = VnniMatrix::concat_rows(&vnni) {
+                return Ok(Linear::Vnni(fused));
+            }
         }
         if let Some(dense) = all_as(&parts, |p| match p {
             Linear::Candle(QMatMul::Tensor(t)) => Some(t),
@@ -67,6 +78,12 @@ impl Linear {
                 || matrix.dequantize(),
                 |input, m| matrix.matmul(input, m),
             ),
+            Linear::Vnni(matrix) => {
+                let (num_tokens, _) = x.dims2()?;
+                let input = x.flatten_all()?.to_vec1::<f32>()?;
+                let output = matrix.matmul(&input, num_tokens);
+                Ok(Tensor::from_vec(output, (num_tokens, matrix.rows()), x.device())?)
+            }
             Linear::Stacked(parts) => {
                 let outputs = parts
                     .iter()

@@ -30,6 +30,7 @@ internal_modules! {
     mod qk_rows;
     mod rotary;
     mod self_attention;
+    mod vnni;
     mod weights;
 }
 

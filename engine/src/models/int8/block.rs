@@ -71,3 +71,14 @@ pub fn dequantize_into(quants: &[i8], scales: &[f32], out: &mut [f32]) {
     }
 }
 
+
+/// A group's values as int8 codes (`round(v / scale)`, `scale = max |v| / 127`, 0 for a group
+/// of zeros) appended to `codes`; returns the scale. Weights and the VNNI format's activations
+/// are quantized alike.
+pub fn quantize_group(group: &[f32], codes: &mut Vec<i8>) -> f32 {
+    let max_abs = group.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let scale = max_abs / 127.0;
+    let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+    codes.extend(group.iter().map(|v| (v * inverse).round().clamp(-127.0, 127.0) as i8));
+    scale
+}
