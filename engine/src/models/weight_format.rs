@@ -155,3 +155,77 @@ pub const GPU_QUANTIZED: &[GgmlDType] = &[
     GgmlDType::Q5K,
     GgmlDType::Q6K,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_resolves_to_a_format_with_f32_activations() {
+        let resolved = WeightFormat::Auto.resolved();
+        assert!(
+            matches!(resolved, WeightFormat::Int4 | WeightFormat::Int8),
+            "{resolved:?}"
+        );
+        assert_eq!(resolved == WeightFormat::Int4, Int4Matrix::fast_here());
+        for format in [
+            WeightFormat::Int4,
+            WeightFormat::Int8,
+            WeightFormat::F32,
+            WeightFormat::Native,
+            WeightFormat::Vnni,
+        ] {
+            assert_eq!(format.resolved(), format);
+            assert_eq!(WeightFormat::parse(format.as_str()), Some(format));
+        }
+    }
+
+    #[test]
+    fn vnni_is_refused_by_name_only_where_the_cpu_lacks_it() {
+        match WeightFormat::Vnni.unsupported_here() {
+            Some(why) => {
+                assert!(!VnniMatrix::fast_here());
+                assert!(
+                    why.contains("avx512vnni") && why.contains("--weight-format vnni"),
+                    "{why}"
+                );
+            }
+            None => assert!(VnniMatrix::fast_here()),
+        }
+        for format in [
+            WeightFormat::Auto,
+            WeightFormat::Int4,
+            WeightFormat::Int8,
+            WeightFormat::F32,
+            WeightFormat::Native,
+        ] {
+            assert_eq!(format.unsupported_here(), None, "{format:?}");
+        }
+    }
+
+    /// A GGUF file's Q4_1 and Q8_0 tensors as `vnni` holds them: 4-bit codes kept, 8-bit ones
+    /// from the dequantized values, both multiplying like the int4/int8 formats within the
+    /// activations' 8-bit rounding.
+    #[test]
+    fn vnni_holds_4_bit_blocks_and_every_other_grouped_type() {
+        use candle_core::quantized::QTensor;
+        let values: Vec<f32> = (0..40 * 64)
+            .map(|i| ((i * 7919 % 2003) as f32 / 1001.0) - 1.0)
+            .collect();
+        let dense =
+            Tensor::from_slice(&values, (40, 64), &candle_core::Device::Cpu).expect("tensor");
+        for dtype in [GgmlDType::Q4_1, GgmlDType::Q8_0] {
+            let tensor = Arc::new(QTensor::quantize(&dense, dtype).expect("quantize"));
+            let Ok(Linear::Vnni(vnni)) = WeightFormat::Vnni.convert(tensor.clone(), DType::F32)
+            else {
+                panic!("{dtype:?} is not held as VNNI codes");
+            };
+            let reference = match WeightFormat::Int4.convert(tensor, DType::F32) {
+                Ok(Linear::Int4(m)) => m.dequantize(),
+                Ok(Linear::Int8(m)) => m.dequantize(),
+                other => panic!("{dtype:?}: {other:?}"),
+            };
+            assert_eq!(vnni.dequantize(), reference, "{dtype:?}");
+        }
+    }
+}
