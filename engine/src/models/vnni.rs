@@ -25,7 +25,7 @@ mod layout;
 
 pub use activations::QuantizedActivations;
 pub use layout::CodeBits;
-use layout::{BlockView, BLOCK_ROWS, CHUNK_BYTES};
+use layout::{BlockView, BLOCK_ROWS, CHUNK_BYTES, MAX_ACTIVATION_ROWS};
 
 use super::int4::Int4Matrix;
 use super::int8::{common_cols, Int8Matrix, GROUP_SIZE};
@@ -254,10 +254,10 @@ impl VnniMatrix {
     pub fn rows_transposed_into(&self, (first_row, num_rows): (usize, usize), x: &QuantizedActivations, out: &mut [f32]) {
         assert!(first_row.is_multiple_of(BLOCK_ROWS) && first_row + num_rows <= self.rows);
         let m = x.num_rows();
-        let mut tile = [0.0f32; BLOCK_ROWS * 4];
+        let mut tile = [0.0f32; BLOCK_ROWS * MAX_ACTIVATION_ROWS];
         for block in first_row / BLOCK_ROWS..(first_row + num_rows).div_ceil(BLOCK_ROWS) {
-            for first in (0..m).step_by(4) {
-                let count = (m - first).min(4);
+            for first in (0..m).step_by(MAX_ACTIVATION_ROWS) {
+                let count = (m - first).min(MAX_ACTIVATION_ROWS);
                 self.block_tile(block, x, first, count, &mut tile);
                 for lane in 0..BLOCK_ROWS {
                     let row = block * BLOCK_ROWS + lane - first_row;
@@ -276,11 +276,11 @@ impl VnniMatrix {
     fn blocks_into(&self, x: &QuantizedActivations, (first, count): (usize, usize), blocks: std::ops::Range<usize>, out: &mut [f32]) {
         let first_col = blocks.start * BLOCK_ROWS;
         let width = (blocks.end * BLOCK_ROWS).min(self.rows) - first_col;
-        let mut tile = [0.0f32; BLOCK_ROWS * 4];
+        let mut tile = [0.0f32; BLOCK_ROWS * MAX_ACTIVATION_ROWS];
         for block in blocks {
             let mut a = 0;
             while a < count {
-                let rows_here = (count - a).min(4);
+                let rows_here = (count - a).min(MAX_ACTIVATION_ROWS);
                 self.block_tile(block, x, first + a, rows_here, &mut tile);
                 let col = block * BLOCK_ROWS - first_col;
                 let real = (self.rows - block * BLOCK_ROWS).min(BLOCK_ROWS);
@@ -292,7 +292,8 @@ impl VnniMatrix {
         }
     }
 
-    /// One block's 16 outputs for up to 4 activation rows, by the kernel where the CPU runs it.
+    /// One block's 16 outputs for up to `MAX_ACTIVATION_ROWS` activation rows, by the kernel where
+    /// the CPU runs it.
     fn block_tile(&self, block: usize, x: &QuantizedActivations, first: usize, count: usize, out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         if kernel::available() {
@@ -310,7 +311,7 @@ impl VnniMatrix {
         for (lane, out) in out.iter_mut().enumerate() {
             let mut sum = 0.0f32;
             for group in 0..num_groups {
-                let (bytes, _, _) = self.row_group_in_block(block, lane, group);
+                let (bytes, _, _) = self.row_group(block * BLOCK_ROWS + lane, group);
                 let xs = &x.codes[row * x.cols + group * GROUP_SIZE..][..GROUP_SIZE];
                 let dot: i32 = group_codes(self.bits, &bytes).zip(xs).map(|(q, &c)| q * i32::from(c)).sum();
                 let index = block * num_groups + group;
@@ -327,10 +328,6 @@ impl VnniMatrix {
             }
             *out = sum;
         }
-    }
-
-    fn row_group_in_block(&self, block: usize, lane: usize, group: usize) -> (Vec<u8>, f32, f32) {
-        self.row_group(block * BLOCK_ROWS + lane, group)
     }
 }
 

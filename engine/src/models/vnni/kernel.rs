@@ -11,11 +11,9 @@
 use std::arch::x86_64::*;
 
 use super::activations::QuantizedActivations;
-use super::layout::{BlockView, CodeBits, BLOCK_ROWS, CHUNK_BYTES};
+use super::layout::{BlockView, CodeBits, BLOCK_ROWS, CHUNK_BYTES, MAX_ACTIVATION_ROWS};
 use crate::models::int8::GROUP_SIZE;
 
-/// Activation rows per tile: their int32 and f32 accumulators stay in registers.
-pub const MAX_ACTIVATION_ROWS: usize = 4;
 
 /// How far ahead of the group being multiplied its codes are prefetched.
 const PREFETCH_BYTES: usize = 2048;

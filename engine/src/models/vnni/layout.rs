@@ -7,6 +7,8 @@ use crate::models::int8::GROUP_SIZE;
 pub const BLOCK_ROWS: usize = 16;
 /// Bytes per chunk: one 512-bit register.
 pub const CHUNK_BYTES: usize = 64;
+/// Activation rows per tile: their int32 and f32 accumulators stay in registers.
+pub const MAX_ACTIVATION_ROWS: usize = 4;
 
 /// How many bits a weight code has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
