@@ -38,11 +38,21 @@ const MIN_ROWS_TO_SPLIT_ACTIVATIONS: usize = 16;
 /// block passes over them.
 const MAX_ROWS_PER_TASK: usize = 64;
 
-/// One row's group as the source format holds it: its bytes, scale and offset.
-struct RowGroup<'a> {
-    bytes: &'a [u8],
+/// One row's group as the source format holds it: its bytes (the first `row_bytes()` of
+/// `bytes`: 16 for 4-bit codes, 32 for 8-bit), scale and offset.
+struct RowGroup {
+    bytes: [u8; GROUP_SIZE],
     scale: f32,
     min: f32,
+}
+
+/// The first `bytes.len()` bytes of a group, the rest zero.
+fn group_bytes(bytes: impl ExactSizeIterator<Item = u8>) -> [u8; GROUP_SIZE] {
+    let mut out = [0u8; GROUP_SIZE];
+    for (slot, byte) in out.iter_mut().zip(bytes) {
+        *slot = byte;
+    }
+    out
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -75,7 +85,7 @@ impl VnniMatrix {
         Self::pack(matrix.rows(), matrix.cols(), CodeBits::Four, |row, group| {
             let index = row * per_row + group;
             RowGroup {
-                bytes: &nibbles[index * 16..(index + 1) * 16],
+                bytes: group_bytes(nibbles[index * 16..(index + 1) * 16].iter().copied()),
                 scale: scales[index],
                 min: mins[index],
             }
@@ -85,12 +95,12 @@ impl VnniMatrix {
     /// The int8 matrix's values and scales, value for value.
     pub fn from_int8(matrix: &Int8Matrix) -> Self {
         let (quants, scales) = matrix.groups();
-        let shifted: Vec<u8> = quants.iter().map(|&q| (i16::from(q) + 128) as u8).collect();
         let per_row = matrix.cols() / GROUP_SIZE;
         Self::pack(matrix.rows(), matrix.cols(), CodeBits::Eight, |row, group| {
             let index = row * per_row + group;
+            let values = &quants[index * GROUP_SIZE..(index + 1) * GROUP_SIZE];
             RowGroup {
-                bytes: &shifted[index * GROUP_SIZE..(index + 1) * GROUP_SIZE],
+                bytes: group_bytes(values.iter().map(|&q| (i16::from(q) + 128) as u8)),
                 scale: scales[index],
                 min: 0.0,
             }
@@ -98,7 +108,7 @@ impl VnniMatrix {
     }
 
     /// Interleaves `rows` rows whose groups `row_group(row, group)` gives.
-    fn pack<'a>(rows: usize, cols: usize, bits: CodeBits, row_group: impl Fn(usize, usize) -> RowGroup<'a>) -> Self {
+    fn pack(rows: usize, cols: usize, bits: CodeBits, row_group: impl Fn(usize, usize) -> RowGroup) -> Self {
         let num_groups = cols / GROUP_SIZE;
         let num_blocks = rows.div_ceil(BLOCK_ROWS);
         let padding_code = if bits == CodeBits::Eight { 128 } else { 0 };
@@ -110,7 +120,7 @@ impl VnniMatrix {
                 let index = block * num_groups + group;
                 let source = row_group(row, group);
                 let base = index * bits.group_bytes();
-                for (j, &byte) in source.bytes.iter().enumerate() {
+                for (j, &byte) in source.bytes[..bits.row_bytes()].iter().enumerate() {
                     codes[base + (j / 4) * CHUNK_BYTES + lane * 4 + j % 4] = byte;
                 }
                 let at = index * bits.group_factors() + lane;
@@ -124,14 +134,12 @@ impl VnniMatrix {
     }
 
     /// Row `row`'s group `group` as the source format held it.
-    fn row_group(&self, row: usize, group: usize) -> (Vec<u8>, f32, f32) {
+    fn row_group(&self, row: usize, group: usize) -> RowGroup {
         let (block, lane) = (row / BLOCK_ROWS, row % BLOCK_ROWS);
         let index = block * (self.cols / GROUP_SIZE) + group;
         let base = index * self.bits.group_bytes();
-        let bytes = (0..self.bits.row_bytes())
-            .map(|j| self.codes[base + (j / 4) * CHUNK_BYTES + lane * 4 + j % 4])
-            .collect();
-        (bytes, self.scale(index, lane), self.min(index, lane))
+        let bytes = (0..self.bits.row_bytes()).map(|j| self.codes[base + (j / 4) * CHUNK_BYTES + lane * 4 + j % 4]);
+        RowGroup { bytes: group_bytes(bytes), scale: self.scale(index, lane), min: self.min(index, lane) }
     }
 
     /// Row `lane`'s scale in block-and-group `index`.
@@ -159,13 +167,9 @@ impl VnniMatrix {
             .enumerate()
             .flat_map(|(part, p)| (0..p.rows).map(move |row| (part, row)))
             .collect();
-        let groups: Vec<Vec<(Vec<u8>, f32, f32)>> = sources
-            .iter()
-            .map(|&(part, row)| (0..cols / GROUP_SIZE).map(|g| parts[part].row_group(row, g)).collect())
-            .collect();
         Ok(Self::pack(sources.len(), cols, bits, |row, group| {
-            let (bytes, scale, min) = &groups[row][group];
-            RowGroup { bytes, scale: *scale, min: *min }
+            let (part, row) = sources[row];
+            parts[part].row_group(row, group)
         }))
     }
 
@@ -199,8 +203,9 @@ impl VnniMatrix {
         let mut values = Vec::with_capacity(self.rows * self.cols);
         for row in 0..self.rows {
             for group in 0..self.cols / GROUP_SIZE {
-                let (bytes, scale, min) = self.row_group(row, group);
-                values.extend(group_values(self.bits, &bytes).map(|q| q * scale + min));
+                let source = self.row_group(row, group);
+                let bytes = &source.bytes[..self.bits.row_bytes()];
+                values.extend(group_values(self.bits, bytes).map(|q| q * source.scale + source.min));
             }
         }
         values
@@ -311,9 +316,10 @@ impl VnniMatrix {
         for (lane, out) in out.iter_mut().enumerate() {
             let mut sum = 0.0f32;
             for group in 0..num_groups {
-                let (bytes, _, _) = self.row_group(block * BLOCK_ROWS + lane, group);
+                let source = self.row_group(block * BLOCK_ROWS + lane, group);
+                let bytes = &source.bytes[..self.bits.row_bytes()];
                 let xs = &x.codes[row * x.cols + group * GROUP_SIZE..][..GROUP_SIZE];
-                let dot: i32 = group_codes(self.bits, &bytes).zip(xs).map(|(q, &c)| q * i32::from(c)).sum();
+                let dot: i32 = group_codes(self.bits, bytes).zip(xs).map(|(q, &c)| q * i32::from(c)).sum();
                 let index = block * num_groups + group;
                 let (x_scale, code_sum) = (x.scales[row * num_groups + group], x.code_sums[row * num_groups + group]);
                 let both = self.scale(index, lane) * x_scale;
