@@ -23,22 +23,22 @@ mod conversation;
 mod conversation_summary;
 mod cpu;
 mod dispatch;
+mod frame;
 mod health;
 mod interrupt;
 mod lag;
 mod outcome;
 mod probes;
-mod steps;
 #[cfg(test)]
 pub(crate) mod test_server;
 #[cfg(test)]
 mod tests;
+mod warm_up;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio::runtime::{Handle, RuntimeFlavor};
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, watch};
 
 pub use config::RunConfig;
 pub use conversation::{run_conversations, ConversationConfig};
@@ -50,14 +50,14 @@ pub use outcome::{RunError, RunOutcome};
 pub use probes::ProbeSummary;
 
 use crate::client::{Client, RunClock, TokenCounter};
-use crate::progress::{LiveCounters, Progress};
-use crate::record::unix_now_s;
+use crate::progress::LiveCounters;
 use crate::workload::RequestSpec;
-use config::{validate, START_DELAY};
-use dispatch::{Dispatch, StopFlag, Ticket};
+use config::validate;
+use dispatch::Ticket;
+use frame::{Finished, RunFrame, Scheduled};
 use interrupt::InterruptWatch;
-use outcome::{RunEnd, RunExtras};
-use steps::{collect, warm_up, Finished, StopOnDrop};
+use outcome::RunExtras;
+use warm_up::warm_up;
 
 /// Sends `specs[i]` at `arrival_times_s[i]` (seconds after `t = 0`, non-decreasing) and returns
 /// every request's record.
@@ -73,32 +73,17 @@ pub async fn run(
     let client = Client::new(config.request.clone())?;
     let num_warmup_errors = warm_up(&client, specs, config).await;
 
-    let counters = Arc::new(LiveCounters::default());
-    let (records_tx, mut records_rx) = mpsc::unbounded_channel();
-    // Dropping this sender (the run abandoned) ends every request task.
-    let (_cancel_tx, cancel_rx) = watch::channel(());
-    let stop = StopFlag::default();
-    let _stop_on_drop = StopOnDrop(stop.clone());
-    let interrupt = InterruptWatch::start(stop.clone());
-    let clock = RunClock {
-        start: Instant::now() + START_DELAY,
-    };
-    let start_unix_s = unix_now_s() + START_DELAY.as_secs_f64();
-    let dispatch = Dispatch {
-        clock,
-        arrival_times_s: arrival_times_s.to_vec(),
-        end: config.max_duration.map(|d| clock.start + d),
-        slots: config.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
-        stop,
-    };
+    let (frame, links) = RunFrame::start();
+    let interrupt = InterruptWatch::start(frame.stop.clone());
+    let dispatch = frame.dispatch(arrival_times_s, config);
     let launcher = Launcher {
         client,
         specs: Arc::from(specs),
-        clock,
-        records_tx,
-        counters: Arc::clone(&counters),
+        clock: frame.clock,
+        records_tx: links.records_tx,
+        counters: Arc::clone(&frame.counters),
         tokenizer: config.tokenizer.clone(),
-        cancel: cancel_rx,
+        cancel: links.cancel_rx,
         handle: Handle::current(),
     };
     // Dropping the sender ends the probes (when the workload's records are in).
@@ -106,39 +91,23 @@ pub async fn run(
     let probes = match config.probe_rate_per_s {
         Some(rate) => {
             let probe_client = probes::probe_client(&config.request)?;
-            let sending = probes::send_probes(probe_client, clock, rate, probes_stopped);
+            let sending = probes::send_probes(probe_client, frame.clock, rate, probes_stopped);
             Some((rate, tokio::spawn(sending)))
         }
         None => None,
     };
-    let cpu = CpuMonitor::start();
-    let progress = Progress::start(config.progress, specs.len(), Arc::clone(&counters));
+    let watch = frame.watch(config, specs.len());
     let report = dispatch::spawn(dispatch, move |ticket| launcher.launch(ticket))
         .map_err(RunError::Thread)?;
 
-    let (records, client_lags_s) = collect(&mut records_rx, specs.len()).await;
-    let duration_s = clock.now_s();
-    let cpu = cpu.and_then(CpuMonitor::stop);
-    progress.finish();
-    let report = report.await.unwrap_or_default();
+    let scheduled = Scheduled::Requests(specs.len());
+    let end = frame
+        .finish(watch, report, scheduled, (config, num_warmup_errors))
+        .await;
     drop(probes_stop);
     let probes = match probes {
         Some((rate, sending)) => Some(ProbeSummary::of(rate, &sending.await.unwrap_or_default())),
         None => None,
-    };
-    let end = RunEnd {
-        num_not_sent: specs.len() - report.num_dispatched,
-        records,
-        client_lags_s,
-        dispatch: report,
-        peak_in_flight: counters.peak_in_flight(),
-        cpu,
-        start_unix_s,
-        duration_s,
-        num_scheduled: specs.len(),
-        num_warmups: config.num_warmups,
-        num_warmup_errors,
-        max_concurrency: config.max_concurrency,
     };
     let extras = RunExtras {
         interrupted: interrupt.finish(),

@@ -32,21 +32,19 @@ mod tests;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use tokio::runtime::Handle;
-use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+use tokio::sync::{oneshot, watch};
 
-use super::config::{validate, RunConfig, START_DELAY};
+use super::config::{validate, RunConfig};
 use super::conversation_summary::ConversationSummary;
-use super::cpu::CpuMonitor;
-use super::dispatch::{self, Dispatch, DispatchReport, StopFlag};
-use super::outcome::{RunEnd, RunError, RunExtras, RunOutcome};
-use super::steps::{collect, warm_up, StopOnDrop};
-use crate::client::{Client, ClientError, RunClock};
-use crate::progress::{LiveCounters, Progress};
-use crate::record::unix_now_s;
+use super::dispatch::{self, Dispatch, DispatchReport};
+use super::frame::{RunFrame, Scheduled};
+use super::outcome::{RunError, RunExtras, RunOutcome};
+use super::warm_up::warm_up;
+use crate::client::{Client, ClientError};
 use crate::workload::RequestSpec;
 use plan::{plans_of, ConversationPlan};
 use session::{Conversations, SessionHeader, Tally};
@@ -78,61 +76,30 @@ pub async fn run_conversations(
 
     let first_index = first_indices(&plans, start_times_s.len());
     let num_scheduled = *first_index.last().unwrap_or(&0);
-    let counters = Arc::new(LiveCounters::default());
-    let (records_tx, mut records_rx) = mpsc::unbounded_channel();
-    let (_cancel_tx, cancel_rx) = watch::channel(());
-    let stop = StopFlag::default();
-    let _stop_on_drop = StopOnDrop(stop.clone());
-    let clock = RunClock {
-        start: Instant::now() + START_DELAY,
-    };
-    let start_unix_s = unix_now_s() + START_DELAY.as_secs_f64();
-    let end = config.max_duration.map(|d| clock.start + d);
-    let dispatch = Dispatch {
-        clock,
-        arrival_times_s: start_times_s.to_vec(),
-        end,
-        slots: config.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
-        stop,
-    };
+    let (frame, links) = RunFrame::start();
+    let dispatch = frame.dispatch(start_times_s, config);
     let tally = Arc::new(Tally::default());
     let conversations = Arc::new(Conversations {
         client,
         plans,
         first_index,
-        clock,
-        end,
+        clock: frame.clock,
+        end: dispatch.end,
         think_time: conversation.think_time,
         session,
-        records_tx,
-        counters: Arc::clone(&counters),
+        records_tx: links.records_tx,
+        counters: Arc::clone(&frame.counters),
         tokenizer: config.tokenizer.clone(),
         tally: Arc::clone(&tally),
     });
-    let cpu = CpuMonitor::start();
-    let progress = Progress::start(config.progress, num_scheduled, Arc::clone(&counters));
-    let report = start_conversations(dispatch, conversations, cancel_rx)?;
+    let watch = frame.watch(config, num_scheduled);
+    let report = start_conversations(dispatch, conversations, links.cancel_rx)?;
 
-    let (records, client_lags_s) = collect(&mut records_rx, num_scheduled).await;
-    let duration_s = clock.now_s();
-    let cpu = cpu.and_then(CpuMonitor::stop);
-    progress.finish();
-    let report = report.await.unwrap_or_default();
+    let scheduled = Scheduled::Turns(num_scheduled);
+    let end = frame
+        .finish(watch, report, scheduled, (config, num_warmup_errors))
+        .await;
     let summary = summarize(&tally, start_times_s.len(), conversation);
-    let end = RunEnd {
-        num_not_sent: num_scheduled - records.len(),
-        records,
-        client_lags_s,
-        dispatch: report,
-        peak_in_flight: counters.peak_in_flight(),
-        cpu,
-        start_unix_s,
-        duration_s,
-        num_scheduled,
-        num_warmups: config.num_warmups,
-        num_warmup_errors,
-        max_concurrency: config.max_concurrency,
-    };
     let extras = RunExtras {
         // Ctrl-C ends a conversation run at once (its turns would go on after a stop).
         interrupted: false,

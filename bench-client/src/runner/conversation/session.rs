@@ -9,7 +9,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::mpsc;
 
 use super::super::dispatch::Ticket;
-use super::super::steps::Finished;
+use super::super::frame::Finished;
 use super::plan::{ConversationPlan, History};
 use crate::client::{Client, RunClock, TokenCounter};
 use crate::progress::LiveCounters;

@@ -1,38 +1,13 @@
-//! Steps every run takes: warm-up requests before `t = 0`, the records collected as the
-//! requests end, the dispatcher stopped when the run is over, and the wall clock of `t = 0`.
+//! The warm-up requests every run sends before its `t = 0`, outside its records.
 
 use std::time::Instant;
 
 use futures_util::StreamExt;
-use tokio::sync::mpsc;
 
 use super::config::RunConfig;
-use super::dispatch::StopFlag;
 use crate::client::{Client, RunClock};
 use crate::record::RequestRecord;
 use crate::workload::RequestSpec;
-
-/// A request's record and the client's own lateness sending it.
-#[derive(Debug)]
-pub(super) struct Finished {
-    pub record: RequestRecord,
-    pub client_lag_s: f64,
-}
-
-/// Receives records until every sender is gone; returns them by index, with the client lags.
-pub(super) async fn collect(
-    records_rx: &mut mpsc::UnboundedReceiver<Finished>,
-    capacity: usize,
-) -> (Vec<RequestRecord>, Vec<f64>) {
-    let mut records = Vec::with_capacity(capacity);
-    let mut client_lags_s = Vec::with_capacity(capacity);
-    while let Some(finished) = records_rx.recv().await {
-        records.push(finished.record);
-        client_lags_s.push(finished.client_lag_s);
-    }
-    records.sort_by_key(|r| r.index);
-    (records, client_lags_s)
-}
 
 /// Sends the warm-up requests (as many at once as the concurrency limit allows) and waits for
 /// them; returns how many failed.
@@ -64,13 +39,4 @@ pub(super) async fn warm_up(client: &Client, specs: &[RequestSpec], config: &Run
         );
     }
     failed.len()
-}
-
-/// Stops the dispatcher when `run` ends or is dropped.
-pub(super) struct StopOnDrop(pub StopFlag);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.stop();
-    }
 }
