@@ -16,7 +16,7 @@ use std::time::Instant;
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use pagoda_engine::models::int4::Int4Matrix;
-use pagoda_engine::models::int8::{Int8Matrix, KernelKind};
+use pagoda_engine::models::int8::{Int8Matrix, KernelKind, QuantizedRows};
 use pagoda_engine::models::vnni::VnniMatrix;
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;

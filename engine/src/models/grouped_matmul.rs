@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 
 use super::int4::Int4Matrix;
-use super::int8::{rows_per_task, untranspose, Int8Matrix, KernelKind};
+use super::int8::{rows_per_task, untranspose, Int8Matrix, KernelKind, QuantizedRows};
 use super::linear::Linear;
 use super::vnni::{QuantizedActivations, VnniMatrix};
 

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 #[cfg(target_arch = "x86_64")]
 mod registers;
 
-use super::int8::{common_cols, quantized_matmul, stacked, KernelKind, WeightRows, GROUP_SIZE};
+use super::int8::{common_cols, stacked, KernelKind, QuantizedRows, WeightRows, GROUP_SIZE};
 
 /// Bytes of packed values per group: two 4-bit values a byte.
 const NIBBLE_BYTES: usize = GROUP_SIZE / 2;
@@ -178,28 +178,6 @@ impl Int4Matrix {
         })
     }
 
-    /// `x` is `[m, cols]` row-major; returns `x · selfᵀ` as `[m, rows]`.
-    pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
-        self.matmul_with(KernelKind::detected(), x, m)
-    }
-
-    /// [`Int4Matrix::matmul`] with a given kernel, which the CPU must run
-    /// ([`KernelKind::available`]).
-    pub fn matmul_with(&self, kind: KernelKind, x: &[f32], m: usize) -> Vec<f32> {
-        quantized_matmul(kind, (self.rows, self.cols), x, m, |rows, out| {
-            self.rows_into(kind, rows, x, m, out)
-        })
-    }
-
-    /// Rows `first_row..first_row + num_rows` of `x · selfᵀ`, as `[num_rows, m]` into `out`.
-    pub(super) fn rows_into(&self, kind: KernelKind, (first_row, num_rows): (usize, usize), x: &[f32], m: usize, out: &mut [f32]) {
-        let block = self.block(first_row, num_rows);
-        match kind {
-            #[cfg(target_arch = "x86_64")]
-            KernelKind::Avx512 => super::int8::rows_avx512(block, x, m, out),
-            _ => super::int8::rows_portable(block, x, m, out),
-        }
-    }
 
     /// Whether this CPU runs the int4 rows on the AVX-512 tiles, where they decode faster than
     /// int8 (docs/PERFORMANCE.md § int4 weights); elsewhere int8's kernels are faster.
@@ -208,6 +186,21 @@ impl Int4Matrix {
         return KernelKind::detected() == KernelKind::Avx512;
         #[cfg(not(target_arch = "x86_64"))]
         false
+    }
+}
+
+impl QuantizedRows for Int4Matrix {
+    fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    fn rows_into(&self, kind: KernelKind, (first_row, num_rows): (usize, usize), x: &[f32], m: usize, out: &mut [f32]) {
+        let block = self.block(first_row, num_rows);
+        match kind {
+            #[cfg(target_arch = "x86_64")]
+            KernelKind::Avx512 => super::int8::rows_avx512(block, x, m, out),
+            _ => super::int8::rows_portable(block, x, m, out),
+        }
     }
 }
 

@@ -100,21 +100,14 @@ impl Int8Matrix {
         })
     }
 
-    /// `x` is `[m, cols]` row-major; returns `x · selfᵀ` as `[m, rows]`.
-    pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
-        self.matmul_with(KernelKind::detected(), x, m)
+}
+
+impl QuantizedRows for Int8Matrix {
+    fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
     }
 
-    /// [`Int8Matrix::matmul`] with a given kernel, which the CPU must run
-    /// ([`KernelKind::available`]).
-    pub fn matmul_with(&self, kind: KernelKind, x: &[f32], m: usize) -> Vec<f32> {
-        quantized_matmul(kind, (self.rows, self.cols), x, m, |rows, out| {
-            self.rows_into(kind, rows, x, m, out)
-        })
-    }
-
-    /// Rows `first_row..first_row + num_rows` of `x · selfᵀ`, as `[num_rows, m]` into `out`.
-    pub(super) fn rows_into(&self, kind: KernelKind, (first_row, num_rows): (usize, usize), x: &[f32], m: usize, out: &mut [f32]) {
+    fn rows_into(&self, kind: KernelKind, (first_row, num_rows): (usize, usize), x: &[f32], m: usize, out: &mut [f32]) {
         run_kernel(kind, self.block(first_row, num_rows), x, m, out)
     }
 }
@@ -133,21 +126,31 @@ pub(super) fn stacked<M, T: Copy>(parts: &[&M], field: impl Fn(&M) -> &[T]) -> V
     parts.iter().flat_map(|p| field(p).iter().copied()).collect()
 }
 
-/// `x · Wᵀ` (`x` is `[m, cols]`) for a quantized `W` of `(rows, cols)` whose
-/// `rows_into((first_row, num_rows), out)` fills those rows' products as `[num_rows, m]`, with
-/// kernel `kind` (which the CPU must run): what every CPU-quantized format's `matmul_with` is.
-pub(super) fn quantized_matmul(
-    kind: KernelKind,
-    (rows, cols): (usize, usize),
-    x: &[f32],
-    m: usize,
-    rows_into: impl Fn((usize, usize), &mut [f32]) + Sync,
-) -> Vec<f32> {
-    assert!(kind.runs_here(), "{kind:?} does not run on this CPU");
-    debug_assert_eq!(x.len(), m * cols);
-    run_row_tasks(rows, cols, m, |first_row, num_rows, out| {
-        rows_into((first_row, num_rows), out)
-    })
+/// Quantized weight rows multiplied with f32 activations (the int4 and int8 formats): a format
+/// gives its shape and how to fill any run of its rows' products, and gets the parallel matmul.
+pub trait QuantizedRows: Sync {
+    /// `(rows, cols)`.
+    fn shape(&self) -> (usize, usize);
+
+    /// Rows `first_row..first_row + num_rows` of `x · selfᵀ`, as `[num_rows, m]` into `out`, with
+    /// kernel `kind` (which the CPU must run).
+    fn rows_into(&self, kind: KernelKind, rows: (usize, usize), x: &[f32], m: usize, out: &mut [f32]);
+
+    /// `x` is `[m, cols]` row-major; returns `x · selfᵀ` as `[m, rows]`.
+    fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
+        self.matmul_with(KernelKind::detected(), x, m)
+    }
+
+    /// [`QuantizedRows::matmul`] with a given kernel, which the CPU must run
+    /// ([`KernelKind::available`]).
+    fn matmul_with(&self, kind: KernelKind, x: &[f32], m: usize) -> Vec<f32> {
+        let (rows, cols) = self.shape();
+        assert!(kind.runs_here(), "{kind:?} does not run on this CPU");
+        debug_assert_eq!(x.len(), m * cols);
+        run_row_tasks(rows, cols, m, |first_row, num_rows, out| {
+            self.rows_into(kind, (first_row, num_rows), x, m, out)
+        })
+    }
 }
 
 /// Splits `rows` weight rows of `cols` into parallel tasks; `kernel(first_row, num_rows, out)`

@@ -4,7 +4,7 @@ use candle_core::quantized::QMatMul;
 use candle_core::{Module, Tensor};
 
 use super::int4::Int4Matrix;
-use super::int8::{Int8Matrix, KernelKind};
+use super::int8::{Int8Matrix, KernelKind, QuantizedRows};
 use super::vnni::VnniMatrix;
 use crate::error::{EngineError, Result};
 
