@@ -69,6 +69,18 @@ __device__ float block_max(float value, float* shared) {
   return best;
 }
 
+// The warp's largest (best, index), ties to the lowest index; every lane gets it.
+__device__ __forceinline__ void warp_argmax(float& best, int& index) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float other = __shfl_xor_sync(0xffffffffu, best, offset);
+    const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
+    if (other > best || (other == best && other_index < index)) {
+      best = other;
+      index = other_index;
+    }
+  }
+}
+
 // Block-wide sums of kPivots values at once (`shared`: kWarps * kPivots floats); every thread
 // gets the totals.
 __device__ void block_sums(float (&values)[kPivots], float* shared) {
@@ -196,14 +208,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
       index = i;
     }
   }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float other = __shfl_xor_sync(0xffffffffu, best, offset);
-    const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
-    if (other > best || (other == best && other_index < index)) {
-      best = other;
-      index = other_index;
-    }
-  }
+  warp_argmax(best, index);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) {
     best_values[warp] = best;
@@ -213,14 +218,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   if (warp == 0) {
     best = best_values[lane];
     index = best_indices[lane];
-    for (int offset = 16; offset > 0; offset /= 2) {
-      const float other = __shfl_xor_sync(0xffffffffu, best, offset);
-      const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
-      if (other > best || (other == best && other_index < index)) {
-        best = other;
-        index = other_index;
-      }
-    }
+    warp_argmax(best, index);
     if (lane == 0) tokens[blockIdx.x] = index < vocab ? static_cast<unsigned int>(index) : 0u;
   }
 }
