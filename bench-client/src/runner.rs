@@ -20,7 +20,6 @@
 
 mod config;
 mod conversation;
-mod conversation_summary;
 mod cpu;
 mod dispatch;
 mod frame;
@@ -42,11 +41,10 @@ use tokio::sync::{mpsc, watch};
 
 pub use config::RunConfig;
 pub use conversation::{run_conversations, ConversationConfig};
-pub use conversation_summary::ConversationSummary;
 pub use cpu::{CpuMonitor, CpuUsage};
 pub use health::ClientHealth;
 pub use lag::LagSummary;
-pub use outcome::{RunError, RunOutcome};
+pub use outcome::{ConversationSummary, RunError, RunOutcome};
 pub use probes::ProbeSummary;
 
 use crate::client::{Client, RunClock, TokenCounter};

@@ -39,10 +39,9 @@ use tokio::runtime::Handle;
 use tokio::sync::{oneshot, watch};
 
 use super::config::{validate, RunConfig};
-use super::conversation_summary::ConversationSummary;
 use super::dispatch::{self, Dispatch, DispatchReport};
 use super::frame::{RunFrame, Scheduled};
-use super::outcome::{RunError, RunExtras, RunOutcome};
+use super::outcome::{ConversationSummary, RunError, RunExtras, RunOutcome};
 use super::warm_up::warm_up;
 use crate::client::{Client, ClientError};
 use crate::workload::RequestSpec;

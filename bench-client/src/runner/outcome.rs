@@ -2,7 +2,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::conversation_summary::ConversationSummary;
 use super::cpu::CpuUsage;
 use super::dispatch::DispatchReport;
 use super::health::{ClientHealth, RunEvidence};
@@ -57,6 +56,25 @@ pub struct RunOutcome {
     /// How the probe requests went (`--probe-request-rate`); their records are not in `records`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probes: Option<ProbeSummary>,
+}
+
+/// How a run's conversations went (`pagoda.conversations` in the result).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationSummary {
+    /// Scheduled to start.
+    pub num_conversations: usize,
+    pub num_started: usize,
+    /// Every turn sent and successful.
+    pub num_completed: usize,
+    /// Ended by a failed turn.
+    pub num_failed: usize,
+    /// Stopped by the end of `--duration`.
+    pub num_cut_short: usize,
+    pub num_turns_sent: usize,
+    /// Turns sent per conversation started.
+    pub mean_turns: f64,
+    pub think_time_ms: f64,
+    pub session_header: Option<String>,
 }
 
 /// What every kind of run has collected when its last request is in.

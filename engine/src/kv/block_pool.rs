@@ -18,6 +18,11 @@ use super::hash::BlockHash;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BlockId(pub u32);
 
+/// Number of blocks needed to hold `num_tokens` tokens.
+pub fn num_blocks_for(num_tokens: usize, block_size: usize) -> usize {
+    num_tokens.div_ceil(block_size)
+}
+
 impl BlockId {
     pub fn index(self) -> usize {
         self.0 as usize

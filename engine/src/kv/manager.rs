@@ -2,8 +2,7 @@
 //! Its verbs follow vLLM's: `allocate_slots` returning `None` is how the scheduler learns it must
 //! preempt; `get_computed_blocks` is how a new request finds its cached prefix.
 
-use super::block_count::num_blocks_for;
-use super::block_pool::{BlockId, BlockPool};
+use super::block_pool::{num_blocks_for, BlockId, BlockPool};
 use super::events::{KvCacheEvent, StoredBlocks, StoredLora};
 use super::hash::{extend_block_hashes, hash_block, BlockHasher};
 use crate::sequence::Sequence;

@@ -1,6 +1,5 @@
 //! The paged KV cache's bookkeeping: which block holds which tokens. No tensors here.
 
-pub mod block_count;
 pub mod block_pool;
 #[cfg(any(feature = "cuda", test))]
 pub mod budget;
@@ -18,8 +17,7 @@ pub use block_pool::BlockId;
 pub use manager::KvCacheManager;
 #[cfg(feature = "testing")]
 pub use {
-    block_count::num_blocks_for,
-    block_pool::BlockPool,
+    block_pool::{num_blocks_for, BlockPool},
     hash::{BlockHash, BlockHasher, CacheScope},
     manager::ComputedBlocks,
 };

@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use super::config::{ModelConfig, RopeScaling};
-use super::eos_ids::eos_ids;
 use super::families::{self, FamilySpec};
 use super::generation_config::GenerationConfig;
 use super::gguf::{value_to_u64, GgufFile};
+use super::generation_config::eos_ids;
 use super::hf_config::HfConfig;
 use crate::error::{EngineError, Result};
 

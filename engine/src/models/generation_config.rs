@@ -5,7 +5,6 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::eos_ids::eos_ids;
 use crate::request::SamplingParams;
 
 /// Sampling values the model's authors recommend; `None` where the file says nothing.
@@ -80,6 +79,22 @@ pub fn read_generation_config(path: &Path) -> GenerationConfig {
     GenerationConfig {
         eos_token_ids: eos_ids(json.get("eos_token_id")),
         sampling,
+    }
+}
+
+/// `eos_token_id` in a Hugging Face JSON file (`config.json`, `generation_config.json`), as
+/// a number or a list.
+pub fn eos_ids(value: Option<&serde_json::Value>) -> Vec<u32> {
+    match value {
+        Some(serde_json::Value::Number(n)) => {
+            n.as_u64().map(|v| vec![v as u32]).unwrap_or_default()
+        }
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_u64())
+            .map(|v| v as u32)
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

@@ -11,7 +11,6 @@ internal_modules! {
     mod causal_lm;
     mod load;
     mod dummy;
-    mod eos_ids;
     mod families;
     mod features;
     mod fused;

@@ -7,7 +7,6 @@
 
 pub mod client_view;
 pub mod offset;
-mod quantiles;
 mod report;
 pub mod server_timeline;
 
@@ -15,7 +14,7 @@ use std::collections::HashMap;
 
 pub use client_view::{client_requests, ClientKind, ClientRequest};
 pub use offset::{estimate_offset, CausalPairs, ClockOffset, OffsetError};
-pub use quantiles::Quantiles;
+pub use report::Quantiles;
 pub use report::{render_alignment, AlignedMetric, Alignment};
 pub use server_timeline::{parse_timeline, ServerRequest};
 
