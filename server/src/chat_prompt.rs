@@ -44,15 +44,15 @@ pub struct ChatPolicy {
 }
 
 impl ChatPolicy {
-    /// 400 naming `messages[i].role` for the first role outside the allowed set, or
-    /// `messages[i].content` for a message without the content its role requires (OpenAI's
-    /// rule: every role but `assistant` needs one; an assistant message needs one unless it
-    /// carries `tool_calls` or `function_call`).
+    /// 400 naming `messages[i].role` for the first role outside the allowed set, or the field a
+    /// message lacks that its role requires, as OpenAI checks them: `messages[i].content` (every
+    /// role but `assistant` needs one; an assistant message needs one unless it carries
+    /// `tool_calls` or `function_call`) and a `tool` message's `messages[i].tool_call_id`.
     pub fn check_messages(&self, messages: &[ChatMessage]) -> Result<(), ApiError> {
         for (index, message) in messages.iter().enumerate() {
             let role = message.role.as_str();
             if OPENAI_ROLES.contains(&role) || self.extra_roles.iter().any(|r| r == role) {
-                check_content(index, message)?;
+                check_required_fields(index, message)?;
                 continue;
             }
             let mut allowed: Vec<&str> = OPENAI_ROLES.to_vec();
@@ -67,6 +67,22 @@ impl ChatPolicy {
         }
         Ok(())
     }
+}
+
+/// 400 naming `messages[index].content` or `.tool_call_id` when the message lacks one its role
+/// requires.
+fn check_required_fields(index: usize, message: &ChatMessage) -> Result<(), ApiError> {
+    check_content(index, message)?;
+    if message.role == "tool" && message.tool_call_id.is_none() {
+        return Err(ApiError::invalid(
+            format!("messages[{index}].tool_call_id"),
+            format!(
+                "messages[{index}].tool_call_id: field required for a \"tool\" message (the id of \
+                 the call it answers)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// 400 naming `messages[index].content` when the message lacks the content its role requires.

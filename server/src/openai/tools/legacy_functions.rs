@@ -90,7 +90,8 @@ fn tool_choice_of(function_call: Option<Value>) -> Result<Option<Value>, ApiErro
 }
 
 /// An assistant message's `function_call` becomes its one tool call; a `function` message
-/// becomes the `tool` result of the call before it.
+/// becomes the `tool` result of the call before it (or, with no call before it, of a call id of
+/// its own: a `tool` message always answers one).
 fn read_legacy_messages(messages: &mut [ChatMessage]) {
     let mut last_call_id: Option<String> = None;
     for (index, message) in messages.iter_mut().enumerate() {
@@ -107,7 +108,8 @@ fn read_legacy_messages(messages: &mut [ChatMessage]) {
         } else if message.role == "function" {
             message.role = "tool".to_string();
             if message.tool_call_id.is_none() {
-                message.tool_call_id = last_call_id.clone();
+                let own_id = || format!("call_{index}");
+                message.tool_call_id = Some(last_call_id.clone().unwrap_or_else(own_id));
             }
         }
     }

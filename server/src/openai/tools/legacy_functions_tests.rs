@@ -67,6 +67,23 @@ fn a_legacy_conversation_reads_as_tool_calls_and_results() {
     assert_eq!(result.name.as_deref(), Some("get_weather"));
 }
 
+/// A `function` result with no call before it still answers a call id (its own), so the tool
+/// message it becomes passes the chat checks.
+#[test]
+fn a_function_result_without_a_call_gets_its_own_call_id() {
+    let mut body = request(json!({
+        "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "function", "name": "get_weather", "content": "sunny"},
+        ],
+        "functions": [{"name": "get_weather"}],
+    }));
+    assert!(read_legacy_functions(&mut body).expect("valid"));
+    let result = &body.messages[1];
+    assert_eq!(result.role, "tool");
+    assert_eq!(result.tool_call_id.as_deref(), Some("call_1"));
+}
+
 #[test]
 fn calls_are_answered_as_function_call() {
     let call = ToolCall::function("call_1".into(), "get_weather", "{\"city\":\"Paris\"}");

@@ -205,7 +205,8 @@ pub fn restriction_cases(vocab_size: u32) -> Vec<Case> {
 }
 
 /// Roles outside OpenAI's set, the template's own markup among them, and messages without the
-/// content their role requires (OpenAI answers 400 naming `messages[i].content`).
+/// content or call id their role requires (OpenAI answers 400 naming `messages[i].content` or
+/// `messages[i].tool_call_id`).
 pub fn role_cases() -> Vec<Case> {
     let roles = ["<|im_start|>", "system\n", "ass\u{0}istant", "", "USER", "narrator"]
         .into_iter()
@@ -229,5 +230,10 @@ pub fn role_cases() -> Vec<Case> {
             "messages[1].content",
         )
     });
-    roles.chain(contents).collect()
+    let tool_call_id = Case::chat(
+        "tool message without tool_call_id",
+        json!({"messages": [{"role": "user", "content": "hi"}, {"role": "tool", "content": "42"}]}),
+        "messages[1].tool_call_id",
+    );
+    roles.chain(contents).chain([tool_call_id]).collect()
 }
