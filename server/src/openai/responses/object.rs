@@ -3,15 +3,15 @@
 //! are `wire/responses.rs`'s; this builds them.
 
 use pagoda_text::template::{AssistantToolCall, ChatMessage};
-use serde_json::json;
 
 use crate::openai::responses::request::ResponsesRequest;
 use crate::openai::wire::chat::ChatChoice;
 use crate::openai::wire::logprobs::ChatTokenLogprob;
 use crate::openai::wire::responses::{
-    FunctionCallItem, IncompleteDetails, IncompleteReason, ItemStatus, MessageContent, OutputItem,
-    OutputMessage, OutputText, ReasoningContent, ReasoningItem, ReasoningText, ResponseError,
-    ResponseObject, ResponseShell, ResponseStatus,
+    Echoed, FunctionCallItem, IncompleteDetails, IncompleteReason, ItemStatus, MessageContent,
+    Metadata, OutputItem, OutputMessage, OutputText, ReasoningContent, ReasoningItem,
+    ReasoningText, ResponseError, ResponseObject, ResponseShell, ResponseStatus, TextConfig,
+    ToolChoiceMode,
 };
 use crate::openai::wire::responses_usage::ResponsesUsage;
 use crate::openai::wire::tool_calls::ToolCall;
@@ -28,10 +28,10 @@ impl ResponseShell {
             parallel_tool_calls: request.parallel_tool_calls.unwrap_or(true),
             temperature: request.temperature,
             top_p: request.top_p,
-            tool_choice: request.tool_choice.clone().unwrap_or(json!("auto")),
+            tool_choice: Echoed::or_default(request.tool_choice.as_ref(), ToolChoiceMode::Auto),
             tools: request.tools.clone().unwrap_or_default(),
-            text: (request.text.clone()).unwrap_or_else(|| json!({"format": {"type": "text"}})),
-            metadata: request.metadata.clone().unwrap_or_else(|| json!({})),
+            text: Echoed::or_default(request.text.as_ref(), TextConfig::PLAIN),
+            metadata: Echoed::or_default(request.metadata.as_ref(), Metadata::new()),
             previous_response_id: request.previous_response_id.clone(),
             reasoning: request.reasoning.clone(),
             store: request.store.unwrap_or(true),
@@ -220,7 +220,7 @@ pub fn assistant_message(output: &[OutputItem]) -> ChatMessage {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::Value;
+    use serde_json::{json, Value};
 
     use super::*;
     use crate::openai::responses::chat_json;
