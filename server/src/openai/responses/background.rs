@@ -78,9 +78,11 @@ impl BackgroundRun {
         log.finished.then_some(log.events.len())
     }
 
-    /// Asks the run to stop (it keeps the response as `cancelled`); a finished run ignores it.
-    pub fn request_cancel(&self) {
+    /// Asks the run to stop (it keeps the response as `cancelled`; a finished run ignores it)
+    /// and waits until it has ended.
+    pub async fn cancel(&self) {
         self.cancel.notify_one();
+        self.wait_finished().await;
     }
 
     /// Resolves when a cancel is asked (one asked before counts).

@@ -357,8 +357,7 @@ pub async fn cancel_response(
         ));
     }
     if let Some(run) = stores.background.get(&id) {
-        run.request_cancel();
-        run.wait_finished().await;
+        run.cancel().await;
     }
     let stored = stores
         .stored
@@ -394,8 +393,7 @@ pub async fn delete_response(
     PathParam(id): PathParam,
 ) -> Result<Response, ApiError> {
     if let Some(run) = stores.background.get(&id) {
-        run.request_cancel();
-        run.wait_finished().await;
+        run.cancel().await;
         stores.background.forget(&id);
     }
     if !stores.stored.remove(&id) {
