@@ -94,13 +94,13 @@ pub async fn run(
         }
         None => None,
     };
-    let watch = frame.watch(config, specs.len());
+    let monitors = frame.monitor(config, specs.len());
     let report = dispatch::spawn(dispatch, move |ticket| launcher.launch(ticket))
         .map_err(RunError::Thread)?;
 
     let scheduled = Scheduled::Requests(specs.len());
     let end = frame
-        .finish(watch, report, scheduled, (config, num_warmup_errors))
+        .finish(monitors, report, scheduled, config, num_warmup_errors)
         .await;
     drop(probes_stop);
     let probes = match probes {

@@ -91,12 +91,12 @@ pub async fn run_conversations(
         tokenizer: config.tokenizer.clone(),
         tally: Arc::clone(&tally),
     });
-    let watch = frame.watch(config, num_scheduled);
+    let monitors = frame.monitor(config, num_scheduled);
     let report = start_conversations(dispatch, conversations, links.cancel_rx)?;
 
     let scheduled = Scheduled::Turns(num_scheduled);
     let end = frame
-        .finish(watch, report, scheduled, (config, num_warmup_errors))
+        .finish(monitors, report, scheduled, config, num_warmup_errors)
         .await;
     let summary = summarize(&tally, start_times_s.len(), conversation);
     let extras = RunExtras {

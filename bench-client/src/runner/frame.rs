@@ -70,7 +70,7 @@ impl Scheduled {
 }
 
 /// The CPU monitor and the progress bar, started just before the dispatcher.
-pub(super) struct RunWatch {
+pub(super) struct RunMonitors {
     cpu: Option<CpuMonitor>,
     progress: Progress,
 }
@@ -114,8 +114,8 @@ impl RunFrame {
     }
 
     /// Starts the CPU monitor and the progress bar over `num_scheduled` requests.
-    pub fn watch(&self, config: &RunConfig, num_scheduled: usize) -> RunWatch {
-        RunWatch {
+    pub fn monitor(&self, config: &RunConfig, num_scheduled: usize) -> RunMonitors {
+        RunMonitors {
             cpu: CpuMonitor::start(),
             progress: Progress::start(config.progress, num_scheduled, Arc::clone(&self.counters)),
         }
@@ -125,15 +125,16 @@ impl RunFrame {
     /// the warm-up left.
     pub async fn finish(
         mut self,
-        watch: RunWatch,
+        monitors: RunMonitors,
         report: oneshot::Receiver<DispatchReport>,
         scheduled: Scheduled,
-        (config, num_warmup_errors): (&RunConfig, usize),
+        config: &RunConfig,
+        num_warmup_errors: usize,
     ) -> RunEnd {
         let (records, client_lags_s) = collect(&mut self.records_rx, scheduled.len()).await;
         let duration_s = self.clock.now_s();
-        let cpu = watch.cpu.and_then(CpuMonitor::stop);
-        watch.progress.finish();
+        let cpu = monitors.cpu.and_then(CpuMonitor::stop);
+        monitors.progress.finish();
         let report = report.await.unwrap_or_default();
         RunEnd {
             num_not_sent: scheduled.num_not_sent(&report, records.len()),
