@@ -8,11 +8,11 @@ use crate::openai::responses::request::ResponsesRequest;
 use crate::openai::wire::chat::ChatChoice;
 use crate::openai::wire::logprobs::ChatTokenLogprob;
 use crate::openai::wire::responses::{
-    Echoed, FunctionCallItem, IncompleteDetails, IncompleteReason, ItemStatus, MessageContent,
-    Metadata, OutputItem, OutputMessage, OutputText, ReasoningContent, ReasoningItem,
-    ReasoningText, ResponseError, ResponseObject, ResponseShell, ResponseStatus, TextConfig,
-    ToolChoiceMode,
+    FunctionCallItem, IncompleteDetails, IncompleteReason, ItemStatus, MessageContent, OutputItem,
+    OutputMessage, OutputText, ReasoningContent, ReasoningItem, ReasoningText, ResponseError,
+    ResponseObject, ResponseShell, ResponseStatus,
 };
+use crate::openai::wire::responses_echo::{Echoed, Metadata, TextConfig, ToolChoiceMode};
 use crate::openai::wire::responses_usage::ResponsesUsage;
 use crate::openai::wire::tool_calls::ToolCall;
 

@@ -8,6 +8,7 @@ pub mod logprobs;
 pub mod models;
 pub mod prompt_logprobs;
 pub mod responses;
+pub mod responses_echo;
 pub mod responses_events;
 pub mod responses_input_items;
 pub mod responses_usage;
