@@ -506,6 +506,40 @@ class ToolCalls(unittest.TestCase):
             self.assertGreaterEqual(len(cut.message.tool_calls or []), 1,
                                     "a call completed before the cut is returned")
 
+    def test_required_parallel_calls_stream_one_by_one_as_each_closes(self):
+        """`required` with parallel calls: each call is sent as soon as its object closes, so a
+        later call opens in a later chunk than an earlier one (not all at the end), and the
+        streamed calls are the whole reply's."""
+        prompts = ["Add 2 and 3, and tell me the weather in Oslo.",
+                   "Add 1 and 2. Then add 3 and 4.", "Weather in Paris and in Rome?"]
+        num_multi_call_replies = 0
+        for prompt in prompts:
+            kwargs = dict(
+                model=MODEL, messages=[{"role": "user", "content": prompt}], tools=TOOLS,
+                tool_choice="required", parallel_tool_calls=True, max_tokens=300,
+                temperature=0,
+            )
+            whole = CLIENT.chat.completions.create(**kwargs).choices[0]
+            whole_calls = [(c.function.name, json.loads(c.function.arguments))
+                           for c in whole.message.tool_calls]
+            if len(whole_calls) < 2:
+                continue
+            num_multi_call_replies += 1
+            opened_in_chunk, names, arguments = {}, {}, {}
+            for number, chunk in enumerate(CLIENT.chat.completions.create(stream=True, **kwargs)):
+                for choice in chunk.choices:
+                    for call in choice.delta.tool_calls or []:
+                        if call.id:
+                            opened_in_chunk[call.index] = number
+                        names[call.index] = names.get(call.index, "") + (call.function.name or "")
+                        arguments[call.index] = arguments.get(call.index, "") + (
+                            call.function.arguments or "")
+            streamed_calls = [(names[i], json.loads(arguments[i])) for i in sorted(names)]
+            self.assertEqual(streamed_calls, whole_calls, prompt)
+            chunks = [opened_in_chunk[i] for i in range(len(whole_calls))]
+            self.assertEqual(chunks, sorted(set(chunks)), (prompt, "one call per chunk, in order"))
+        self.assertGreater(num_multi_call_replies, 0, "no prompt gave two calls")
+
     def test_auto_calls_stream_as_they_parse_whole_even_when_malformed(self):
         """`tool_choice: auto`: the model writes `<tool_call>` blocks itself (forced here with a
         regex). Streamed and whole responses agree on calls, content and finish reason, and a

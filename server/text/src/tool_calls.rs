@@ -16,10 +16,13 @@
 //! [`ToolCallFormat::parse`] reads a complete output: a call that is not well formed makes the
 //! whole output plain content with no calls, as vLLM does. [`ToolCallFormat::streaming`] reads it
 //! as it is generated: content before the first call at once, the rest held and parsed whole at
-//! the end ([`StreamingToolCallParser`]), so a streamed output always adds up to the whole-text
-//! result and a malformed call is never sent as a call. Both give each call's `arguments` as the
+//! the end ([`StreamingToolCallParser`]), except that a JSON array's calls go out one by one as
+//! each closes; so a streamed output always adds up to the whole-text result and a malformed
+//! call is never sent as a call. (A JSON array keeps the calls completed before a cut or before
+//! an element that is not a call, which is what lets them go out early.) Both give each call's `arguments` as the
 //! exact text of its JSON object in the output.
 
+mod array_progress;
 mod call_object;
 mod content_watch;
 mod format;

@@ -130,24 +130,47 @@ fn parse_llama3(text: &str) -> Result<ParsedOutput, Malformed> {
     }
 }
 
-/// The whole output is one array of calls (after whitespace), or else plain content. An array
-/// the output's end cut short (`tool_choice: "required"` stopped by `max_tokens`: its grammar
-/// allows nothing else) yields the calls completed before the cut and no content.
+/// The whole output is one array of calls (after whitespace), or else plain content. The calls
+/// are read in order and each is kept once it is complete, so a reply can stream them one by
+/// one as the model writes them (`tool_choice: "required"`, whose grammar allows nothing else):
+/// - the array the output's end cut short (`max_tokens`, a stop string) yields the calls
+///   completed before the cut and no content (the unfinished call is dropped, not returned as
+///   text);
+/// - text after the closed array is content (when not blank);
+/// - an element that is not a call (or a character that is neither `,` nor `]` after one) in an
+///   array that closes: with calls before it, those calls and the text from there on as content;
+///   with none, the whole output is content.
 fn parse_json_array(text: &str) -> Result<ParsedOutput, Malformed> {
     let start = skip_space(text, 0);
     if !text[start..].starts_with('[') {
         return Ok(ParsedOutput::new(text.to_string(), Vec::new()));
     }
     let mut calls = Vec::new();
-    let end = match call_array(text, start, &mut calls) {
-        Ok(end) => end,
-        Err(Malformed) if is_cut_short(&text[start..]) => {
-            return Ok(ParsedOutput::new(String::new(), calls))
+    let not_a_call_at = |at: usize, calls: Calls| {
+        if is_cut_short(&text[start..]) {
+            Ok(ParsedOutput::new(String::new(), calls))
+        } else if calls.is_empty() {
+            Err(Malformed)
+        } else {
+            Ok(ParsedOutput::new(text[at..].to_string(), calls))
         }
-        Err(malformed) => return Err(malformed),
     };
+    let mut at = skip_space(text, start + 1);
+    if !text[at..].starts_with(']') {
+        loop {
+            let Ok(end) = call_object(text, at, &mut calls) else {
+                return not_a_call_at(at, calls);
+            };
+            at = skip_space(text, end);
+            match text[at..].chars().next() {
+                Some(',') => at = skip_space(text, at + 1),
+                Some(']') => break,
+                _ => return not_a_call_at(at, calls),
+            }
+        }
+    }
     let mut content = String::new();
-    push_segment(&mut content, &text[end..], true);
+    push_segment(&mut content, &text[at + 1..], true);
     Ok(ParsedOutput::new(content, calls))
 }
 

@@ -117,26 +117,70 @@ fn content_streams_promptly() {
     assert_eq!(parser.push("X"), content("[TOOL_X"));
 }
 
+fn call_start(index: usize, name: &str) -> ToolStreamDelta {
+    ToolStreamDelta::CallStart {
+        index,
+        name: name.into(),
+    }
+}
+
+fn arguments(index: usize, fragment: &str) -> ToolStreamDelta {
+    ToolStreamDelta::Arguments {
+        index,
+        fragment: fragment.into(),
+    }
+}
+
 #[test]
 fn calls_are_held_until_the_output_ends_then_sent_whole() {
-    let mut parser = JsonArray.streaming();
-    assert_eq!(parser.push("[{\"name\": \"f"), vec![]);
-    assert_eq!(parser.push("\", \"arguments\": {\"a\": 1}}]"), vec![]);
+    let mut parser = Hermes.streaming();
+    assert_eq!(parser.push("<tool_call>\n{\"name\": \"f"), vec![]);
+    assert_eq!(
+        parser.push("\", \"arguments\": {\"a\": 1}}\n</tool_call>"),
+        vec![]
+    );
     assert_eq!(
         parser.finish(),
-        vec![
-            ToolStreamDelta::CallStart {
-                index: 0,
-                name: "f".into()
-            },
-            ToolStreamDelta::Arguments {
-                index: 0,
-                fragment: "{\"a\": 1}".into()
-            }
-        ]
+        vec![call_start(0, "f"), arguments(0, "{\"a\": 1}")]
     );
     let text = "{\"parameters\": {\"x\": 1}, \"name\": \"f\"}";
     assert_split_invariant(Llama3Json, text);
+}
+
+/// `tool_choice: "required"`: each call goes out as soon as its object closes, while the model
+/// writes the next; an unfinished last call (the token limit) is dropped, as unstreamed.
+#[test]
+fn a_call_array_sends_each_call_as_it_closes() {
+    let mut parser = JsonArray.streaming();
+    assert_eq!(parser.push("[{\"name\": \"f"), vec![]);
+    assert_eq!(
+        parser.push("\", \"arguments\": {\"a\": 1}"),
+        vec![],
+        "the arguments object closed, the call has not"
+    );
+    assert_eq!(
+        parser.push("}, {\"name\": \"g\", "),
+        vec![call_start(0, "f"), arguments(0, "{\"a\": 1}")]
+    );
+    assert_eq!(
+        parser.push("\"arguments\": {}}"),
+        vec![call_start(1, "g"), arguments(1, "{}")]
+    );
+    assert_eq!(parser.push(", {\"name\": \"h\", \"argu"), vec![]);
+    assert_eq!(parser.finish(), vec![], "the cut call is dropped");
+    let cut = "[{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"name\": \"h\", \"argu";
+    assert_split_invariant(JsonArray, cut);
+    // A closed array with an element that is not a call after a sent call: the call stays, the
+    // text from that element on is content, streamed as unstreamed.
+    let broken = "[{\"name\": \"f\", \"arguments\": {}}, 42]";
+    let streamed = stream(JsonArray, &[broken]);
+    assert_eq!(streamed.names, ["f"]);
+    assert_eq!(streamed.content, "42]");
+    assert_split_invariant(JsonArray, broken);
+    // With no call before it, the whole output is content.
+    let not_calls = "[42, {\"name\": \"f\", \"arguments\": {}}]";
+    assert_eq!(stream(JsonArray, &[not_calls]).content, not_calls);
+    assert_split_invariant(JsonArray, not_calls);
 }
 
 /// Calls that break after their name (arguments that are not JSON, or not an object), or that a

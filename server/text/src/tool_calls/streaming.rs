@@ -1,10 +1,14 @@
 //! The streaming parser: text deltas in, content and tool-call deltas out. Content before the
 //! first call streams as it arrives; from the first call on, the output is held and read by the
 //! whole-text parser when it ends, so a streamed choice always adds up to exactly what the same
-//! output gives unstreamed, malformed or cut-short calls included.
+//! output gives unstreamed, malformed or cut-short calls included. A JSON array of calls
+//! (`tool_choice: "required"`) sends each call as soon as it closes, since nothing written after
+//! it can take it back ([`ToolCallFormat::JsonArray`]'s parse keeps every completed call).
 
+use super::array_progress::ArrayProgress;
+use super::call_object::parse_call_at;
 use super::content_watch::{ContentWatch, WatchStep};
-use super::format::ToolCallFormat;
+use super::format::{ParsedToolCall, ToolCallFormat};
 use super::parse::{self, HERMES_OPEN, MISTRAL_MARKER, PYTHON_TAG};
 
 /// A piece of a streamed output.
@@ -27,9 +31,11 @@ pub enum ToolStreamDelta {
 /// begins (the marker, or the output's first `{` / `[`), everything after it is held until
 /// [`StreamingToolCallParser::finish`], which parses it whole: each call then goes out as its
 /// `CallStart` and its complete `Arguments`, and text that is not a well-formed call goes out as
-/// content. A call is never sent before it is known to be well formed: arguments that turn out
-/// not to be JSON, or a call cut short by a stop string or the token limit, come out as content,
-/// as they do unstreamed, and never as a call a client would try to run.
+/// content. In a JSON array of calls, each call goes out (`CallStart` and complete `Arguments`)
+/// as soon as its object closes. A call is never sent before it is known to be well formed:
+/// arguments that turn out not to be JSON, or a call cut short by a stop string or the token
+/// limit, come out as content (a JSON array's unfinished last call is dropped), as they do
+/// unstreamed, and never as a call a client would try to run.
 #[derive(Debug)]
 pub struct StreamingToolCallParser {
     format: ToolCallFormat,
@@ -45,6 +51,9 @@ enum Phase {
     Leading(String),
     /// From the start of the first call region: held until the output ends.
     Calls(String),
+    /// A JSON array of calls from its `[` (and the whitespace before): held, each call sent as
+    /// it closes.
+    Array(ArrayCalls),
     /// Everything is content: not a tool-call output, or after `finish`.
     Passthrough,
 }
@@ -81,6 +90,7 @@ impl StreamingToolCallParser {
             }
             Phase::Leading(held) => self.send_content(&held),
             Phase::Calls(held) => self.send_calls(&held),
+            Phase::Array(array) => self.send_rest_of_array(&array),
             Phase::Passthrough => {}
         }
         std::mem::take(&mut self.out)
@@ -107,6 +117,12 @@ impl StreamingToolCallParser {
                 held.push(c);
                 Phase::Calls(held)
             }
+            Phase::Array(mut array) => {
+                if let Some(call) = array.push(c) {
+                    self.send_call(array.num_sent - 1, call);
+                }
+                Phase::Array(array)
+            }
             Phase::Passthrough => {
                 self.send_content(c.encode_utf8(&mut [0; 4]));
                 Phase::Passthrough
@@ -126,7 +142,11 @@ impl StreamingToolCallParser {
         match rest.chars().next() {
             None => Phase::Leading(held),
             Some('{') if self.format == ToolCallFormat::Llama3Json => Phase::Calls(held),
-            Some('[') if self.format == ToolCallFormat::JsonArray => Phase::Calls(held),
+            Some('[') if self.format == ToolCallFormat::JsonArray => Phase::Array(ArrayCalls {
+                held,
+                progress: ArrayProgress::new(),
+                num_sent: 0,
+            }),
             Some(_) => {
                 self.send_content(&held);
                 Phase::Passthrough
@@ -142,16 +162,40 @@ impl StreamingToolCallParser {
         };
         self.send_content(parsed.content.as_deref().unwrap_or_default());
         for (index, call) in parsed.tool_calls.into_iter().enumerate() {
-            self.out.push(ToolStreamDelta::CallStart {
+            self.send_call(index, call);
+        }
+    }
+
+    /// The held array parsed whole: the calls not sent yet, then its content (all of it as
+    /// content when no call was read, which is the only way the parse can fail).
+    fn send_rest_of_array(&mut self, array: &ArrayCalls) {
+        let Ok(parsed) = parse::parse(self.format, &array.held) else {
+            debug_assert_eq!(array.num_sent, 0, "a sent call is kept by the whole parse");
+            self.send_content(&array.held);
+            return;
+        };
+        let calls = parsed
+            .tool_calls
+            .into_iter()
+            .enumerate()
+            .skip(array.num_sent);
+        for (index, call) in calls {
+            self.send_call(index, call);
+        }
+        self.send_content(parsed.content.as_deref().unwrap_or_default());
+    }
+
+    /// Call `index`: its `CallStart` and its whole `Arguments`.
+    fn send_call(&mut self, index: usize, call: ParsedToolCall) {
+        self.out.push(ToolStreamDelta::CallStart {
+            index,
+            name: call.name,
+        });
+        if !call.arguments.is_empty() {
+            self.out.push(ToolStreamDelta::Arguments {
                 index,
-                name: call.name,
+                fragment: call.arguments,
             });
-            if !call.arguments.is_empty() {
-                self.out.push(ToolStreamDelta::Arguments {
-                    index,
-                    fragment: call.arguments,
-                });
-            }
         }
     }
 
@@ -162,6 +206,35 @@ impl StreamingToolCallParser {
         match self.out.last_mut() {
             Some(ToolStreamDelta::Content(content)) => content.push_str(text),
             _ => self.out.push(ToolStreamDelta::Content(text.to_string())),
+        }
+    }
+}
+
+/// A JSON array of calls being held: its text from the start of the output, how far its
+/// elements have been read, and how many calls went out.
+#[derive(Debug)]
+struct ArrayCalls {
+    held: String,
+    progress: ArrayProgress,
+    num_sent: usize,
+}
+
+impl ArrayCalls {
+    /// Holds `c`; the call it completed, if it closed an element that is a call (an element that
+    /// is not stops the sending: the whole parse reads the rest).
+    fn push(&mut self, c: char) -> Option<ParsedToolCall> {
+        let at = self.held.len();
+        self.held.push(c);
+        let start = self.progress.step(at, c)?;
+        match parse_call_at(&self.held, start) {
+            Some((call, _)) => {
+                self.num_sent += 1;
+                Some(call)
+            }
+            None => {
+                self.progress.stop();
+                None
+            }
         }
     }
 }

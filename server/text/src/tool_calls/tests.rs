@@ -219,4 +219,15 @@ fn json_array_cut_short_keeps_the_calls_completed_before_the_cut() {
     // A closed array that is not calls stays content: only an unfinished one is a cut.
     let closed = "[{\"name\": \"f\"}, 3]";
     assert_eq!(JsonArray.parse(closed), output(Some(closed), vec![]));
+    // Calls completed before an element that is not one are kept (a stream sent them already);
+    // the text from that element on is content.
+    let after_a_call = "[{\"name\": \"f\", \"arguments\": {}}, 3]";
+    assert_eq!(
+        JsonArray.parse(after_a_call),
+        output(Some("3]"), vec![call("f", "{}")])
+    );
+    assert_eq!(
+        JsonArray.parse("[{\"name\": \"f\", \"arguments\": {}} x]"),
+        output(Some("x]"), vec![call("f", "{}")])
+    );
 }
