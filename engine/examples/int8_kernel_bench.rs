@@ -6,7 +6,8 @@
 //! projections (30 layers + the head) and the GFLOP/s.
 //!
 //! The same for the int4 format (the weights quantized to Q4_1 blocks by candle, as in a GGUF
-//! file), rows marked `int4`.
+//! file), rows marked `int4`; and, where the CPU has AVX-512 VNNI, both as `vnni` (8-bit
+//! activations) and `vnni15` (15-bit activations) hold them.
 //!
 //! `cargo run --release -p pagoda-engine --example int8_kernel_bench [-- --threads 2 --iterations 5
 //! --max-rows 128 | --rows 1,3,6]`
@@ -17,7 +18,7 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use pagoda_engine::models::int4::Int4Matrix;
 use pagoda_engine::models::int8::{Int8Matrix, KernelKind, QuantizedRows};
-use pagoda_engine::models::vnni::VnniMatrix;
+use pagoda_engine::models::vnni::{ActivationBits, VnniMatrix};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -83,11 +84,22 @@ fn main() -> BoxResult<()> {
             Ok((matrix, times))
         })
         .collect::<BoxResult<_>>()?;
-    let vnni: Vec<(VnniMatrix, VnniMatrix)> = matrices
-        .iter()
-        .zip(&int4)
-        .map(|((eight, _), (four, _))| (VnniMatrix::from_int8(eight), VnniMatrix::from_int4(four)))
-        .collect();
+    let vnni_with = |bits: ActivationBits| -> Vec<(VnniMatrix, VnniMatrix)> {
+        matrices
+            .iter()
+            .zip(&int4)
+            .map(|((eight, _), (four, _))| {
+                (
+                    VnniMatrix::from_int8(eight, bits),
+                    VnniMatrix::from_int4(four, bits),
+                )
+            })
+            .collect()
+    };
+    let vnni = [
+        ("vnni", vnni_with(ActivationBits::Eight)),
+        ("vnni15", vnni_with(ActivationBits::Fifteen)),
+    ];
     let weights_per_pass: usize = SHAPES.iter().map(|(r, c, t)| r * c * t).sum();
     println!("| rows | path | ms per model pass | GFLOP/s |");
     println!("|---|---|---|---|");
@@ -132,11 +144,11 @@ fn main() -> BoxResult<()> {
             })?;
             report(format!("int4 {kind:?}"), seconds);
         }
-        if VnniMatrix::fast_here() {
-            for (name, pick) in [("vnni int8", 0), ("vnni int4", 1)] {
+        for (format, packed) in vnni.iter().filter(|_| VnniMatrix::fast_here()) {
+            for (name, pick) in [("int8", 0), ("int4", 1)] {
                 let seconds = pool.install(|| {
                     time_pass(iterations, || {
-                        for ((pair, (_, times)), x) in vnni.iter().zip(&matrices).zip(&inputs) {
+                        for ((pair, (_, times)), x) in packed.iter().zip(&matrices).zip(&inputs) {
                             let matrix = if pick == 0 { &pair.0 } else { &pair.1 };
                             for _ in 0..*times {
                                 std::hint::black_box(matrix.matmul(x, m));
@@ -145,7 +157,7 @@ fn main() -> BoxResult<()> {
                         Ok(())
                     })
                 })?;
-                report(name.into(), seconds);
+                report(format!("{format} {name}"), seconds);
             }
         }
         if m >= 16 {

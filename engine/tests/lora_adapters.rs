@@ -163,6 +163,10 @@ fn gguf_bases_take_hugging_face_adapters() {
     let int8 =
         lora_last_token_logits(&case.gguf, WeightFormat::Int8, &case.adapter, prompt).unwrap();
     assert!(max_diff(&int8, &reference) < QUANTIZED_TOLERANCE);
+    // What `auto` picks on a CPU with VNNI (its plain Rust twin elsewhere).
+    let vnni15 =
+        lora_last_token_logits(&case.gguf, WeightFormat::Vnni15, &case.adapter, prompt).unwrap();
+    assert!(max_diff(&vnni15, &reference) < QUANTIZED_TOLERANCE);
 
     let quantized = gguf_case(GgmlDType::Q8_0);
     let reference = last_token_logits(&quantized.merged, WeightFormat::F32, prompt).unwrap();

@@ -82,6 +82,7 @@ fn every_tensor_type_tracks_the_f32_model() {
             WeightFormat::Int4,
             WeightFormat::Int8,
             WeightFormat::Native,
+            WeightFormat::Vnni15,
         ];
         for format in formats {
             // int8 repacking, and candle's block kernels (which quantize activations), add their error.
@@ -99,6 +100,10 @@ fn every_tensor_type_tracks_the_f32_model() {
         }
     }
 }
+
+/// How far `vnni15`'s logits may be from the f32 model's, as a share of the largest logit: the
+/// same 4-bit blocks, the activations rounded to 15 bits per 32 values.
+const VNNI15_LOGIT_BOUND: f32 = 2e-3;
 
 /// int4 holds a file's Q4_0, Q4_1 and Q4_K blocks exactly, so its logits are the f32 model's (the
 /// dequantized blocks) but for summation order (the tiles read the weights in registers for one
@@ -125,6 +130,10 @@ fn four_bit_blocks_as_int4_give_the_f32_logits() {
                 &want,
                 &prefill_logits(&model.path, WeightFormat::Int8, prompt),
             );
+            let vnni15 = max_diff(
+                &want,
+                &prefill_logits(&model.path, WeightFormat::Vnni15, prompt),
+            );
             let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
             let case = format!("{dtype:?}, {} tokens", prompt.len());
             assert!(
@@ -134,6 +143,11 @@ fn four_bit_blocks_as_int4_give_the_f32_logits() {
             assert!(
                 20.0 * int4 <= int8,
                 "{case}: int4 off by {int4}, int8 by {int8}"
+            );
+            println!("{case}: int4 off by {int4:.2e}, vnni15 by {vnni15:.2e}, int8 by {int8:.2e} (largest logit {scale:.2})");
+            assert!(
+                vnni15 <= VNNI15_LOGIT_BOUND * scale && 5.0 * vnni15 <= int8,
+                "{case}: vnni15 off by {vnni15}, int8 by {int8} (largest logit {scale})"
             );
         }
     }

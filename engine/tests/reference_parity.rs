@@ -58,6 +58,9 @@ const GELU_TABLE_TOLERANCE: f32 = 1e-3;
 /// moves its logits more than in a dense model). Q8_0 as llama.cpp runs it (and candle, whose
 /// kernels are ggml's) also quantizes the activations to 8 bits.
 const QUANTIZED_TOLERANCE: f32 = 0.2;
+/// vnni15 against transformers may be off by int8's error (+10%) and this much more, relative to
+/// the largest logit: its activations' 15-bit rounding.
+const VNNI15_ROUNDING: f32 = 1e-3;
 /// A reference argmax clearer than this (relative to the largest logit) must be ours too.
 const CLEAR_MARGIN: f32 = 0.05;
 /// gpt-oss's fixture routes some tokens between near-tied experts (layer 0, prompt 1, row 5:
@@ -139,6 +142,10 @@ fn quantized_weights_stay_within_their_bound_and_keep_clear_greedy_tokens() {
         let vnni_error = alone(family, vnni.as_ref(), &transformers, margin);
         let vnni_q8 = load(&dir.join("model-q8_0.gguf"), WeightFormat::Vnni);
         let vnni_q8_error = alone(family, vnni_q8.as_ref(), &llama_q8, margin);
+        // vnni15 (15-bit activations, what `auto` picks on a CPU with VNNI) against transformers
+        // is int8 with f32 activations but for a rounding ~3e-5 of each group's largest value.
+        let vnni15 = load(&dir.join("hf"), WeightFormat::Vnni15);
+        let vnni15_error = alone(family, vnni15.as_ref(), &transformers, margin);
         // Where llama.cpp's model differs from transformers' (no window for Mistral, Gemma's
         // scale; fixtures' SUMMARY.md), only llama.cpp is the GGUF file's reference.
         let q8_vs_float = if GGUF_DIFFERS_FROM_HF.contains(&family) {
@@ -147,11 +154,16 @@ fn quantized_weights_stay_within_their_bound_and_keep_clear_greedy_tokens() {
             alone(family, q8.as_ref(), &transformers, margin)
         };
         println!(
-            "{family}: int8 vs transformers {int8_error:.2e}, Q8_0 vs llama.cpp Q8_0 {q8_error:.2e}, Q8_0 vs transformers {q8_vs_float:.2e}, VNNI int8 vs transformers {vnni_error:.2e}, VNNI Q8_0 vs llama.cpp Q8_0 {vnni_q8_error:.2e}"
+            "{family}: int8 vs transformers {int8_error:.2e}, Q8_0 vs llama.cpp Q8_0 {q8_error:.2e}, Q8_0 vs transformers {q8_vs_float:.2e}, VNNI int8 vs transformers {vnni_error:.2e}, VNNI Q8_0 vs llama.cpp Q8_0 {vnni_q8_error:.2e}, VNNI15 int8 vs transformers {vnni15_error:.2e}"
+        );
+        assert!(
+            vnni15_error <= 1.1 * int8_error + VNNI15_ROUNDING,
+            "{family}: vnni15 {vnni15_error:.2e} against int8's {int8_error:.2e}"
         );
         for (what, error) in [
             ("int8", int8_error),
             ("VNNI int8", vnni_error),
+            ("VNNI15 int8", vnni15_error),
             ("VNNI Q8_0 vs llama.cpp", vnni_q8_error),
             ("Q8_0", q8_error),
             ("Q8_0 vs float", q8_vs_float),

@@ -43,7 +43,7 @@ pub fn parse_load_format(text: &str) -> Result<LoadFormat, String> {
 }
 
 /// The `--weight-format` values, as `WeightFormat::parse` spells them.
-pub const WEIGHT_FORMATS: &[&str] = &["auto", "int4", "int8", "f32", "native", "vnni"];
+pub const WEIGHT_FORMATS: &[&str] = &["auto", "int4", "int8", "f32", "native", "vnni", "vnni15"];
 
 pub fn parse_dtype(text: &str) -> Result<ModelDType, String> {
     ModelDType::parse(text).ok_or_else(|| {

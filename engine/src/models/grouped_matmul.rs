@@ -45,6 +45,15 @@ impl<'a> QuantizedWeights<'a> {
         }
     }
 
+    /// VNNI weights' activations `x` quantized as those weights multiply them (`None` for the
+    /// others, which multiply f32 activations).
+    fn quantize_activations(&self, x: &[f32]) -> Option<QuantizedActivations> {
+        match self {
+            Self::Vnni(matrix) => Some(QuantizedActivations::quantize_to(x, matrix.cols(), matrix.activation_bits())),
+            _ => None,
+        }
+    }
+
     /// Weight rows per parallel task (whole 16-row blocks for VNNI weights).
     fn rows_per_task(&self) -> usize {
         let rows = rows_per_task(self.rows(), self.cols(), usize::MAX);
@@ -94,8 +103,7 @@ pub fn grouped_matmul(products: &[Product<'_>]) -> Vec<Vec<f32>> {
         .map(|p| Input {
             values: p.x,
             m: p.m,
-            quantized: matches!(p.weights, QuantizedWeights::Vnni(_))
-                .then(|| QuantizedActivations::quantize(p.x, p.weights.cols())),
+            quantized: p.weights.quantize_activations(p.x),
         })
         .collect();
     let mut tasks = Vec::new();
@@ -123,6 +131,7 @@ pub fn grouped_matmul(products: &[Product<'_>]) -> Vec<Vec<f32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::models::vnni::ActivationBits;
 
     fn matrix(rows: usize, cols: usize, seed: usize) -> Int8Matrix {
         let values: Vec<f32> = (0..rows * cols)
@@ -149,7 +158,7 @@ mod tests {
             assert_eq!(got.len(), m * w.rows());
             assert_eq!(*got, w.matmul(x, *m), "{}x{} with {m} rows", w.rows(), w.cols());
         }
-        let packed: Vec<VnniMatrix> = weights.iter().map(|w| VnniMatrix::from_int8(w)).collect();
+        let packed: Vec<VnniMatrix> = weights.iter().map(|w| VnniMatrix::from_int8(w, ActivationBits::Eight)).collect();
         let products: Vec<Product<'_>> = packed
             .iter()
             .zip(&inputs)

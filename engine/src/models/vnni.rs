@@ -1,13 +1,15 @@
 //! `VnniMatrix`: CPU weights as 4-bit or 8-bit codes with one f32 scale (and, for 4-bit, one f32
-//! offset) per 32 values, interleaved for AVX-512 VNNI, multiplied with activations quantized to
-//! int8 per 32 values (`vnni/activations.rs`) as llama.cpp multiplies its Q4/Q8 blocks.
+//! offset) per 32 values, interleaved for AVX-512 VNNI, multiplied with activations quantized
+//! per 32 values (`vnni/activations.rs`): to int8, as llama.cpp multiplies its Q4/Q8 blocks, or
+//! to 15 bits, within ~3·10⁻⁵ of each group's largest value, for answers that follow f32.
 //!
 //! The f32 kernels (`int8/avx512.rs`) spend about 9 instructions per 32 weights of one row
 //! unpacking and multiplying, so a decode step is bound by instructions, not memory, and each
 //! extra activation row (a batch, a speculative proposal) costs nearly a full pass. Here one
 //! `vpdpbusd` multiplies 64 codes, and the unpacking is shared by every activation row of the
-//! tile (`vnni/kernel.rs`). The price is 8-bit activations: results move by about as much as
-//! llama.cpp's differ from an f32 model (`WeightFormat::Vnni` says where it is chosen).
+//! tile (`vnni/kernel.rs`). The price of 8-bit activations: results move by about as much as
+//! llama.cpp's differ from an f32 model (`WeightFormat::Vnni` says where it is chosen); 15-bit
+//! ones take a second `vpdpbusd` per 64 codes and move results ~128 times less.
 //!
 //! Layout: rows in blocks of 16 (the last padded with zero rows); per block and group of 32
 //! columns, chunks of 64 bytes whose 32-bit lane `i` holds 4 codes of row `i`. A 4-bit group is
@@ -23,7 +25,7 @@ mod activations;
 mod kernel;
 mod layout;
 
-pub use activations::QuantizedActivations;
+pub use activations::{ActivationBits, QuantizedActivations};
 pub use layout::CodeBits;
 use layout::{BlockView, BLOCK_ROWS, CHUNK_BYTES, MAX_ACTIVATION_ROWS};
 
@@ -60,6 +62,8 @@ pub struct VnniMatrix {
     rows: usize,
     cols: usize,
     bits: CodeBits,
+    /// How [`VnniMatrix::matmul`] quantizes the activations.
+    activations: ActivationBits,
     codes: Vec<u8>,
     /// Per block and group: the 16 rows' scales, then (4-bit) their 16 offsets.
     factors: Vec<f32>,
@@ -78,11 +82,12 @@ impl VnniMatrix {
         false
     }
 
-    /// The 4-bit matrix's codes, scales and offsets, value for value.
-    pub fn from_int4(matrix: &Int4Matrix) -> Self {
+    /// The 4-bit matrix's codes, scales and offsets, value for value, multiplying activations
+    /// quantized to `activations`.
+    pub fn from_int4(matrix: &Int4Matrix, activations: ActivationBits) -> Self {
         let (nibbles, scales, mins) = matrix.groups();
         let per_row = matrix.cols() / GROUP_SIZE;
-        Self::pack(matrix.rows(), matrix.cols(), CodeBits::Four, |row, group| {
+        Self::pack(matrix.rows(), matrix.cols(), (CodeBits::Four, activations), |row, group| {
             let index = row * per_row + group;
             RowGroup {
                 bytes: group_bytes(nibbles[index * 16..(index + 1) * 16].iter().copied()),
@@ -92,11 +97,12 @@ impl VnniMatrix {
         })
     }
 
-    /// The int8 matrix's values and scales, value for value.
-    pub fn from_int8(matrix: &Int8Matrix) -> Self {
+    /// The int8 matrix's values and scales, value for value, multiplying activations quantized
+    /// to `activations`.
+    pub fn from_int8(matrix: &Int8Matrix, activations: ActivationBits) -> Self {
         let (quants, scales) = matrix.groups();
         let per_row = matrix.cols() / GROUP_SIZE;
-        Self::pack(matrix.rows(), matrix.cols(), CodeBits::Eight, |row, group| {
+        Self::pack(matrix.rows(), matrix.cols(), (CodeBits::Eight, activations), |row, group| {
             let index = row * per_row + group;
             let values = &quants[index * GROUP_SIZE..(index + 1) * GROUP_SIZE];
             RowGroup {
@@ -108,7 +114,12 @@ impl VnniMatrix {
     }
 
     /// Interleaves `rows` rows whose groups `row_group(row, group)` gives.
-    fn pack(rows: usize, cols: usize, bits: CodeBits, row_group: impl Fn(usize, usize) -> RowGroup) -> Self {
+    fn pack(
+        rows: usize,
+        cols: usize,
+        (bits, activations): (CodeBits, ActivationBits),
+        row_group: impl Fn(usize, usize) -> RowGroup,
+    ) -> Self {
         let num_groups = cols / GROUP_SIZE;
         let num_blocks = rows.div_ceil(BLOCK_ROWS);
         let padding_code = if bits == CodeBits::Eight { 128 } else { 0 };
@@ -130,7 +141,7 @@ impl VnniMatrix {
                 }
             }
         }
-        Self { rows, cols, bits, codes, factors }
+        Self { rows, cols, bits, activations, codes, factors }
     }
 
     /// Row `row`'s group `group` as the source format held it.
@@ -155,19 +166,24 @@ impl VnniMatrix {
         }
     }
 
-    /// Stacks matrices with the same columns and code width into one (fused projections).
+    /// Stacks matrices with the same columns, code width and activations into one (fused
+    /// projections).
     pub fn concat_rows(parts: &[&VnniMatrix]) -> Result<Self, String> {
         let cols = common_cols(parts.iter().map(|p| p.cols))?;
         let bits = parts.first().map_or(CodeBits::Eight, |p| p.bits);
         if parts.iter().any(|p| p.bits != bits) {
             return Err("cannot stack 4-bit and 8-bit matrices".into());
         }
+        let activations = parts.first().map_or(ActivationBits::Eight, |p| p.activations);
+        if parts.iter().any(|p| p.activations != activations) {
+            return Err("cannot stack matrices that quantize activations differently".into());
+        }
         let sources: Vec<(usize, usize)> = parts
             .iter()
             .enumerate()
             .flat_map(|(part, p)| (0..p.rows).map(move |row| (part, row)))
             .collect();
-        Ok(Self::pack(sources.len(), cols, bits, |row, group| {
+        Ok(Self::pack(sources.len(), cols, (bits, activations), |row, group| {
             let (part, row) = sources[row];
             parts[part].row_group(row, group)
         }))
@@ -179,6 +195,11 @@ impl VnniMatrix {
 
     pub fn cols(&self) -> usize {
         self.cols
+    }
+
+    /// How this matrix's products quantize their activations.
+    pub fn activation_bits(&self) -> ActivationBits {
+        self.activations
     }
 
     /// Block `block`'s codes and factors, as the kernel reads them.
@@ -212,10 +233,10 @@ impl VnniMatrix {
     }
 
     /// `x` is `[m, cols]` row-major; returns `x · selfᵀ` as `[m, rows]`, the activations
-    /// quantized to int8 per 32 values first.
+    /// quantized per 32 values first, to [`VnniMatrix::activation_bits`].
     pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
         debug_assert_eq!(x.len(), m * self.cols);
-        self.matmul_quantized(&QuantizedActivations::quantize(x, self.cols))
+        self.matmul_quantized(&QuantizedActivations::quantize_to(x, self.cols, self.activations))
     }
 
     /// `x · selfᵀ` as `[m, rows]` for already quantized activations.
@@ -318,8 +339,8 @@ impl VnniMatrix {
             for group in 0..num_groups {
                 let source = self.row_group(block * BLOCK_ROWS + lane, group);
                 let bytes = &source.bytes[..self.bits.row_bytes()];
-                let xs = &x.codes[row * x.cols + group * GROUP_SIZE..][..GROUP_SIZE];
-                let dot: i32 = group_codes(self.bits, bytes).zip(xs).map(|(q, &c)| q * i32::from(c)).sum();
+                let start = row * x.cols + group * GROUP_SIZE;
+                let dot: i32 = group_codes(self.bits, bytes).zip(start..).map(|(q, i)| q * x.code(i)).sum();
                 let index = block * num_groups + group;
                 let (x_scale, code_sum) = (x.scales[row * num_groups + group], x.code_sums[row * num_groups + group]);
                 let both = self.scale(index, lane) * x_scale;

@@ -24,28 +24,34 @@ fn int8(rows: usize, cols: usize, seed: usize) -> Int8Matrix {
 /// Shapes with a partial last block and with several groups.
 const SHAPES: [(usize, usize); 4] = [(1, 32), (17, 64), (40, 96), (130, 160)];
 
+const BOTH_BITS: [ActivationBits; 2] = [ActivationBits::Eight, ActivationBits::Fifteen];
+
 #[test]
 fn packing_keeps_every_value_of_both_formats() {
     for (rows, cols) in SHAPES {
         let four = int4(rows, cols, rows);
-        let packed = VnniMatrix::from_int4(&four);
+        let packed = VnniMatrix::from_int4(&four, ActivationBits::Eight);
         assert_eq!((packed.rows(), packed.cols()), (rows, cols));
         assert_eq!(packed.dequantize(), four.dequantize(), "int4 {rows}x{cols}");
         let eight = int8(rows, cols, rows);
-        assert_eq!(VnniMatrix::from_int8(&eight).dequantize(), eight.dequantize(), "int8 {rows}x{cols}");
+        assert_eq!(VnniMatrix::from_int8(&eight, ActivationBits::Eight).dequantize(), eight.dequantize(), "int8 {rows}x{cols}");
     }
 }
 
 #[test]
 fn concatenated_rows_are_the_parts_one_after_another() {
     let (a, b) = (int4(17, 64, 1), int4(30, 64, 2));
-    let (pa, pb) = (VnniMatrix::from_int4(&a), VnniMatrix::from_int4(&b));
+    let (pa, pb) = (VnniMatrix::from_int4(&a, ActivationBits::Eight), VnniMatrix::from_int4(&b, ActivationBits::Eight));
     let joined = VnniMatrix::concat_rows(&[&pa, &pb]).expect("same columns");
     assert_eq!(joined.rows(), 47);
     assert_eq!(joined.dequantize(), [a.dequantize(), b.dequantize()].concat());
-    let eight = VnniMatrix::from_int8(&int8(16, 64, 3));
+    let eight = VnniMatrix::from_int8(&int8(16, 64, 3), ActivationBits::Eight);
     assert!(VnniMatrix::concat_rows(&[&pa, &eight]).is_err(), "4-bit and 8-bit codes do not stack");
-    let narrow = VnniMatrix::from_int4(&int4(16, 32, 4));
+    let fine = VnniMatrix::from_int4(&b, ActivationBits::Fifteen);
+    assert!(VnniMatrix::concat_rows(&[&pa, &fine]).is_err(), "8-bit and 15-bit activations do not stack");
+    let both_fine = VnniMatrix::concat_rows(&[&VnniMatrix::from_int4(&a, ActivationBits::Fifteen), &fine]);
+    assert_eq!(both_fine.expect("same activations").activation_bits(), ActivationBits::Fifteen);
+    let narrow = VnniMatrix::from_int4(&int4(16, 32, 4), ActivationBits::Eight);
     assert!(VnniMatrix::concat_rows(&[&pa, &narrow]).is_err(), "columns differ");
 }
 
@@ -54,13 +60,13 @@ fn concatenated_rows_are_the_parts_one_after_another() {
 /// the dequantized activations within f32 rounding.
 #[test]
 fn the_kernel_is_exact_to_its_arithmetic_and_batch_invariant() {
-    for (rows, cols) in SHAPES {
-        for matrix in [VnniMatrix::from_int4(&int4(rows, cols, 5)), VnniMatrix::from_int8(&int8(rows, cols, 5))] {
+    for ((rows, cols), bits) in SHAPES.into_iter().flat_map(|shape| BOTH_BITS.map(|bits| (shape, bits))) {
+        for matrix in [VnniMatrix::from_int4(&int4(rows, cols, 5), bits), VnniMatrix::from_int8(&int8(rows, cols, 5), bits)] {
             let weights = matrix.dequantize();
             let x = values(40 * cols, 9);
             let all = matrix.matmul(&x, 40);
             for m in [1, 2, 3, 4, 5, 9, 16, 17, 40] {
-                let quantized = QuantizedActivations::quantize(&x[..m * cols], cols);
+                let quantized = QuantizedActivations::quantize_to(&x[..m * cols], cols, bits);
                 let got = matrix.matmul_quantized(&quantized);
                 assert_eq!(got, all[..m * rows], "{:?} {rows}x{cols}: {m} rows vs 40", matrix.bits);
                 let want = naive(&weights, &quantized.dequantize(), rows, cols, m);
@@ -79,26 +85,33 @@ fn the_kernel_is_exact_to_its_arithmetic_and_batch_invariant() {
     }
 }
 
-/// Against the f32 activations the error is the activations' 8-bit rounding: at most half a
-/// step (max |x| / 254 per group) times the weights' absolute sum.
+/// Against the f32 activations the error is the activations' rounding: at most half a step
+/// (max |x| / 254 per group for 8 bits, / 32,766 for 15) times the weights' absolute sum, plus
+/// f32 rounding.
 #[test]
 fn quantized_activations_stay_within_their_rounding() {
     let (rows, cols) = (48, 256);
     let four = int4(rows, cols, 11);
-    let matrix = VnniMatrix::from_int4(&four);
     let weights = four.dequantize();
     let x = values(3 * cols, 12);
-    let got = matrix.matmul(&x, 3);
     let want = naive(&weights, &x, rows, cols, 3);
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        let (a, r) = (i / rows, i % rows);
-        let bound: f32 = (0..cols)
-            .map(|c| {
-                let group = &x[a * cols + c / GROUP_SIZE * GROUP_SIZE..][..GROUP_SIZE];
-                let step = group.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 127.0;
-                weights[r * cols + c].abs() * step / 2.0
-            })
-            .sum();
-        assert!((g - w).abs() <= bound * 1.01 + 1e-4, "row {a} output {r}: {g} vs {w}, bound {bound}");
+    for (bits, max_code) in [(ActivationBits::Eight, 127.0), (ActivationBits::Fifteen, 16_383.0)] {
+        let got = VnniMatrix::from_int4(&four, bits).matmul(&x, 3);
+        let mut largest_error = 0.0f32;
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let (a, r) = (i / rows, i % rows);
+            let bound: f32 = (0..cols)
+                .map(|c| {
+                    let group = &x[a * cols + c / GROUP_SIZE * GROUP_SIZE..][..GROUP_SIZE];
+                    let step = group.iter().fold(0.0f32, |m, v| m.max(v.abs())) / max_code;
+                    weights[r * cols + c].abs() * step / 2.0
+                })
+                .sum();
+            assert!((g - w).abs() <= bound * 1.01 + 1e-5, "{bits:?} row {a} output {r}: {g} vs {w}, bound {bound}");
+            largest_error = largest_error.max((g - w).abs());
+        }
+        if bits == ActivationBits::Fifteen {
+            assert!(largest_error < 1e-3, "15-bit activations move results by {largest_error}");
+        }
     }
 }

@@ -8,13 +8,14 @@ use candle_core::{DType, Tensor};
 use super::int4::Int4Matrix;
 use super::int8::{Int8Matrix, GROUP_SIZE};
 use super::linear::Linear;
-use super::vnni::VnniMatrix;
+use super::vnni::{ActivationBits, VnniMatrix};
 
 /// How projection weights are held in memory (CPU). Embedding lookups use the file's tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WeightFormat {
-    /// `Int4` where this CPU runs the int4 rows on the AVX-512 tiles, else `Int8`: f32
-    /// activations, so answers follow an f32 model (`Vnni` is faster and is chosen explicitly).
+    /// `Vnni15` where this CPU has AVX-512 VNNI, else `Int4` where it runs the int4 rows on the
+    /// AVX-512 tiles, else `Int8`: the fastest format whose answers follow an f32 model (`Vnni`
+    /// is faster still and is chosen explicitly).
     #[default]
     Auto,
     /// A file's 4-bit blocks (Q4_0, Q4_1, Q4_K) exactly as they are, with one f32 scale and offset
@@ -31,6 +32,11 @@ pub enum WeightFormat {
     /// CPU format at every row count, as far from f32 as llama.cpp is (near ties can flip, as
     /// they do in llama.cpp). Refused at start on a CPU without AVX-512 VNNI.
     Vnni,
+    /// `Vnni`'s weights with the activations quantized to 15 bits per 32 values (within
+    /// ~3·10⁻⁵ of each group's largest value, so answers follow an f32 model): one and two
+    /// activation rows (decode) faster than `Int4`, from four rows on about as fast. Refused at
+    /// start on a CPU without AVX-512 VNNI.
+    Vnni15,
 }
 
 impl WeightFormat {
@@ -42,6 +48,7 @@ impl WeightFormat {
             "f32" => Some(Self::F32),
             "native" => Some(Self::Native),
             "vnni" => Some(Self::Vnni),
+            "vnni15" => Some(Self::Vnni15),
             _ => None,
         }
     }
@@ -54,25 +61,38 @@ impl WeightFormat {
             Self::F32 => "f32",
             Self::Native => "native",
             Self::Vnni => "vnni",
+            Self::Vnni15 => "vnni15",
         }
     }
 
-    /// What `self` is on this CPU: `Auto` made concrete (`Int4` or `Int8`), the others as they
-    /// are.
+    /// What `self` is on this CPU: `Auto` made concrete (`Vnni15`, `Int4` or `Int8`), the others
+    /// as they are.
     pub fn resolved(self) -> Self {
         match self {
+            Self::Auto if VnniMatrix::fast_here() => Self::Vnni15,
             Self::Auto if Int4Matrix::fast_here() => Self::Int4,
             Self::Auto => Self::Int8,
             other => other,
         }
     }
 
+    /// How a VNNI format quantizes the activations (`None` for the other formats).
+    fn vnni_activations(self) -> Option<ActivationBits> {
+        match self {
+            Self::Vnni => Some(ActivationBits::Eight),
+            Self::Vnni15 => Some(ActivationBits::Fifteen),
+            _ => None,
+        }
+    }
+
     /// Why this CPU cannot hold weights in `self`, if it cannot.
     pub fn unsupported_here(self) -> Option<String> {
-        (self == Self::Vnni && !VnniMatrix::fast_here()).then(|| {
-            "--weight-format vnni needs a CPU with AVX-512 VNNI (avx512f, avx512bw, avx512vnni); \
-             use auto, int4 or int8"
-                .to_string()
+        (self.vnni_activations().is_some() && !VnniMatrix::fast_here()).then(|| {
+            format!(
+                "--weight-format {} needs a CPU with AVX-512 VNNI (avx512f, avx512bw, \
+                 avx512vnni); use auto, int4 or int8",
+                self.as_str()
+            )
         })
     }
 
@@ -84,7 +104,9 @@ impl WeightFormat {
         }
         let (rows, cols) = tensor.dims2()?;
         match self.resolved() {
-            format @ (Self::Int4 | Self::Int8 | Self::Vnni) if cols % GROUP_SIZE == 0 => {
+            format @ (Self::Int4 | Self::Int8 | Self::Vnni | Self::Vnni15)
+                if cols % GROUP_SIZE == 0 =>
+            {
                 let values = tensor.flatten_all()?.to_vec1::<f32>()?;
                 let matrix =
                     Int8Matrix::quantize(&values, rows, cols).map_err(candle_core::Error::Msg)?;
@@ -110,17 +132,17 @@ impl WeightFormat {
         let format = self.resolved();
         match format {
             Self::Native => Ok(Linear::Candle(QMatMul::from_arc(tensor)?)),
-            Self::Int4 | Self::Vnni if Int4Matrix::takes(tensor.dtype()) => {
+            Self::Int4 | Self::Vnni | Self::Vnni15 if Int4Matrix::takes(tensor.dtype()) => {
                 let (rows, cols) = tensor.shape().dims2()?;
                 let matrix =
                     Int4Matrix::from_gguf_blocks(tensor.dtype(), &tensor.data()?, rows, cols)
                         .map_err(candle_core::Error::Msg)?;
-                Ok(match format {
-                    Self::Vnni => Linear::Vnni(VnniMatrix::from_int4(&matrix)),
-                    _ => Linear::Int4(matrix),
+                Ok(match format.vnni_activations() {
+                    Some(bits) => Linear::Vnni(VnniMatrix::from_int4(&matrix, bits)),
+                    None => Linear::Int4(matrix),
                 })
             }
-            Self::Int4 | Self::Int8 | Self::Vnni if cols % GROUP_SIZE == 0 => {
+            Self::Int4 | Self::Int8 | Self::Vnni | Self::Vnni15 if cols % GROUP_SIZE == 0 => {
                 let dense = tensor.dequantize(&device)?;
                 let (rows, cols) = dense.dims2()?;
                 let values = dense.flatten_all()?.to_vec1::<f32>()?;
@@ -134,9 +156,9 @@ impl WeightFormat {
 
     /// An int8 matrix as this (resolved) format holds it.
     fn holding_int8(self, matrix: Int8Matrix) -> Linear {
-        match self {
-            Self::Vnni => Linear::Vnni(VnniMatrix::from_int8(&matrix)),
-            _ => Linear::Int8(matrix),
+        match self.vnni_activations() {
+            Some(bits) => Linear::Vnni(VnniMatrix::from_int8(&matrix, bits)),
+            None => Linear::Int8(matrix),
         }
     }
 }
@@ -161,19 +183,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn auto_resolves_to_a_format_with_f32_activations() {
+    fn auto_resolves_to_the_fastest_format_that_follows_f32() {
         let resolved = WeightFormat::Auto.resolved();
-        assert!(
-            matches!(resolved, WeightFormat::Int4 | WeightFormat::Int8),
-            "{resolved:?}"
-        );
-        assert_eq!(resolved == WeightFormat::Int4, Int4Matrix::fast_here());
+        let expected = if VnniMatrix::fast_here() {
+            WeightFormat::Vnni15
+        } else if Int4Matrix::fast_here() {
+            WeightFormat::Int4
+        } else {
+            WeightFormat::Int8
+        };
+        assert_eq!(resolved, expected);
         for format in [
             WeightFormat::Int4,
             WeightFormat::Int8,
             WeightFormat::F32,
             WeightFormat::Native,
             WeightFormat::Vnni,
+            WeightFormat::Vnni15,
         ] {
             assert_eq!(format.resolved(), format);
             assert_eq!(WeightFormat::parse(format.as_str()), Some(format));
@@ -182,15 +208,15 @@ mod tests {
 
     #[test]
     fn vnni_is_refused_by_name_only_where_the_cpu_lacks_it() {
-        match WeightFormat::Vnni.unsupported_here() {
-            Some(why) => {
-                assert!(!VnniMatrix::fast_here());
-                assert!(
-                    why.contains("avx512vnni") && why.contains("--weight-format vnni"),
-                    "{why}"
-                );
+        for format in [WeightFormat::Vnni, WeightFormat::Vnni15] {
+            match format.unsupported_here() {
+                Some(why) => {
+                    assert!(!VnniMatrix::fast_here());
+                    let named = format!("--weight-format {} needs", format.as_str());
+                    assert!(why.contains("avx512vnni") && why.contains(&named), "{why}");
+                }
+                None => assert!(VnniMatrix::fast_here()),
             }
-            None => assert!(VnniMatrix::fast_here()),
         }
         for format in [
             WeightFormat::Auto,
@@ -203,9 +229,8 @@ mod tests {
         }
     }
 
-    /// A GGUF file's Q4_1 and Q8_0 tensors as `vnni` holds them: 4-bit codes kept, 8-bit ones
-    /// from the dequantized values, both multiplying like the int4/int8 formats within the
-    /// activations' 8-bit rounding.
+    /// A GGUF file's Q4_1 and Q8_0 tensors as `vnni` and `vnni15` hold them: 4-bit codes kept,
+    /// 8-bit ones from the dequantized values, each format quantizing its activations as named.
     #[test]
     fn vnni_holds_4_bit_blocks_and_every_other_grouped_type() {
         use candle_core::quantized::QTensor;
@@ -214,18 +239,25 @@ mod tests {
             .collect();
         let dense =
             Tensor::from_slice(&values, (40, 64), &candle_core::Device::Cpu).expect("tensor");
-        for dtype in [GgmlDType::Q4_1, GgmlDType::Q8_0] {
+        let formats = [
+            (WeightFormat::Vnni, ActivationBits::Eight),
+            (WeightFormat::Vnni15, ActivationBits::Fifteen),
+        ];
+        for ((format, bits), dtype) in formats
+            .into_iter()
+            .flat_map(|f| [(f, GgmlDType::Q4_1), (f, GgmlDType::Q8_0)])
+        {
             let tensor = Arc::new(QTensor::quantize(&dense, dtype).expect("quantize"));
-            let Ok(Linear::Vnni(vnni)) = WeightFormat::Vnni.convert(tensor.clone(), DType::F32)
-            else {
-                panic!("{dtype:?} is not held as VNNI codes");
+            let Ok(Linear::Vnni(vnni)) = format.convert(tensor.clone(), DType::F32) else {
+                panic!("{format:?} {dtype:?} is not held as VNNI codes");
             };
+            assert_eq!(vnni.activation_bits(), bits, "{format:?}");
             let reference = match WeightFormat::Int4.convert(tensor, DType::F32) {
                 Ok(Linear::Int4(m)) => m.dequantize(),
                 Ok(Linear::Int8(m)) => m.dequantize(),
                 other => panic!("{dtype:?}: {other:?}"),
             };
-            assert_eq!(vnni.dequantize(), reference, "{dtype:?}");
+            assert_eq!(vnni.dequantize(), reference, "{format:?} {dtype:?}");
         }
     }
 }

@@ -4,13 +4,15 @@
 //! the lane, so after 8 such steps every lane holds its row's exact integer dot product for the
 //! group; one conversion and fused multiply-add per group then apply the weight's and the
 //! activation's scales (and, for 4-bit codes, the weight's offset times the activation's sum).
+//! With 15-bit activations each group takes a second `vpdpbusd` per register of codes, for the
+//! low plane, and its dot product is `128 · high + low`, still exact in int32.
 //! The order of every output's sums depends on neither the row count nor the tile: a row's
 //! result is the same bits in any batch.
 #![allow(unsafe_code)]
 
 use std::arch::x86_64::*;
 
-use super::activations::QuantizedActivations;
+use super::activations::{ActivationBits, QuantizedActivations};
 use super::layout::{BlockView, CodeBits, BLOCK_ROWS, CHUNK_BYTES, MAX_ACTIVATION_ROWS};
 use crate::models::int8::GROUP_SIZE;
 
@@ -32,11 +34,15 @@ pub fn block_tile(block: BlockView<'_>, x: &QuantizedActivations, first: usize, 
     assert_eq!(block.factors.len(), block.num_groups * block.bits.group_factors());
     assert!(x.cols == block.num_groups * GROUP_SIZE && first + count <= x.num_rows());
     assert!(count <= MAX_ACTIVATION_ROWS && out.len() >= count * BLOCK_ROWS);
+    let fine = x.bits == ActivationBits::Fifteen;
+    assert_eq!(x.low_codes.len(), if fine { x.codes.len() } else { 0 });
     macro_rules! tiles {
         ($($a:literal),*) => {
-            match (count, block.bits) {
-                $(($a, CodeBits::Four) => unsafe { tile::<$a, true>(block, x, first, out) },)*
-                $(($a, CodeBits::Eight) => unsafe { tile::<$a, false>(block, x, first, out) },)*
+            match (count, block.bits, fine) {
+                $(($a, CodeBits::Four, false) => unsafe { tile::<$a, true, false>(block, x, first, out) },)*
+                $(($a, CodeBits::Eight, false) => unsafe { tile::<$a, false, false>(block, x, first, out) },)*
+                $(($a, CodeBits::Four, true) => unsafe { tile::<$a, true, true>(block, x, first, out) },)*
+                $(($a, CodeBits::Eight, true) => unsafe { tile::<$a, false, true>(block, x, first, out) },)*
                 _ => {}
             }
         };
@@ -55,7 +61,7 @@ unsafe fn four_codes(codes: *const i8) -> __m512i {
 // The accumulators are indexed by activation row in plain loops: clearer than iterators.
 #[allow(clippy::needless_range_loop)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn tile<const A: usize, const FOUR: bool>(
+unsafe fn tile<const A: usize, const FOUR: bool, const FINE: bool>(
     block: BlockView<'_>,
     x: &QuantizedActivations,
     first: usize,
@@ -74,9 +80,12 @@ unsafe fn tile<const A: usize, const FOUR: bool>(
         _mm_prefetch::<_MM_HINT_T0>(factors.wrapping_add(PREFETCH_BYTES / 4) as *const i8);
         // Two chains of sums per row (low and high nibbles, or even and odd chunks), so that
         // consecutive `vpdpbusd`s do not wait on each other.
+        // With 15-bit activations, `lows` are the low plane's sums, in two chains the same way.
         let mut dots = [[_mm512_setzero_si512(); 2]; A];
-        let xs: [*const i8; A] =
-            std::array::from_fn(|a| x.codes.as_ptr().add((first + a) * x.cols + group * GROUP_SIZE));
+        let mut lows = [[_mm512_setzero_si512(); 2]; A];
+        let row_codes = |codes: &[i8], a: usize| codes.as_ptr().add((first + a) * x.cols + group * GROUP_SIZE);
+        let xs: [*const i8; A] = std::array::from_fn(|a| row_codes(&x.codes, a));
+        let xs_low: [*const i8; A] = std::array::from_fn(|a| if FINE { row_codes(&x.low_codes, a) } else { xs[a] });
         if FOUR {
             // Chunk c's low nibbles are values 4c..4c+4 of each row, its high ones 16+4c..20+4c.
             for chunk in 0..4 {
@@ -86,6 +95,10 @@ unsafe fn tile<const A: usize, const FOUR: bool>(
                 for a in 0..A {
                     dots[a][0] = _mm512_dpbusd_epi32(dots[a][0], low, four_codes(xs[a].add(4 * chunk)));
                     dots[a][1] = _mm512_dpbusd_epi32(dots[a][1], high, four_codes(xs[a].add(16 + 4 * chunk)));
+                    if FINE {
+                        lows[a][0] = _mm512_dpbusd_epi32(lows[a][0], low, four_codes(xs_low[a].add(4 * chunk)));
+                        lows[a][1] = _mm512_dpbusd_epi32(lows[a][1], high, four_codes(xs_low[a].add(16 + 4 * chunk)));
+                    }
                 }
             }
         } else {
@@ -94,10 +107,22 @@ unsafe fn tile<const A: usize, const FOUR: bool>(
                 for a in 0..A {
                     let chain = &mut dots[a][chunk % 2];
                     *chain = _mm512_dpbusd_epi32(*chain, packed, four_codes(xs[a].add(4 * chunk)));
+                    if FINE {
+                        let chain = &mut lows[a][chunk % 2];
+                        *chain = _mm512_dpbusd_epi32(*chain, packed, four_codes(xs_low[a].add(4 * chunk)));
+                    }
                 }
             }
         }
-        let dots: [__m512i; A] = std::array::from_fn(|a| _mm512_add_epi32(dots[a][0], dots[a][1]));
+        let dots: [__m512i; A] = std::array::from_fn(|a| {
+            let high = _mm512_add_epi32(dots[a][0], dots[a][1]);
+            if FINE {
+                let low = _mm512_add_epi32(lows[a][0], lows[a][1]);
+                _mm512_add_epi32(_mm512_slli_epi32::<7>(high), low)
+            } else {
+                high
+            }
+        });
         let scales = _mm512_loadu_ps(factors);
         for a in 0..A {
             let at = (first + a) * num_groups + group;
