@@ -70,6 +70,11 @@ impl TokenMask {
         self.words.fill(0);
     }
 
+    /// The set as bits, token `i` at bit `i % 32` of word `i / 32` (what the GPU takes).
+    pub fn words(&self) -> &[u32] {
+        &self.words
+    }
+
     /// The words, to fill from a bitmask computed elsewhere (ids past the vocabulary stay unset).
     pub fn words_mut(&mut self) -> &mut [u32] {
         &mut self.words

@@ -1,6 +1,11 @@
-// Sampling on the GPU for rows with no penalty, bias, ban, grammar or log-probabilities
-// (docs/cuda.md): temperature, top-k, top-p and min-p, then a draw by inverse CDF with a uniform
-// number the host drew from the sequence's own seeded generator. Only the token id goes back.
+// Sampling on the GPU for rows with no penalty, bias, ban or log-probabilities (docs/cuda.md):
+// temperature, top-k, top-p and min-p, then a draw by inverse CDF with a uniform number the host
+// drew from the sequence's own seeded generator. Only the token id goes back.
+//
+// A row may follow a grammar: its mask (one bit per token, vocab/32 words, computed by llguidance
+// on the host while the forward pass ran) is uploaded, and a token outside it reads as -inf. When
+// nothing the mask allows is possible, the row's token is the first one it allows (as the host
+// pipeline's fallback, TokenMask::best_allowed of the raw row).
 //
 // No sort: one thread block per row finds each filter's threshold on the softmax weights
 // w_i = exp((x_i - max) / temperature) (the most likely token weighs exactly 1) by a search
@@ -34,7 +39,34 @@ struct RowSampling {
   float top_p;  // >= 1 = off
   float min_p;  // <= 0 = off
   float uniform;  // in [0, 1)
+  int mask;  // the row's mask among the uploaded ones; -1 = none
 };
+
+// Whether `mask` (nullptr: every token) allows token `i`.
+__device__ __forceinline__ bool allows(const unsigned int* mask, int i) {
+  return mask == nullptr || ((mask[i >> 5] >> (i & 31)) & 1u) != 0u;
+}
+
+// Logit `i` of `row` as the mask leaves it: -inf outside it.
+__device__ __forceinline__ float masked_logit(const float* row, const unsigned int* mask, int i) {
+  return allows(mask, i) ? row[i] : -CUDART_INF_F;
+}
+
+// The lowest token `mask` allows (0 when none, or without a mask): every thread gets it.
+__device__ __forceinline__ unsigned int first_allowed(const unsigned int* mask, int vocab, unsigned int* shared_first) {
+  if (threadIdx.x == 0) *shared_first = 0xffffffffu;
+  __syncthreads();
+  if (mask != nullptr) {
+    for (int i = threadIdx.x; i < vocab; i += kThreads) {
+      if (allows(mask, i)) {
+        atomicMin(shared_first, static_cast<unsigned int>(i));
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  return *shared_first == 0xffffffffu ? 0u : *shared_first;
+}
 
 __device__ __forceinline__ float weight_of(float logit, float max_logit, float inv_temperature) {
   if (!(logit > -CUDART_INF_F)) return 0.f;  // -inf and NaN
@@ -223,38 +255,84 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The best token each mask allows in its row (ties to the lowest id, NaN as -inf; the first
+// allowed token when every allowed logit is -inf or NaN; token 0 when the mask allows none), one
+// block of kThreads per entry of `rows`: greedy rows that follow a grammar (the host pipeline's
+// TokenMask::best_allowed).
+extern "C" __global__ void __launch_bounds__(kThreads)
+    argmax_allowed_rows(const float* __restrict__ logits, int vocab, const int* __restrict__ rows,
+                        const unsigned int* __restrict__ masks, int mask_words,
+                        unsigned int* __restrict__ tokens) {
+  __shared__ float best_values[kWarps];
+  __shared__ int best_indices[kWarps];
+  const float* row = logits + static_cast<long long>(rows[blockIdx.x]) * vocab;
+  const unsigned int* mask = masks + static_cast<long long>(blockIdx.x) * mask_words;
+  float best = -CUDART_INF_F;
+  int index = vocab;  // "none yet": larger than every real index
+  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+    if (!allows(mask, i)) continue;
+    const float x = isnan(row[i]) ? -CUDART_INF_F : row[i];
+    if (index == vocab || x > best) {  // this thread's first allowed token, then strictly better
+      best = x;
+      index = i;
+    }
+  }
+  warp_argmax(best, index);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    best_values[warp] = best;
+    best_indices[warp] = index;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    best = best_values[lane];
+    index = best_indices[lane];
+    warp_argmax(best, index);
+    if (lane == 0) tokens[blockIdx.x] = index < vocab ? static_cast<unsigned int>(index) : 0u;
+  }
+}
+
 // One block of kThreads per sampled row. `weights`: scratch of num_rows * vocab floats.
+// `masks`: the uploaded masks, `mask_words` words each (RowSampling::mask picks one).
 extern "C" __global__ void __launch_bounds__(kThreads)
     sample_filtered(const float* __restrict__ logits, int vocab,
-                    const RowSampling* __restrict__ params, float* __restrict__ weights_scratch,
+                    const RowSampling* __restrict__ params, const unsigned int* __restrict__ masks,
+                    int mask_words, float* __restrict__ weights_scratch,
                     unsigned int* __restrict__ tokens) {
   __shared__ float shared[kWarps * kPivots];
   __shared__ unsigned int chosen;
-  const RowSampling p = params[blockIdx.x];
+  // Read in place (a copy of the struct spilled to local memory).
+  const RowSampling& p = params[blockIdx.x];
   const float* row = logits + static_cast<long long>(p.row) * vocab;
+  const unsigned int* mask =
+      p.mask >= 0 ? masks + static_cast<long long>(p.mask) * mask_words : nullptr;
   float* weights = weights_scratch + static_cast<long long>(blockIdx.x) * vocab;
 
   float local_max = -CUDART_INF_F;
   for (int i = threadIdx.x; i < vocab; i += kThreads) {
-    const float x = row[i];
+    const float x = masked_logit(row, mask, i);
     if (x > local_max) local_max = x;  // NaN never compares greater
   }
   const float max_logit = block_max(local_max, shared);
   if (threadIdx.x == 0) chosen = 0xffffffffu;
   __syncthreads();
-  if (max_logit == CUDART_INF_F || max_logit == -CUDART_INF_F) {
-    // +inf takes all the mass; nothing possible at all: token 0 (as the host pipeline).
-    if (max_logit == CUDART_INF_F) {
-      for (int i = threadIdx.x; i < vocab; i += kThreads) {
-        if (row[i] == CUDART_INF_F) atomicMin(&chosen, static_cast<unsigned int>(i));
-      }
+  if (max_logit == -CUDART_INF_F) {
+    // Nothing possible: the first token the mask allows, token 0 without one (as the host).
+    const unsigned int fallback = first_allowed(mask, vocab, &chosen);
+    if (threadIdx.x == 0) tokens[blockIdx.x] = fallback;
+    return;
+  }
+  if (max_logit == CUDART_INF_F) {
+    // +inf takes all the mass: the first such token.
+    for (int i = threadIdx.x; i < vocab; i += kThreads) {
+      if (masked_logit(row, mask, i) == CUDART_INF_F) atomicMin(&chosen, static_cast<unsigned int>(i));
     }
     __syncthreads();
     if (threadIdx.x == 0) tokens[blockIdx.x] = chosen == 0xffffffffu ? 0u : chosen;
     return;
   }
   for (int i = threadIdx.x; i < vocab; i += kThreads) {
-    weights[i] = weight_of(row[i], max_logit, p.inv_temperature);
+    weights[i] = weight_of(masked_logit(row, mask, i), max_logit, p.inv_temperature);
   }
   __syncthreads();
 

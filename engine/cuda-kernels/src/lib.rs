@@ -28,6 +28,6 @@ pub use launch::{
 pub use module::{CacheKernels, KernelDType, FATBIN};
 pub use plan::{block_table_matrix, HeadCounts, SeqQuery, WorkPlan, SUPPORTED_HEAD_DIMS};
 #[cfg(feature = "cuda")]
-pub use sample::{RowSampling, SamplingKernel, SAMPLE_FATBIN};
+pub use sample::{RowSampling, SamplingKernel, TokenMasks, SAMPLE_FATBIN};
 #[cfg(feature = "cuda")]
 pub use scratch::SplitScratch;

@@ -1,6 +1,7 @@
 //! Launchers of `kernels/sample.cu`: temperature / top-k / top-p / min-p sampling of chosen logits
-//! rows on the GPU, with each row's uniform number drawn on the host, and the rows' argmax; only
-//! token ids come back.
+//! rows on the GPU, with each row's uniform number drawn on the host, the rows' argmax, and the
+//! best token a grammar's mask allows; a row may follow a grammar, whose token mask (one bit per
+//! token) is uploaded beside it. Only token ids come back.
 
 use std::sync::Arc;
 
@@ -31,6 +32,8 @@ pub struct RowSampling {
     pub min_p: f32,
     /// In [0, 1): where the draw lands in the kept mass.
     pub uniform: f32,
+    /// The row's mask among those passed with it (`-1`: no mask).
+    pub mask: i32,
 }
 
 // SAFETY: a plain `repr(C)` struct of 4-byte scalars, as the kernel declares it.
@@ -43,6 +46,7 @@ pub struct SamplingKernel {
     stream: Arc<CudaStream>,
     function: CudaFunction,
     argmax: CudaFunction,
+    argmax_allowed: CudaFunction,
 }
 
 impl SamplingKernel {
@@ -51,6 +55,7 @@ impl SamplingKernel {
         Ok(Self {
             function: function(&module, "sample_filtered")?,
             argmax: function(&module, "argmax_rows")?,
+            argmax_allowed: function(&module, "argmax_allowed_rows")?,
             stream,
         })
     }
@@ -90,27 +95,83 @@ impl SamplingKernel {
             .map_err(candle_core::Error::wrap)
     }
 
-    /// One token per entry of `rows`, from `logits` (`vocab_size` f32 per row, contiguous).
+    /// The best token each mask allows in its row: `rows[i]` of `logits` (`vocab_size` f32 per
+    /// row, contiguous) under `masks.row(i)`, ties to the lowest id.
+    pub fn argmax_allowed(
+        &self,
+        logits: &CudaView<'_, f32>,
+        vocab_size: usize,
+        rows: &[i32],
+        masks: &TokenMasks<'_>,
+    ) -> Result<Vec<u32>> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let vocab = checked_rows(logits, vocab_size, rows.iter().copied())?;
+        masks.check(vocab_size, rows.len())?;
+        let stream = &self.stream;
+        let device_rows = stream.clone_htod(rows).map_err(candle_core::Error::wrap)?;
+        let device_masks = stream
+            .clone_htod(masks.words)
+            .map_err(candle_core::Error::wrap)?;
+        let mask_words = masks.words_per_row_i32()?;
+        // SAFETY: the kernel writes one token per row.
+        #[allow(unsafe_code)]
+        let mut tokens =
+            unsafe { stream.alloc::<u32>(rows.len()) }.map_err(candle_core::Error::wrap)?;
+        let mut builder = stream.launch_builder(&self.argmax_allowed);
+        builder
+            .arg(logits)
+            .arg(&vocab)
+            .arg(&device_rows)
+            .arg(&device_masks)
+            .arg(&mask_words)
+            .arg(&mut tokens);
+        let config = LaunchConfig {
+            grid_dim: (rows.len() as u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the argument list matches `argmax_allowed_rows` in sample.cu; every row index
+        // was checked against the logits and every mask holds `mask_words` words.
+        #[allow(unsafe_code)]
+        unsafe { builder.launch(config) }.map_err(candle_core::Error::wrap)?;
+        stream.clone_dtoh(&tokens).map_err(candle_core::Error::wrap)
+    }
+
+    /// One token per entry of `rows`, from `logits` (`vocab_size` f32 per row, contiguous); a
+    /// row with `mask ≥ 0` follows `masks.row(mask)`.
     pub fn sample(
         &self,
         logits: &CudaView<'_, f32>,
         vocab_size: usize,
         rows: &[RowSampling],
+        masks: &TokenMasks<'_>,
     ) -> Result<Vec<u32>> {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        let num_rows = logits.len() / vocab_size.max(1);
+        let vocab = checked_rows(logits, vocab_size, rows.iter().map(|r| r.row))?;
+        let num_masks = masks.num_rows();
         if let Some(bad) = rows
             .iter()
-            .find(|r| r.row < 0 || r.row as usize >= num_rows)
+            .find(|r| r.mask >= 0 && r.mask as usize >= num_masks)
         {
-            candle_core::bail!("sampling row {} of {num_rows}", bad.row);
+            candle_core::bail!("sampling mask {} of {num_masks}", bad.mask);
         }
-        let vocab = i32::try_from(vocab_size)
-            .map_err(|_| candle_core::Error::msg(format!("vocabulary {vocab_size} exceeds i32")))?;
+        masks.check(vocab_size, num_masks)?;
         let stream = &self.stream;
         let params = stream.clone_htod(rows).map_err(candle_core::Error::wrap)?;
+        // One word at least: the kernel's pointer must be valid even when no row has a mask.
+        let mask_words_uploaded: &[u32] = if masks.words.is_empty() {
+            &[0]
+        } else {
+            masks.words
+        };
+        let device_masks = stream
+            .clone_htod(mask_words_uploaded)
+            .map_err(candle_core::Error::wrap)?;
+        let mask_words = masks.words_per_row_i32()?;
         // SAFETY (both): the kernel writes each row's weights before reading them, and every
         // token.
         #[allow(unsafe_code)]
@@ -124,6 +185,8 @@ impl SamplingKernel {
             .arg(logits)
             .arg(&vocab)
             .arg(&params)
+            .arg(&device_masks)
+            .arg(&mask_words)
             .arg(&mut weights)
             .arg(&mut tokens);
         let config = LaunchConfig {
@@ -131,10 +194,72 @@ impl SamplingKernel {
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: the argument list matches `sample_filtered` in sample.cu; every row index was
-        // checked against the logits, the scratch holds `rows.len() * vocab_size` floats.
+        // SAFETY: the argument list matches `sample_filtered` in sample.cu; every row and mask
+        // index was checked, the scratch holds `rows.len() * vocab_size` floats.
         #[allow(unsafe_code)]
         unsafe { builder.launch(config) }.map_err(candle_core::Error::wrap)?;
         stream.clone_dtoh(&tokens).map_err(candle_core::Error::wrap)
     }
+}
+
+/// Token masks for a launch, one after another: `words_per_row` words each (one bit per token,
+/// token `i` at bit `i % 32` of word `i / 32`, as `TokenMask` holds them).
+#[derive(Debug, Clone, Copy)]
+pub struct TokenMasks<'a> {
+    pub words: &'a [u32],
+    pub words_per_row: usize,
+}
+
+impl TokenMasks<'_> {
+    /// No masks (rows without a grammar).
+    pub const NONE: TokenMasks<'static> = TokenMasks {
+        words: &[],
+        words_per_row: 0,
+    };
+
+    pub fn num_rows(&self) -> usize {
+        self.words
+            .len()
+            .checked_div(self.words_per_row)
+            .unwrap_or(0)
+    }
+
+    /// Every mask covers `vocab_size` tokens, and there are `num_rows` of them.
+    fn check(&self, vocab_size: usize, num_rows: usize) -> Result<()> {
+        if num_rows == 0 {
+            return Ok(());
+        }
+        if self.words_per_row < vocab_size.div_ceil(32)
+            || self.words.len() != num_rows * self.words_per_row
+        {
+            candle_core::bail!(
+                "{} mask words ({} a row) for {num_rows} masks of {vocab_size} tokens",
+                self.words.len(),
+                self.words_per_row
+            );
+        }
+        Ok(())
+    }
+
+    fn words_per_row_i32(&self) -> Result<i32> {
+        i32::try_from(self.words_per_row).map_err(|_| {
+            candle_core::Error::msg(format!("{} mask words exceed i32", self.words_per_row))
+        })
+    }
+}
+
+/// The vocabulary as the kernels take it, once every row index is checked against `logits`.
+fn checked_rows(
+    logits: &CudaView<'_, f32>,
+    vocab_size: usize,
+    rows: impl Iterator<Item = i32>,
+) -> Result<i32> {
+    let num_rows = logits.len() / vocab_size.max(1);
+    for row in rows {
+        if row < 0 || row as usize >= num_rows {
+            candle_core::bail!("sampling row {row} of {num_rows}");
+        }
+    }
+    i32::try_from(vocab_size)
+        .map_err(|_| candle_core::Error::msg(format!("vocabulary {vocab_size} exceeds i32")))
 }

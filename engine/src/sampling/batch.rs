@@ -4,8 +4,9 @@
 //!
 //! Rows whose token is the plain argmax of the model's logits (greedy with no ban, bias, penalty
 //! or log-probabilities this step) are decided on the tensor's device, and only their ids cross
-//! to the host. On a GPU, plain random rows (temperature with top-k / top-p / min-p and nothing
-//! else) are sampled there too (`device`). Every other row is sampled on the host by its
+//! to the host. On a GPU, random rows with nothing but a temperature, top-k / top-p / min-p and
+//! perhaps a grammar, and greedy rows with a grammar, are decided there too, a grammar's mask
+//! uploaded with its row (`device_rows`). Every other row is sampled on the host by its
 //! sequence's pipeline, rows in parallel; on a GPU only those rows are copied, through
 //! page-locked memory (`staging`). Each sequence draws from its own seeded RNG, one number per
 //! step, so its tokens do not depend on the batch.
@@ -16,7 +17,8 @@ use std::collections::HashMap;
 use candle_core::{DType, Tensor, D};
 use rayon::prelude::*;
 
-use super::device::{DeviceRow, DeviceSampler};
+use super::device::DeviceSampler;
+use super::device_rows::decide_on_device;
 use super::filters::argmax;
 use super::sampler::{SampledToken, SamplerScratch};
 use super::staging::HostStaging;
@@ -171,7 +173,7 @@ fn sample_rows(
         }
     }
     if greedy_on_device && device.serves(&logits) {
-        sample_random_rows_on_device(&logits, states, &mut tokens, device)?;
+        decide_on_device(&logits, states, &mut tokens, device)?;
     }
     let host_rows: Vec<usize> = (0..states.len()).filter(|&i| tokens[i].is_none()).collect();
     if !host_rows.is_empty() {
@@ -188,42 +190,9 @@ fn sample_rows(
     Ok(tokens.into_iter().flatten().collect())
 }
 
-/// The plain random rows still undecided, sampled where the logits are: one uniform each from
-/// its sequence's generator, only the token ids back.
-fn sample_random_rows_on_device(
-    logits: &Tensor,
-    states: &mut [SequenceSamplingState],
-    tokens: &mut [Option<SampledToken>],
-    device: &mut DeviceSampler,
-) -> Result<()> {
-    let mut rows = Vec::new();
-    for (row, state) in states.iter_mut().enumerate() {
-        if tokens[row].is_some() {
-            continue;
-        }
-        if let Some(filters) = state.device_filters() {
-            let uniform = state.draw_uniform();
-            rows.push(DeviceRow {
-                row,
-                filters,
-                uniform,
-            });
-        }
-    }
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let sampled = device.sample(logits, &rows)?;
-    for (entry, token_id) in rows.iter().zip(sampled) {
-        tokens[entry.row] = Some(decide(&mut states[entry.row], token_id));
-    }
-    Ok(())
-}
-
 /// A token decided without the pipeline (a plain-greedy row), remembered by its sequence.
 fn decide(state: &mut SequenceSamplingState, token_id: u32) -> SampledToken {
-    state.record(token_id);
-    SampledToken::chosen(token_id)
+    state.take_chosen(token_id)
 }
 
 /// The rows still undecided go through their sequences' pipelines, in parallel. `values` holds

@@ -63,6 +63,12 @@ impl ConstraintState {
         &self.mask
     }
 
+    /// This step's mask when a kernel can choose by it alone: computed, the grammar not failed,
+    /// and some token allowed (otherwise the host pipeline reports what went wrong).
+    pub(super) fn usable_mask(&self) -> Option<&TokenMask> {
+        (self.mask_ready && self.failure.is_none() && self.mask.num_allowed() > 0).then_some(&self.mask)
+    }
+
     /// Advances the matcher past the chosen token; `true` when the sequence must end with it
     /// (the grammar is complete, or cannot go on).
     pub(super) fn accept(&mut self, token_id: u32) -> bool {

@@ -25,6 +25,7 @@
 mod batch;
 mod constrained;
 mod device;
+mod device_rows;
 mod filters;
 pub mod logprobs;
 mod penalties;

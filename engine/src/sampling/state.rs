@@ -5,6 +5,7 @@
 use super::constrained::ConstraintState;
 use super::sampler::{SampledToken, SamplerScratch, SamplingContext, SequenceSampler};
 use super::device::RowFilters;
+use crate::constraint::TokenMask;
 use super::thinking::ThinkingTracker;
 use crate::error::Result;
 use crate::request::{EngineRequest, SamplingParams};
@@ -25,6 +26,15 @@ pub struct SequenceSamplingState {
     constraint: Option<ConstraintState>,
     /// The thinking budget at work, if the request gave one.
     thinking: Option<ThinkingTracker>,
+}
+
+/// How the device chooses a row's token ([`SequenceSamplingState::device_choice`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DeviceChoice {
+    /// The best token the grammar's mask allows.
+    Greedy,
+    /// A draw with these filters (under the grammar's mask, if any).
+    Draw(RowFilters),
 }
 
 impl SequenceSamplingState {
@@ -81,24 +91,69 @@ impl SequenceSamplingState {
         self.params().is_greedy() && self.only_filters()
     }
 
-    /// The filters of a plain random row (a temperature, with top-k / top-p / min-p, and nothing
-    /// else: no ban, bias, restriction, penalty, grammar or log-probabilities): such rows can be sampled where
-    /// the logits are. `None` for every other row.
-    pub fn device_filters(&self) -> Option<RowFilters> {
+    /// How the device can choose this step's token when the row follows a grammar or is a plain
+    /// random row: greedy under the grammar's mask, or a draw with these filters (under the mask,
+    /// if any). `None` for every other row — anything besides the filters and the grammar shaping
+    /// it (penalties, bias, bans, log-probabilities, a thinking budget), a plain greedy row (the
+    /// batch's argmax decides it), or a grammar that failed or allows nothing (the host pipeline
+    /// reports that). Computes the grammar's mask if it is not yet.
+    pub fn device_choice(&mut self) -> Option<DeviceChoice> {
+        if !self.only_filters_and_grammar() {
+            return None;
+        }
         let params = self.params();
-        (!params.is_greedy() && self.only_filters()).then(|| RowFilters {
-            inv_temperature: 1.0 / params.temperature,
-            top_k: params.top_k,
-            top_p: params.top_p,
-            min_p: params.min_p,
-        })
+        let choice = if params.is_greedy() {
+            DeviceChoice::Greedy
+        } else {
+            DeviceChoice::Draw(RowFilters {
+                inv_temperature: 1.0 / params.temperature,
+                top_k: params.top_k,
+                top_p: params.top_p,
+                min_p: params.min_p,
+            })
+        };
+        match &mut self.constraint {
+            None if choice == DeviceChoice::Greedy => None,
+            None => Some(choice),
+            Some(constraint) => {
+                constraint.prepare_mask();
+                constraint.usable_mask().is_some().then_some(choice)
+            }
+        }
+    }
+
+    /// The grammar's mask for this step, once [`SequenceSamplingState::device_choice`] computed
+    /// it (`None` without a grammar).
+    pub fn device_mask(&self) -> Option<&TokenMask> {
+        self.constraint.as_ref().and_then(ConstraintState::usable_mask)
+    }
+
+    /// Takes a token the device chose (by the batch's argmax or a device kernel): the grammar
+    /// advances past it, as after [`SequenceSamplingState::sample`], and the token is remembered.
+    pub fn take_chosen(&mut self, token_id: u32) -> SampledToken {
+        let mut sampled = SampledToken::chosen(token_id);
+        self.advance_grammar(&mut sampled);
+        self.record(token_id);
+        sampled
+    }
+
+    /// Advances the grammar past `sampled`'s token, noting whether it ends there or failed.
+    fn advance_grammar(&mut self, sampled: &mut SampledToken) {
+        if let Some(constraint) = &mut self.constraint {
+            sampled.ends_constraint = constraint.accept(sampled.token_id);
+            sampled.constraint_failure = constraint.failure().cloned();
+        }
     }
 
     /// Nothing but temperature and the top-k / top-p / min-p filters shapes this step's token.
     fn only_filters(&self) -> bool {
+        self.constraint.is_none() && self.only_filters_and_grammar()
+    }
+
+    /// Nothing but the filters and the grammar (if any) shapes this step's token.
+    fn only_filters_and_grammar(&self) -> bool {
         let params = self.params();
-        self.constraint.is_none()
-            && params.logprobs.is_none()
+        params.logprobs.is_none()
             && params.logit_bias.is_empty()
             && params.allowed_token_ids.is_none()
             && params.bad_words.is_empty()
@@ -144,10 +199,7 @@ impl SequenceSamplingState {
             allowed: self.constraint.as_ref().map(ConstraintState::mask),
         };
         let mut sampled = self.sampler.sample(logits, &ctx, scratch)?;
-        if let Some(constraint) = &mut self.constraint {
-            sampled.ends_constraint = constraint.accept(sampled.token_id);
-            sampled.constraint_failure = constraint.failure().cloned();
-        }
+        self.advance_grammar(&mut sampled);
         self.record(sampled.token_id);
         Ok(sampled)
     }

@@ -11,6 +11,7 @@
 //! The draw walks the kept tokens in vocabulary order to `uniform × kept mass`.
 
 use super::device::RowFilters;
+use crate::constraint::TokenMask;
 
 /// Below this exponent the host pipeline's exponential is 0 and the token drops out.
 const MIN_EXPONENT: f32 = -87.3;
@@ -148,6 +149,43 @@ pub fn sample_by_thresholds(logits: &[f32], filters: &RowFilters, uniform: f32) 
         }
     }
     last_kept
+}
+
+/// `logits` as a grammar's `mask` leaves them: `-inf` outside it (`None`: as they are).
+fn masked<'a>(logits: &'a [f32], mask: Option<&TokenMask>) -> std::borrow::Cow<'a, [f32]> {
+    match mask {
+        None => std::borrow::Cow::Borrowed(logits),
+        Some(mask) => {
+            let mut values = logits.to_vec();
+            mask.apply_to(&mut values);
+            std::borrow::Cow::Owned(values)
+        }
+    }
+}
+
+/// [`sample_by_thresholds`] for a row that follows a grammar's `mask` (the kernel's masked
+/// rows): a token outside the mask reads as `-inf`, and when nothing the mask allows is possible
+/// the token is the first one it allows (token 0 when it allows none), as the host pipeline's
+/// fallback gives.
+pub fn sample_allowed_by_thresholds(
+    logits: &[f32],
+    mask: Option<&TokenMask>,
+    filters: &RowFilters,
+    uniform: f32,
+) -> u32 {
+    let values = masked(logits, mask);
+    if let Some(mask) = mask {
+        if !values.iter().any(|&x| x > f32::NEG_INFINITY) {
+            return (0..logits.len() as u32).find(|&t| mask.allows(t)).unwrap_or(0);
+        }
+    }
+    sample_by_thresholds(&values, filters, uniform)
+}
+
+/// The masked argmax kernel's token: the best token `mask` allows (ties to the lowest id, NaN
+/// as `-inf`, the first allowed one when none is possible; token 0 when it allows none).
+pub fn argmax_allowed(logits: &[f32], mask: &TokenMask) -> u32 {
+    mask.best_allowed(logits).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -185,3 +185,81 @@ fn pivots_lie_inside_the_range_and_the_search_takes_a_third_of_bisection_s_passe
         assert!(points.windows(2).all(|pair| pair[0] <= pair[1]), "{points:?}");
     }
 }
+
+/// The host pipeline's token for `logits` under a grammar's `mask` (greedy, or seeded).
+fn host_token(logits: &[f32], mask: &TokenMask, params: &crate::request::SamplingParams) -> u32 {
+    use crate::sampling::sampler::{SamplerScratch, SamplingContext, SequenceSampler};
+    let ctx = SamplingContext {
+        prompt_tokens: &[],
+        output_tokens: &[],
+        banned_token_ids: &[],
+        allowed: Some(mask),
+    };
+    let mut sampler = SequenceSampler::new(params, 0);
+    let sampled = sampler.sample(logits, &ctx, &mut SamplerScratch::default());
+    sampled.expect("a row").token_id
+}
+
+fn mask_of(vocab_size: usize, allowed: impl IntoIterator<Item = u32>) -> TokenMask {
+    let mut mask = TokenMask::new(vocab_size);
+    for token in allowed {
+        mask.allow(token);
+    }
+    mask
+}
+
+/// A row under a grammar's mask: the masked argmax is the host pipeline's greedy token, the
+/// masked twin keeps what the host filters keep of the masked row, and draws only allowed tokens.
+#[test]
+fn masked_rows_choose_among_allowed_tokens_as_the_host_pipeline_does() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for row in 0..6 {
+        let logits: Vec<f32> = (0..700).map(|_| rng.random::<f32>() * 8.0 - 4.0).collect();
+        // Every third token, or a narrow band away from the row's best tokens.
+        let mask = match row % 2 {
+            0 => mask_of(700, (0..700).step_by(3)),
+            _ => mask_of(700, 100..140),
+        };
+        let greedy = crate::request::SamplingParams::greedy();
+        assert_eq!(argmax_allowed(&logits, &mask), host_token(&logits, &mask, &greedy), "row {row}");
+        let mut masked_row = logits.clone();
+        mask.apply_to(&mut masked_row);
+        for p in CASES {
+            let kept = kept_tokens(&masked_row, &p.row_filters());
+            assert_eq!(kept, host_kept(&masked_row, &p), "row {row}, {p:?}");
+            for uniform in [0.0, 0.25, 0.5, 0.99] {
+                let token = sample_allowed_by_thresholds(&logits, Some(&mask), &p.row_filters(), uniform);
+                assert!(mask.allows(token) && kept.contains(&token), "row {row}, {p:?}: {token}");
+            }
+        }
+    }
+}
+
+/// Where nothing the mask allows is possible, the kernels' twins take what the host pipeline's
+/// fallback takes: the first allowed token (token 0 when the mask allows none), and a `+inf`
+/// outside the mask does not count.
+#[test]
+fn masked_rows_with_nothing_possible_take_the_host_pipeline_s_fallback() {
+    let filters = RowFilters { inv_temperature: 1.0, top_k: 0, top_p: 0.9, min_p: 0.0 };
+    let sampled = crate::request::SamplingParams { temperature: 1.0, top_p: 0.9, seed: Some(3), ..Default::default() };
+    let greedy = crate::request::SamplingParams::greedy();
+    let rows: [(&[f32], TokenMask); 4] = [
+        (&[5.0, f32::NEG_INFINITY, f32::NAN, 7.0], mask_of(4, [1, 2])),
+        (&[f32::INFINITY, 1.0, f32::NEG_INFINITY, 2.0], mask_of(4, [2])),
+        (&[1.0, 2.0, 3.0, 4.0], mask_of(4, [])),
+        (&[f32::INFINITY, 1.0, f32::INFINITY, 2.0], mask_of(4, [1, 2, 3])),
+    ];
+    for (i, (logits, mask)) in rows.iter().enumerate() {
+        for params in [&greedy, &sampled] {
+            let host = host_token(logits, mask, params);
+            let twin = if params.is_greedy() {
+                argmax_allowed(logits, mask)
+            } else {
+                sample_allowed_by_thresholds(logits, Some(mask), &filters, 0.5)
+            };
+            assert_eq!(twin, host, "row {i}, greedy {}", params.is_greedy());
+        }
+    }
+    assert_eq!(argmax_allowed(rows[0].0, &rows[0].1), 1);
+    assert_eq!(argmax_allowed(rows[3].0, &rows[3].1), 2);
+}

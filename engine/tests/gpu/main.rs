@@ -13,6 +13,8 @@ mod engine_parity;
 #[cfg(feature = "cuda")]
 mod fused;
 #[cfg(feature = "cuda")]
+mod grammar_sampling;
+#[cfg(feature = "cuda")]
 mod kernels;
 #[cfg(feature = "cuda")]
 mod sampling;

@@ -67,6 +67,7 @@ fn the_kernel_draws_what_its_host_twin_draws() {
                     row: i % num_rows,
                     filters,
                     uniform,
+                    allowed: None,
                 })
                 .collect();
             let tokens = device.sample(&logits, &rows).unwrap();
@@ -136,6 +137,7 @@ fn kernel_draws_follow_the_exact_filtered_distribution() {
                 row: 0,
                 filters: p.row_filters(),
                 uniform: rng.random::<f64>(),
+                allowed: None,
             })
             .collect();
         let tokens = device.sample(&logits, &rows).unwrap();
