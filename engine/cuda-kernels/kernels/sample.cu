@@ -113,6 +113,27 @@ __device__ __forceinline__ void warp_argmax(float& best, int& index) {
   }
 }
 
+// The block's largest (best, index) over every thread's, ties to the lowest index, written as
+// this block's token (token 0 when no thread found one: index == vocab).
+__device__ __forceinline__ void store_block_argmax(float best, int index, int vocab,
+                                                   unsigned int* tokens) {
+  __shared__ float best_values[kWarps];
+  __shared__ int best_indices[kWarps];
+  warp_argmax(best, index);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    best_values[warp] = best;
+    best_indices[warp] = index;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    best = best_values[lane];
+    index = best_indices[lane];
+    warp_argmax(best, index);
+    if (lane == 0) tokens[blockIdx.x] = index < vocab ? static_cast<unsigned int>(index) : 0u;
+  }
+}
+
 // Block-wide sums of kPivots values at once (`shared`: kWarps * kPivots floats); every thread
 // gets the totals.
 __device__ void block_sums(float (&values)[kPivots], float* shared) {
@@ -228,8 +249,6 @@ __device__ float block_exclusive_scan(float value, float* shared, float* total) 
 // 113 µs for one 128k row on an H200).
 extern "C" __global__ void __launch_bounds__(kThreads)
     argmax_rows(const float* __restrict__ logits, int vocab, unsigned int* __restrict__ tokens) {
-  __shared__ float best_values[kWarps];
-  __shared__ int best_indices[kWarps];
   const float* row = logits + static_cast<long long>(blockIdx.x) * vocab;
   float best = -CUDART_INF_F;
   int index = vocab;  // "none yet": larger than every real index
@@ -240,19 +259,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
       index = i;
     }
   }
-  warp_argmax(best, index);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    best_values[warp] = best;
-    best_indices[warp] = index;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    best = best_values[lane];
-    index = best_indices[lane];
-    warp_argmax(best, index);
-    if (lane == 0) tokens[blockIdx.x] = index < vocab ? static_cast<unsigned int>(index) : 0u;
-  }
+  store_block_argmax(best, index, vocab, tokens);
 }
 
 // The best token each mask allows in its row (ties to the lowest id, NaN as -inf; the first
@@ -263,8 +270,6 @@ extern "C" __global__ void __launch_bounds__(kThreads)
     argmax_allowed_rows(const float* __restrict__ logits, int vocab, const int* __restrict__ rows,
                         const unsigned int* __restrict__ masks, int mask_words,
                         unsigned int* __restrict__ tokens) {
-  __shared__ float best_values[kWarps];
-  __shared__ int best_indices[kWarps];
   const float* row = logits + static_cast<long long>(rows[blockIdx.x]) * vocab;
   const unsigned int* mask = masks + static_cast<long long>(blockIdx.x) * mask_words;
   float best = -CUDART_INF_F;
@@ -277,19 +282,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
       index = i;
     }
   }
-  warp_argmax(best, index);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    best_values[warp] = best;
-    best_indices[warp] = index;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    best = best_values[lane];
-    index = best_indices[lane];
-    warp_argmax(best, index);
-    if (lane == 0) tokens[blockIdx.x] = index < vocab ? static_cast<unsigned int>(index) : 0u;
-  }
+  store_block_argmax(best, index, vocab, tokens);
 }
 
 // One block of kThreads per sampled row. `weights`: scratch of num_rows * vocab floats.

@@ -81,15 +81,10 @@ impl SamplingKernel {
             unsafe { self.stream.alloc::<u32>(num_rows) }.map_err(candle_core::Error::wrap)?;
         let mut builder = self.stream.launch_builder(&self.argmax);
         builder.arg(logits).arg(&vocab).arg(&mut tokens);
-        let config = LaunchConfig {
-            grid_dim: (num_rows as u32, 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
         // SAFETY: the argument list matches `argmax_rows` in sample.cu; the logits hold
         // `num_rows` rows of `vocab_size`.
         #[allow(unsafe_code)]
-        unsafe { builder.launch(config) }.map_err(candle_core::Error::wrap)?;
+        unsafe { launch_per_row(builder, num_rows) }?;
         self.stream
             .clone_dtoh(&tokens)
             .map_err(candle_core::Error::wrap)
@@ -127,15 +122,10 @@ impl SamplingKernel {
             .arg(&device_masks)
             .arg(&mask_words)
             .arg(&mut tokens);
-        let config = LaunchConfig {
-            grid_dim: (rows.len() as u32, 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
         // SAFETY: the argument list matches `argmax_allowed_rows` in sample.cu; every row index
         // was checked against the logits and every mask holds `mask_words` words.
         #[allow(unsafe_code)]
-        unsafe { builder.launch(config) }.map_err(candle_core::Error::wrap)?;
+        unsafe { launch_per_row(builder, rows.len()) }?;
         stream.clone_dtoh(&tokens).map_err(candle_core::Error::wrap)
     }
 
@@ -189,17 +179,32 @@ impl SamplingKernel {
             .arg(&mask_words)
             .arg(&mut weights)
             .arg(&mut tokens);
-        let config = LaunchConfig {
-            grid_dim: (rows.len() as u32, 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
         // SAFETY: the argument list matches `sample_filtered` in sample.cu; every row and mask
         // index was checked, the scratch holds `rows.len() * vocab_size` floats.
         #[allow(unsafe_code)]
-        unsafe { builder.launch(config) }.map_err(candle_core::Error::wrap)?;
+        unsafe { launch_per_row(builder, rows.len()) }?;
         stream.clone_dtoh(&tokens).map_err(candle_core::Error::wrap)
     }
+}
+
+/// Launches `builder`'s kernel with one block of `THREADS` threads per row.
+///
+/// # Safety
+/// The arguments pushed on `builder` must be the kernel's, and valid for `num_rows` blocks.
+#[allow(unsafe_code)]
+unsafe fn launch_per_row(
+    mut builder: candle_core::cuda_backend::cudarc::driver::LaunchArgs<'_>,
+    num_rows: usize,
+) -> Result<()> {
+    let config = LaunchConfig {
+        grid_dim: (num_rows as u32, 1, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: as the caller promised.
+    unsafe { builder.launch(config) }
+        .map(|_| ())
+        .map_err(candle_core::Error::wrap)
 }
 
 /// Token masks for a launch, one after another: `words_per_row` words each (one bit per token,
