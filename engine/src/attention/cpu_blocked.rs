@@ -4,6 +4,12 @@
 //! in two matrix products — scores = Q·Kᵀ, outputs = softmax·V — on `gemm`'s register-blocked
 //! kernels. Measured faster than one dot product per query and key for prefill and decode alike
 //! (docs/PERFORMANCE.md).
+//!
+//! softmax·V runs over key blocks of `VALUE_KEY_BLOCK` keys at fixed positions (multiples of the
+//! block from key 0), each one `gemm` call, accumulated in order: `gemm` sums up to 512 terms in
+//! order and splits longer sums where the length says, so a row's output would otherwise depend
+//! on its tile's span. With the blocks, a row's output is the same bits in any tile (a prefill
+//! chunked anywhere, a decode, a verification step); keys past a row's own are zero weights.
 
 use super::cpu_tile::{CacheView, RowLoader, Scratch, TileView};
 use super::softmax::softmax_in_place;
@@ -69,8 +75,7 @@ pub(super) fn attend<T: KvElement>(
             let head = first_head + g;
             lse[i * num_heads + head] = masked_softmax(view, i, token_scores, view.sink(head));
         }
-        let weights = Matrix::row_major(scores, num_rows, span);
-        product(outputs, weights, Matrix::row_major(values, span, head_dim), 1.0);
+        weights_times_values(outputs, scores, values, (num_rows, span, head_dim), view.first_key_position);
         for (i, rows) in outputs.chunks_exact(group_width).enumerate() {
             out[i * q_row + group_offset..][..group_width].copy_from_slice(rows);
         }
@@ -128,6 +133,32 @@ fn gather<T: KvElement>(
     }
 }
 
+/// Keys per block of softmax·V: at most what one `gemm` call sums in order (its shortest split
+/// of the inner dimension is 512).
+const VALUE_KEY_BLOCK: usize = 512;
+
+/// `outputs = weights · values` (`[num_rows, span]` · `[span, head_dim]`), summed over key blocks
+/// that start at multiples of `VALUE_KEY_BLOCK` counted from key 0 (the span's first key is at
+/// `first_key_position`), one block after another.
+#[inline(always)]
+fn weights_times_values(
+    outputs: &mut [f32],
+    weights: &[f32],
+    values: &[f32],
+    (num_rows, span, head_dim): (usize, usize, usize),
+    first_key_position: usize,
+) {
+    let mut start = 0;
+    while start < span {
+        let block_end = (first_key_position + start) / VALUE_KEY_BLOCK * VALUE_KEY_BLOCK + VALUE_KEY_BLOCK;
+        let len = (block_end - first_key_position - start).min(span - start);
+        let lhs = Matrix::strided(&weights[start..], num_rows, len, span);
+        let rhs = Matrix::row_major(&values[start * head_dim..], len, head_dim);
+        product_into(outputs, lhs, rhs, start > 0);
+        start += len;
+    }
+}
+
 /// A matrix over a slice: element `(r, c)` at `r * row_stride + c * col_stride`.
 #[derive(Debug, Clone, Copy)]
 struct Matrix<'a> {
@@ -151,6 +182,22 @@ impl<'a> Matrix<'a> {
         }
     }
 
+    /// `num_rows` rows of `num_cols` elements, rows `row_stride` apart (a block of a wider
+    /// row-major matrix).
+    fn strided(data: &'a [f32], num_rows: usize, num_cols: usize, row_stride: usize) -> Self {
+        assert!(
+            num_rows == 0 || num_cols == 0 || (num_rows - 1) * row_stride + num_cols <= data.len(),
+            "matrix larger than its data"
+        );
+        Self {
+            data,
+            num_rows,
+            num_cols,
+            row_stride,
+            col_stride: 1,
+        }
+    }
+
     fn transposed(self) -> Self {
         Self {
             num_rows: self.num_cols,
@@ -164,18 +211,28 @@ impl<'a> Matrix<'a> {
 
 /// `dst = scale * lhs · rhs`, `dst` row-major `[lhs.num_rows, rhs.num_cols]`, on the calling
 /// thread (the kernel already runs one tile per thread).
-#[allow(unsafe_code)]
 fn product(dst: &mut [f32], lhs: Matrix<'_>, rhs: Matrix<'_>, scale: f32) {
+    gemm_call(dst, lhs, rhs, (false, scale));
+}
+
+/// `dst = lhs · rhs`, or `dst += lhs · rhs` when `accumulate`.
+fn product_into(dst: &mut [f32], lhs: Matrix<'_>, rhs: Matrix<'_>, accumulate: bool) {
+    gemm_call(dst, lhs, rhs, (accumulate, 1.0));
+}
+
+/// `dst = (read_dst ? dst : 0) + scale * lhs · rhs` on `gemm`.
+#[allow(unsafe_code)]
+fn gemm_call(dst: &mut [f32], lhs: Matrix<'_>, rhs: Matrix<'_>, (read_dst, scale): (bool, f32)) {
     let (m, k, n) = (lhs.num_rows, lhs.num_cols, rhs.num_cols);
     assert_eq!(k, rhs.num_rows, "inner dimensions differ");
     assert!(m * n <= dst.len(), "destination smaller than the product");
     if m == 0 || n == 0 {
         return;
     }
-    // SAFETY: `Matrix::row_major` checked that each operand's elements, addressed by its
-    // strides over its rows and columns (a transpose swaps both), lie within its slice, and
-    // `dst` holds the `m * n` row-major outputs; `dst` is an exclusive borrow, so it overlaps
-    // neither operand. With `read_dst` false gemm only writes `dst`.
+    // SAFETY: `Matrix::row_major` and `Matrix::strided` checked that each operand's elements,
+    // addressed by its strides over its rows and columns (a transpose swaps both), lie within
+    // its slice, and `dst` holds the `m * n` row-major outputs; `dst` is an exclusive borrow, so
+    // it overlaps neither operand. With `read_dst` false gemm only writes `dst`.
     unsafe {
         gemm::gemm(
             m,
@@ -184,14 +241,14 @@ fn product(dst: &mut [f32], lhs: Matrix<'_>, rhs: Matrix<'_>, scale: f32) {
             dst.as_mut_ptr(),
             1,
             n as isize,
-            false,
+            read_dst,
             lhs.data.as_ptr(),
             lhs.col_stride as isize,
             lhs.row_stride as isize,
             rhs.data.as_ptr(),
             rhs.col_stride as isize,
             rhs.row_stride as isize,
-            0.0,
+            if read_dst { 1.0 } else { 0.0 },
             scale,
             false,
             false,

@@ -2,8 +2,13 @@
 //! values through the block table. Generic over the cache's element type: rows of f16 or bf16 are
 //! widened to f32 as they are read (`KvElement`), and all arithmetic is f32. A step's query
 //! tokens are cut into tiles of one sequence, computed in parallel, each as two matrix products
-//! (`cpu_blocked`); a decode token with a long context in a step of fewer tiles than threads has
-//! its keys split into partitions (`cpu_split`).
+//! (`cpu_blocked`).
+//!
+//! A sequence's decode rows (its next token, and a verification step's proposals after it) get a
+//! tile per token, and a token with a long context has its keys split into partitions
+//! (`cpu_split`) by a rule of its context alone: so each such row's output is the same bits
+//! whatever step carries it — alone, beside other sequences, or as a row of a verification step
+//! — and speculative decoding's greedy output is the output without it.
 
 use rayon::prelude::*;
 
@@ -42,7 +47,7 @@ pub fn paged_attention<T: KvElement>(
         })
         .collect();
     let mut tiles = tiles(meta, cache.shape.group_size());
-    split_lone_decodes(&mut tiles, layer);
+    split_long_rows(&mut tiles, layer);
     let mut out_chunks = Vec::with_capacity(tiles.len());
     let mut q_chunks = Vec::with_capacity(tiles.len());
     let (mut out_rest, mut q_rest) = (out.as_mut_slice(), q);
@@ -82,25 +87,29 @@ pub fn paged_attention<T: KvElement>(
     out
 }
 
-/// Marks decode tiles for key partitions when the step has too few tiles to occupy every
-/// thread.
-fn split_lone_decodes(tiles: &mut [Tile], layer: &LayerAttention) {
-    let (num_tiles, num_threads) = (tiles.len(), rayon::current_num_threads());
+/// Marks one-token tiles with long contexts for key partitions, by their context alone.
+fn split_long_rows(tiles: &mut [Tile], layer: &LayerAttention) {
+    let num_threads = rayon::current_num_threads();
     for tile in tiles.iter_mut().filter(|t| t.num_tokens == 1) {
         let span = tile.first_position + 1 - layer.first_attended(tile.first_position);
-        tile.num_partitions = cpu_split::num_partitions(span, num_tiles, num_threads);
+        tile.num_partitions = cpu_split::num_partitions(span, num_threads);
     }
 }
 
-/// Splits every sequence's query tokens into tiles, in token order: up to `QUERY_TILE` tokens,
-/// fewer where the sequence's context would make the tile's scores exceed `MAX_TILE_SCORES`.
+/// Splits every sequence's query tokens into tiles, in token order: one per token for decode
+/// rows, else up to `QUERY_TILE` tokens, fewer where the sequence's context would make the
+/// tile's scores exceed `MAX_TILE_SCORES`.
 fn tiles(meta: &AttnMetadata, group_size: usize) -> Vec<Tile> {
     let mut tiles = Vec::new();
     for seq in 0..meta.num_seqs() {
         let num_new = (meta.query_start_loc[seq + 1] - meta.query_start_loc[seq]) as usize;
         let seq_len = meta.seq_lens[seq] as usize;
         let first_position = seq_len - num_new;
-        let tile_len = (MAX_TILE_SCORES / (group_size * seq_len).max(1)).clamp(1, QUERY_TILE);
+        let tile_len = if meta.are_decode_rows(seq) {
+            1
+        } else {
+            (MAX_TILE_SCORES / (group_size * seq_len).max(1)).clamp(1, QUERY_TILE)
+        };
         let mut start = 0;
         while start < num_new {
             let num_tokens = (num_new - start).min(tile_len);

@@ -1,6 +1,5 @@
-//! Split-key decode (flash-decoding) on the CPU: when a step has fewer tiles than threads (one
-//! long sequence decoding, say), a decode token's keys are cut into partitions attended in
-//! parallel, each softmax-normalized on its own, then merged by their log-sum-exp weights —
+//! Split-key decode (flash-decoding) on the CPU: a one-token tile with a long context (a decode,
+//! a verification row) has its keys cut into partitions attended in parallel, each softmax-normalized on its own, then merged by their log-sum-exp weights —
 //! `out = Σ_p e^(lse_p − lse) · out_p` with `lse = log Σ_p e^(lse_p)` —, which equals softmax
 //! over all keys at once.
 
@@ -12,17 +11,12 @@ use super::cpu_tile::{Scratch, TileView};
 /// cost more than the keys.
 const MIN_PARTITION_KEYS: usize = 256;
 
-/// How many partitions a decode tile over `span` keys is split into when the step has
-/// `num_tiles` tiles for `num_threads` threads: enough for two partitions per thread across
-/// the step's tiles, 1 when every thread already has a tile.
-pub(super) fn num_partitions(span: usize, num_tiles: usize, num_threads: usize) -> usize {
-    if num_tiles >= num_threads {
-        return 1;
-    }
-    (2 * num_threads)
-        .div_ceil(num_tiles)
-        .min(span / MIN_PARTITION_KEYS)
-        .max(1)
+/// How many partitions a one-token tile over `span` keys is split into on `num_threads`
+/// threads: two per thread, at least `MIN_PARTITION_KEYS` keys each. The rule reads nothing of
+/// the step (its other tiles), so a row is split alike in every step that carries it and its
+/// output is the same bits.
+pub(super) fn num_partitions(span: usize, num_threads: usize) -> usize {
+    (2 * num_threads).min(span / MIN_PARTITION_KEYS).max(1)
 }
 
 /// Attends a one-token tile in `num_partitions` key partitions in parallel and merges them into
@@ -37,9 +31,11 @@ pub(super) fn attend(
 ) {
     let span = view.slots.len();
     let head_dim = out.len() / num_heads;
+    // A scratch per worker, not per partition: its buffers (the span's keys and values widened
+    // to f32) are reused from partition to partition.
     let partials: Vec<(Vec<f32>, Vec<f32>)> = (0..num_partitions)
         .into_par_iter()
-        .map(|p| {
+        .map_init(Scratch::default, |scratch, p| {
             let keys = span * p / num_partitions..span * (p + 1) / num_partitions;
             let sub_view = TileView {
                 slots: &view.slots[keys.clone()],
@@ -48,10 +44,8 @@ pub(super) fn attend(
                 ..*view
             };
             let mut partial = vec![0.0; out.len()];
-            let mut scratch = Scratch::default();
-            attend(&sub_view, &mut partial, &mut scratch);
-            scratch.lse.truncate(num_heads);
-            (partial, scratch.lse)
+            attend(&sub_view, &mut partial, scratch);
+            (partial, scratch.lse[..num_heads].to_vec())
         })
         .collect();
     out.fill(0.0);
@@ -80,11 +74,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn partitions_only_when_threads_would_idle_and_keys_are_many() {
-        assert_eq!(num_partitions(4096, 8, 2), 1, "every thread has a tile");
-        assert_eq!(num_partitions(4096, 1, 2), 4);
-        assert_eq!(num_partitions(4096, 1, 8), 16);
-        assert_eq!(num_partitions(600, 1, 8), 2, "at least 256 keys each");
-        assert_eq!(num_partitions(255, 1, 2), 1);
+    fn partitions_two_per_thread_when_keys_are_many() {
+        assert_eq!(num_partitions(4096, 2), 4);
+        assert_eq!(num_partitions(4096, 8), 16);
+        assert_eq!(num_partitions(600, 8), 2, "at least 256 keys each");
+        assert_eq!(num_partitions(255, 2), 1);
     }
 }

@@ -16,6 +16,10 @@ pub struct AttnMetadata {
     pub seq_lens: Vec<u32>,
     /// Per sequence: its block ids.
     pub block_tables: Vec<Vec<u32>>,
+    /// Per sequence: whether its tokens are decode rows — its one next token, and the proposals
+    /// a verification step carries after it — which the CPU kernel computes one row per tile,
+    /// the same bits in any step (a sequence past its end here is not).
+    pub decode_rows: Vec<bool>,
 }
 
 impl AttnMetadata {
@@ -37,6 +41,8 @@ impl AttnMetadata {
             meta.query_start_loc.push(meta.positions.len() as u32);
             meta.seq_lens.push(seq.num_tokens_after_step() as u32);
             meta.block_tables.push(table);
+            meta.decode_rows
+                .push(seq.sample && seq.new_token_ids.len() == 1 + seq.num_draft_tokens);
         }
         meta
     }
@@ -47,6 +53,11 @@ impl AttnMetadata {
 
     pub fn num_seqs(&self) -> usize {
         self.seq_lens.len()
+    }
+
+    /// Whether sequence `seq`'s tokens are decode rows (`false` where not recorded).
+    pub fn are_decode_rows(&self, seq: usize) -> bool {
+        self.decode_rows.get(seq).copied().unwrap_or(false)
     }
 
     /// Physical slot of position `position` of sequence `seq`.
