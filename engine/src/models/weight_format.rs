@@ -33,9 +33,9 @@ pub enum WeightFormat {
     /// they do in llama.cpp). Refused at start on a CPU without AVX-512 VNNI.
     Vnni,
     /// `Vnni`'s weights with the activations quantized to 15 bits per 32 values (within
-    /// ~3·10⁻⁵ of each group's largest value, so answers follow an f32 model): one and two
-    /// activation rows (decode) faster than `Int4`, from four rows on about as fast. Refused at
-    /// start on a CPU without AVX-512 VNNI.
+    /// ~3·10⁻⁵ of each group's largest value, so answers follow an f32 model): faster than `Int4`
+    /// at one and two activation rows (decode) and from eight on (prefill), about as fast at four
+    /// to six. Refused at start on a CPU without AVX-512 VNNI.
     Vnni15,
 }
 
