@@ -91,7 +91,7 @@ impl SamplingKernel {
     }
 
     /// The best token each mask allows in its row: `rows[i]` of `logits` (`vocab_size` f32 per
-    /// row, contiguous) under `masks.row(i)`, ties to the lowest id.
+    /// row, contiguous) under the `i`-th of `masks`, ties to the lowest id.
     pub fn argmax_allowed(
         &self,
         logits: &CudaView<'_, f32>,
@@ -130,7 +130,7 @@ impl SamplingKernel {
     }
 
     /// One token per entry of `rows`, from `logits` (`vocab_size` f32 per row, contiguous); a
-    /// row with `mask ≥ 0` follows `masks.row(mask)`.
+    /// row with `mask ≥ 0` follows the `mask`-th of `masks`.
     pub fn sample(
         &self,
         logits: &CudaView<'_, f32>,

@@ -169,7 +169,7 @@ fn sample_rows(
             logits.argmax(D::Minus1)?.to_vec1::<u32>()?
         };
         for row in (0..states.len()).filter(|&row| plain[row]) {
-            tokens[row] = Some(decide(&mut states[row], argmax[row]));
+            tokens[row] = Some(states[row].take_chosen(argmax[row]));
         }
     }
     if greedy_on_device && device.serves(&logits) {
@@ -182,17 +182,12 @@ fn sample_rows(
         for (row_logits, &row) in values.chunks(vocab_size).zip(&host_rows) {
             if plain[row] {
                 let token_id = argmax(row_logits).map_or(0, |index| index as u32);
-                tokens[row] = Some(decide(&mut states[row], token_id));
+                tokens[row] = Some(states[row].take_chosen(token_id));
             }
         }
         sample_in_parallel(states, &mut tokens, values, &host_rows, vocab_size)?;
     }
     Ok(tokens.into_iter().flatten().collect())
-}
-
-/// A token decided without the pipeline (a plain-greedy row), remembered by its sequence.
-fn decide(state: &mut SequenceSamplingState, token_id: u32) -> SampledToken {
-    state.take_chosen(token_id)
 }
 
 /// The rows still undecided go through their sequences' pipelines, in parallel. `values` holds

@@ -50,31 +50,26 @@ impl DeviceSampler {
     pub fn sample(&mut self, logits: &Tensor, rows: &[DeviceRow<'_>]) -> Result<Vec<u32>> {
         #[cfg(feature = "cuda")]
         if let candle_core::Device::Cuda(cuda) = logits.device() {
-            return self.sample_on_gpu(cuda, logits, rows);
+            return self.on_rows(cuda, logits, |kernel, view, (_, vocab_size)| {
+                let (words, words_per_row) =
+                    upload_words(rows.iter().filter_map(|r| r.allowed), vocab_size);
+                let masks = pagoda_cuda_kernels::TokenMasks { words: &words, words_per_row };
+                kernel.sample(view, vocab_size, &row_sampling(rows), &masks)
+            });
         }
         let _ = rows;
-        Err(crate::error::EngineError::Execution(format!(
-            "no device sampler for logits on {:?}",
-            logits.device().location()
-        )))
+        Err(not_on_gpu("sampler", logits))
     }
 
     /// The argmax of every row of `logits` (`[rows, vocab]`, on the GPU), ties to the lowest id.
     pub fn argmax(&mut self, logits: &Tensor) -> Result<Vec<u32>> {
         #[cfg(feature = "cuda")]
         if let candle_core::Device::Cuda(cuda) = logits.device() {
-            use crate::gpu::rows::{cuda_storage, rows_of};
-            let kernel = self.kernel(cuda)?;
-            let logits = logits.to_dtype(candle_core::DType::F32)?.contiguous()?;
-            let (num_rows, vocab_size) = logits.dims2()?;
-            let (storage, layout) = logits.storage_and_layout();
-            let view = rows_of::<f32>(cuda_storage(&storage)?, layout)?;
-            return Ok(kernel.argmax(&view.view, vocab_size, num_rows)?);
+            return self.on_rows(cuda, logits, |kernel, view, (num_rows, vocab_size)| {
+                kernel.argmax(view, vocab_size, num_rows)
+            });
         }
-        Err(crate::error::EngineError::Execution(format!(
-            "no device argmax for logits on {:?}",
-            logits.device().location()
-        )))
+        Err(not_on_gpu("argmax", logits))
     }
 
     /// For each `(row, mask)`, the best token `mask` allows in row `row` of `logits` (`[rows,
@@ -82,78 +77,76 @@ impl DeviceSampler {
     pub fn argmax_allowed(&mut self, logits: &Tensor, rows: &[(usize, &TokenMask)]) -> Result<Vec<u32>> {
         #[cfg(feature = "cuda")]
         if let candle_core::Device::Cuda(cuda) = logits.device() {
-            use crate::gpu::rows::{cuda_storage, rows_of};
-            let kernel = self.kernel(cuda)?;
-            let logits = logits.to_dtype(candle_core::DType::F32)?.contiguous()?;
-            let (_, vocab_size) = logits.dims2()?;
-            let (words, words_per_row) = upload_words(rows.iter().map(|(_, mask)| *mask), vocab_size);
-            let masks = pagoda_cuda_kernels::TokenMasks { words: &words, words_per_row };
-            let indices: Vec<i32> = rows.iter().map(|(row, _)| *row as i32).collect();
-            let (storage, layout) = logits.storage_and_layout();
-            let view = rows_of::<f32>(cuda_storage(&storage)?, layout)?;
-            return Ok(kernel.argmax_allowed(&view.view, vocab_size, &indices, &masks)?);
+            return self.on_rows(cuda, logits, |kernel, view, (_, vocab_size)| {
+                let (words, words_per_row) = upload_words(rows.iter().map(|(_, mask)| *mask), vocab_size);
+                let masks = pagoda_cuda_kernels::TokenMasks { words: &words, words_per_row };
+                let indices: Vec<i32> = rows.iter().map(|(row, _)| *row as i32).collect();
+                kernel.argmax_allowed(view, vocab_size, &indices, &masks)
+            });
         }
         let _ = rows;
-        Err(crate::error::EngineError::Execution(format!(
-            "no device argmax for logits on {:?}",
-            logits.device().location()
-        )))
+        Err(not_on_gpu("argmax", logits))
     }
 
-    /// The kernels, loaded on first use.
+    /// Runs `launch` with the kernels (loaded on first use) on `logits` as f32 rows on the GPU,
+    /// and their `(num_rows, vocab_size)`.
     #[cfg(feature = "cuda")]
-    fn kernel(
-        &mut self,
-        cuda: &candle_core::CudaDevice,
-    ) -> Result<&pagoda_cuda_kernels::SamplingKernel> {
-        if self.kernel.is_none() {
-            self.kernel = Some(pagoda_cuda_kernels::SamplingKernel::load(cuda)?);
-        }
-        self.kernel.as_ref().ok_or_else(|| {
-            crate::error::EngineError::Execution("the sampling kernel did not load".into())
-        })
-    }
-
-    #[cfg(feature = "cuda")]
-    fn sample_on_gpu(
+    fn on_rows<R>(
         &mut self,
         cuda: &candle_core::CudaDevice,
         logits: &Tensor,
-        rows: &[DeviceRow],
-    ) -> Result<Vec<u32>> {
-        use pagoda_cuda_kernels::RowSampling;
-
+        launch: impl FnOnce(
+            &pagoda_cuda_kernels::SamplingKernel,
+            &candle_core::cuda_backend::cudarc::driver::CudaView<'_, f32>,
+            (usize, usize),
+        ) -> candle_core::Result<R>,
+    ) -> Result<R> {
         use crate::gpu::rows::{cuda_storage, rows_of};
-
-        let kernel = self.kernel(cuda)?;
+        if self.kernel.is_none() {
+            self.kernel = Some(pagoda_cuda_kernels::SamplingKernel::load(cuda)?);
+        }
+        let kernel = self.kernel.as_ref().ok_or_else(|| {
+            crate::error::EngineError::Execution("the sampling kernel did not load".into())
+        })?;
         let logits = logits.to_dtype(candle_core::DType::F32)?.contiguous()?;
-        let (_, vocab_size) = logits.dims2()?;
-        let (words, words_per_row) = upload_words(rows.iter().filter_map(|r| r.allowed), vocab_size);
-        let masks = pagoda_cuda_kernels::TokenMasks { words: &words, words_per_row };
-        let mut num_masks = 0;
-        let params: Vec<RowSampling> = rows
-            .iter()
-            .map(|r| RowSampling {
-                row: r.row as i32,
-                inv_temperature: r.filters.inv_temperature,
-                top_k: i32::try_from(r.filters.top_k).unwrap_or(i32::MAX),
-                top_p: r.filters.top_p,
-                min_p: r.filters.min_p,
-                // f32 just below 1 at most: the draw's target stays inside the kept mass.
-                uniform: (r.uniform as f32).min(1.0 - f32::EPSILON / 2.0),
-                mask: match r.allowed {
-                    Some(_) => {
-                        num_masks += 1;
-                        num_masks - 1
-                    }
-                    None => -1,
-                },
-            })
-            .collect();
+        let dims = logits.dims2()?;
         let (storage, layout) = logits.storage_and_layout();
         let view = rows_of::<f32>(cuda_storage(&storage)?, layout)?;
-        Ok(kernel.sample(&view.view, vocab_size, &params, &masks)?)
+        Ok(launch(kernel, &view.view, dims)?)
     }
+}
+
+/// The error for a device kernel called on logits that are not on a GPU.
+fn not_on_gpu(what: &str, logits: &Tensor) -> crate::error::EngineError {
+    crate::error::EngineError::Execution(format!(
+        "no device {what} for logits on {:?}",
+        logits.device().location()
+    ))
+}
+
+/// The kernel's parameters of each row; a row with a mask names it by its place among the rows
+/// with one (the order `upload_words` uploads them in).
+#[cfg(feature = "cuda")]
+fn row_sampling(rows: &[DeviceRow<'_>]) -> Vec<pagoda_cuda_kernels::RowSampling> {
+    let mut num_masks = 0;
+    rows.iter()
+        .map(|r| pagoda_cuda_kernels::RowSampling {
+            row: r.row as i32,
+            inv_temperature: r.filters.inv_temperature,
+            top_k: i32::try_from(r.filters.top_k).unwrap_or(i32::MAX),
+            top_p: r.filters.top_p,
+            min_p: r.filters.min_p,
+            // f32 just below 1 at most: the draw's target stays inside the kept mass.
+            uniform: (r.uniform as f32).min(1.0 - f32::EPSILON / 2.0),
+            mask: match r.allowed {
+                Some(_) => {
+                    num_masks += 1;
+                    num_masks - 1
+                }
+                None => -1,
+            },
+        })
+        .collect()
 }
 
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
